@@ -1,0 +1,3 @@
+from gq.cli.entry import main
+
+main()

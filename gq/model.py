@@ -1,0 +1,142 @@
+"""Plain data shared by every layer: jobs, states, cards. Standard library only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class JobState(StrEnum):
+    PENDING = "pending"
+    HELD = "held"
+    RUNNING = "running"
+    PREEMPTING = "preempting"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TIMEOUT = "timeout"
+    OOM = "oom"
+    LOST = "lost"
+
+    @property
+    def active(self) -> bool:
+        return self in ACTIVE_STATES
+
+    @property
+    def ended(self) -> bool:
+        return self in ENDED_STATES
+
+
+WAITING_STATES = frozenset({JobState.PENDING, JobState.HELD})
+RUNNING_STATES = frozenset({JobState.RUNNING, JobState.PREEMPTING})
+ACTIVE_STATES = WAITING_STATES | RUNNING_STATES
+ENDED_STATES = frozenset(JobState) - ACTIVE_STATES
+
+# The one place where state changes are allowed. Ended jobs may go back to pending
+# (requeue) and a pending job may end without running (cancel, lost dependency).
+TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    JobState.PENDING: frozenset({JobState.HELD, JobState.RUNNING, JobState.CANCELLED}),
+    JobState.HELD: frozenset({JobState.PENDING, JobState.CANCELLED}),
+    JobState.RUNNING: frozenset(
+        {JobState.PREEMPTING, JobState.PENDING} | ENDED_STATES
+    ),
+    JobState.PREEMPTING: frozenset({JobState.PENDING, JobState.HELD} | ENDED_STATES),
+    **{s: frozenset({JobState.PENDING}) for s in ENDED_STATES},
+}
+
+
+class IllegalTransition(ValueError):
+    pass
+
+
+def check_transition(old: JobState, new: JobState) -> None:
+    if new not in TRANSITIONS[old]:
+        raise IllegalTransition(f"a {old} job cannot become {new}")
+
+
+class Tier(StrEnum):
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """0 is the most urgent."""
+        return _TIER_RANK[self]
+
+
+_TIER_RANK = {Tier.HIGH: 0, Tier.NORMAL: 1, Tier.LOW: 2}
+
+
+class Reason(StrEnum):
+    """Why a job is pending, in Slurm's vocabulary where it fits."""
+
+    PRIORITY = "Priority"
+    RESOURCES = "Resources"
+    DEPENDENCY = "Dependency"
+    DEPENDENCY_NEVER_SATISFIED = "DependencyNeverSatisfied"
+    HELD = "Held"
+    QUOTA_LIMIT = "QuotaLimit"
+    PEER_DOWN = "PeerDown"
+    NO_GPUS = "NoGpus"
+
+
+class DepKind(StrEnum):
+    AFTER = "after"  # the other job ended, any outcome
+    AFTEROK = "afterok"  # ... completed with exit code 0
+    AFTERNOTOK = "afternotok"  # ... ended any other way
+
+
+@dataclass
+class Job:
+    id: int
+    user: str
+    command: list[str]
+    cwd: str
+    state: JobState = JobState.PENDING
+    name: str = ""
+    uid: int = -1
+    host: str = ""
+    reason: str | None = None
+    priority: Tier = Tier.NORMAL
+    gpus: int = 1
+    mem: int | None = None  # bytes per GPU; None = whole cards
+    cpus: int = 1
+    ram: int | None = None  # host memory, bytes
+    time_limit: float | None = None  # seconds
+    deps: dict[DepKind, list[int]] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    submitted_at: float = 0.0
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    restarts: int = 0
+    gpu_ids: list[int] = field(default_factory=list)
+
+    @property
+    def whole_cards(self) -> bool:
+        return self.gpus > 0 and self.mem is None
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    used_memory: int | None  # bytes; None when the driver cannot say
+
+
+@dataclass
+class Gpu:
+    """One schedulable card: a whole GPU, or a MIG instance when MIG is on."""
+
+    index: int
+    uuid: str
+    name: str
+    memory_total: int
+    visible_id: str  # what goes into CUDA_VISIBLE_DEVICES for this card
+    memory_used: int | None = None  # None = unknown, never 0
+    utilization: int | None = None  # percent; None = unknown
+    temperature: int | None = None
+    power_w: float | None = None
+    processes: list[GpuProcess] = field(default_factory=list)
+    parent_uuid: str | None = None  # the physical GPU of a MIG instance
+    simulated: bool = False

@@ -1,0 +1,1 @@
+"""Tools that run inside simulated jobs (burn: hold memory and utilisation on simulated cards)."""

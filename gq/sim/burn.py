@@ -1,0 +1,167 @@
+"""A stand-in for a training job: holds memory and utilisation on the simulated cards it can see.
+
+    python -m gq.sim.burn --mem 10G --util 80 --seconds 5 [--leak]
+
+It registers itself in the simulator's state directory (GQ_SIM_DIR, else $GQ_HOME/sim) on every
+card in CUDA_VISIBLE_DEVICES, and fails the way PyTorch does when a card has too little room.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+# Exit codes: 1 as a Python job that dies of an exception, 2 as a bad command line.
+EXIT_OOM = 1
+EXIT_USAGE = 2
+
+
+class BurnError(Exception):
+    """A setup problem: one line on stderr, exit 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    from gq.gpu import sim
+
+    try:
+        state_dir = sim.sim_dir_from_env()
+        cards = _visible_cards(state_dir, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    except BurnError as e:
+        print(f"gq.sim.burn: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    with _state_lock(state_dir):
+        oom = _out_of_memory(state_dir, cards, args.mem)
+        if oom:
+            print(oom, file=sys.stderr)
+            return EXIT_OOM
+        proc = sim.SimProc(
+            pid=os.getpid(), create_time=_own_create_time(), cards=[c.uuid for c in cards],
+            mem=args.mem, util=args.util, leak=args.leak,
+        )
+        path = sim.write_proc(state_dir, proc)
+    return _hold(path, cards, args)
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from gq.units import parse_size
+
+    def size(text: str) -> int:
+        try:
+            return parse_size(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    def percent(text: str) -> int:
+        if not text.isdigit() or int(text) > 100:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a percentage from 0 to 100")
+        return int(text)
+
+    p = argparse.ArgumentParser(prog="python -m gq.sim.burn", description=__doc__.split("\n")[0])
+    p.add_argument("--mem", type=size, default=parse_size("1G"), help="memory per card (1G)")
+    p.add_argument("--util", type=percent, default=100, help="utilisation percent (100)")
+    p.add_argument("--seconds", type=float, default=None, help="how long to run (forever)")
+    p.add_argument("--leak", action="store_true",
+                   help="leave the memory held after exit, as zombie memory")
+    return p.parse_args(argv)
+
+
+def _visible_cards(state_dir: Path, visible: str | None):
+    from gq.gpu.sim import load_cards
+
+    try:
+        cards = load_cards(state_dir)
+    except FileNotFoundError:
+        raise BurnError(f"no simulated cards in {state_dir} (is GQ_SIM_GPUS set for the daemon?)")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BurnError(f"cannot read the simulated cards in {state_dir}: {e}")
+    if visible is None:
+        raise BurnError("CUDA_VISIBLE_DEVICES is not set; set it to the cards to use, e.g. 0")
+    entries = [e.strip() for e in visible.split(",") if e.strip()]
+    if not entries:
+        raise BurnError("no CUDA-capable device is visible (CUDA_VISIBLE_DEVICES is empty)")
+    by_id = {c.visible_id: c for c in cards} | {c.uuid.lower(): c for c in cards}
+    chosen = []
+    for entry in entries:
+        card = by_id.get(entry.lower())
+        if card is None:
+            known = ", ".join(c.visible_id for c in cards) or "none"
+            raise BurnError(f"CUDA_VISIBLE_DEVICES entry {entry!r} is not a simulated card "
+                            f"(cards: {known}, or their GPU-... uuids)")
+        if card not in chosen:
+            chosen.append(card)
+    return chosen
+
+
+class _state_lock:
+    """Serialises check-then-register so that two burns cannot both take a card's last bytes."""
+
+    def __init__(self, state_dir: Path):
+        self.path = state_dir / "burn.lock"
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o666)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+def _out_of_memory(state_dir: Path, cards, mem: int) -> str | None:
+    """PyTorch's message for the first card without `mem` free, or None when all have room."""
+    from gq.gpu.sim import held_memory, memory_held_per_card
+
+    held = memory_held_per_card(held_memory(state_dir))
+    for ordinal, card in enumerate(cards):
+        free = max(0, card.memory_total - held.get(card.uuid, 0))
+        if mem > free:
+            # The ordinal is the device number inside this process, as torch numbers them.
+            return (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                    f"{_gib(mem)}. GPU {ordinal} has a total capacity of "
+                    f"{_gib(card.memory_total)} of which {_gib(free)} is free.")
+    return None
+
+
+def _gib(n: int) -> str:
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.2f} GiB"
+    return f"{n / (1 << 20):.2f} MiB"
+
+
+def _own_create_time() -> float:
+    import psutil
+
+    return psutil.Process().create_time()
+
+
+def _hold(path: Path, cards, args: argparse.Namespace) -> int:
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    where = ", ".join(f"GPU {c.index} ({c.uuid})" for c in cards)
+    print(f"burn {os.getpid()}: holding {_gib(args.mem)} at {args.util}% on {where}"
+          + (" (leaks on exit)" if args.leak else ""), flush=True)
+    try:
+        _sleep(args.seconds)
+    finally:
+        if not args.leak:
+            path.unlink(missing_ok=True)
+    return 0
+
+
+def _sleep(seconds: float | None) -> None:
+    deadline = None if seconds is None else time.monotonic() + seconds
+    while deadline is None or time.monotonic() < deadline:
+        remaining = 3600.0 if deadline is None else deadline - time.monotonic()
+        time.sleep(max(0.0, min(remaining, 3600.0)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""Parse and print sizes (20G) and durations (1d12h). Standard library only."""
+
+from __future__ import annotations
+
+import re
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+_DUR_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+_DUR_PART = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+
+
+def parse_size(text: str) -> int:
+    """'20G' -> bytes. Binary units (G = GiB), as nvidia-smi and Slurm use them."""
+    m = _SIZE_RE.fullmatch(text.strip())
+    if not m:
+        raise ValueError(f"{text!r}: expected a size like 20G, 512M or 1.5T")
+    value = float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()]
+    if value < 1:
+        raise ValueError(f"{text!r}: a size must be positive")
+    return int(value)
+
+
+def parse_duration(text: str) -> float:
+    """'90m', '2h', '1d12h', '45s', '1:30:00', or plain minutes as in Slurm ('30')."""
+    s = text.strip().lower()
+    if re.fullmatch(r"\d+(?:\.\d+)?", s):
+        seconds = float(s) * 60
+    elif re.fullmatch(r"\d+(:\d{1,2}){1,2}", s):
+        parts = [int(p) for p in s.split(":")]
+        while len(parts) < 3:
+            parts.insert(0, 0)
+        seconds = float(parts[0] * 3600 + parts[1] * 60 + parts[2])
+    else:
+        parts = _DUR_PART.findall(s)
+        if not parts or "".join(v + u for v, u in parts) != s:
+            raise ValueError(f"{text!r}: expected a duration like 90m, 2h, 1d12h or 45s")
+        seconds = sum(float(v) * _DUR_UNITS[u] for v, u in parts)
+    if seconds <= 0:
+        raise ValueError(f"{text!r}: a duration must be positive")
+    return seconds
+
+
+def format_size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, scale in (("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.0f}{unit}" if value >= 10 or value == int(value) else f"{value:.1f}{unit}"
+    return f"{n}B"
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if d:
+        return f"{d}d{h:02d}h"
+    if h:
+        return f"{h}h{m:02d}m"
+    if m:
+        return f"{m}m{s:02d}s"
+    return f"{s}s"
