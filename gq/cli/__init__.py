@@ -1,0 +1,1 @@
+"""The `gq` command: thin commands that parse, call the daemon and format."""

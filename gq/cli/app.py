@@ -1,0 +1,261 @@
+"""The Typer app: every command's options, help and completion. Commands stay thin."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from gq.cli import output
+from gq.cli.client import call
+from gq.protocol import BAD_INPUT, GqError
+
+app = typer.Typer(
+    name="gq",
+    help="A GPU job queue for shared lab workstations.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+daemon_app = typer.Typer(help="The per-host daemon (the CLI starts it on first use).",
+                         no_args_is_help=True)
+app.add_typer(daemon_app, name="daemon")
+
+Ids = Annotated[list[str], typer.Argument(help="job ids; @ is your last job", metavar="ID...")]
+Id = Annotated[str, typer.Argument(help="a job id; @ is your last job", metavar="ID")]
+Json = Annotated[bool, typer.Option("--json", help="print JSON (a stable schema)")]
+
+
+def _opt(dest: str, *, multi: bool = False):
+    """A Typer option built from the submit table, so the two parsers cannot drift apart."""
+    from gq.cli.submit_args import OPTIONS
+
+    o = next(o for o in OPTIONS if o.dest == dest)
+    names = [o.long] + ([o.short] if o.short else [])
+    if o.kind == "flag":
+        return typer.Option(*names, help=o.help)
+    return typer.Option(*names, help=o.help, metavar=o.metavar, show_default=False)
+
+
+@app.command(
+    "submit",
+    context_settings={"allow_interspersed_args": False},
+    help="Queue a job and print its id.  gq submit [OPTIONS] -- COMMAND [ARGS...]",
+)
+def submit(
+    command: Annotated[list[str], typer.Argument(help="the command and its arguments",
+                                                 metavar="COMMAND...")] = None,
+    gpus: Annotated[Optional[str], _opt("gpus")] = None,
+    mem: Annotated[Optional[str], _opt("mem")] = None,
+    cpus: Annotated[Optional[str], _opt("cpus")] = None,
+    ram: Annotated[Optional[str], _opt("ram")] = None,
+    priority: Annotated[Optional[str], _opt("priority")] = None,
+    time: Annotated[Optional[str], _opt("time")] = None,
+    after: Annotated[Optional[list[str]], _opt("after")] = None,
+    afterok: Annotated[Optional[list[str]], _opt("afterok")] = None,
+    afternotok: Annotated[Optional[list[str]], _opt("afternotok")] = None,
+    name: Annotated[Optional[str], _opt("name")] = None,
+    cwd: Annotated[Optional[str], _opt("cwd")] = None,
+    env: Annotated[Optional[list[str]], _opt("env")] = None,
+    hold: Annotated[bool, _opt("hold")] = False,
+    json: Annotated[bool, _opt("json")] = False,
+) -> None:
+    from gq.cli.submit_args import request_args
+
+    values = {k: v for k, v in locals().items() if k != "command" and v not in (None, False)}
+    job = call("submit", **request_args(values, command or []))
+    output.print_json(job) if json else print(job["id"])
+
+
+app.command("add", context_settings={"allow_interspersed_args": False},
+            help="Alias of submit.")(submit)
+
+
+@app.command("ls")
+def ls(
+    all: Annotated[bool, typer.Option("--all", "-a", help="also ended jobs")] = False,
+    user: Annotated[Optional[str], typer.Option("--user", "-u", help="only this user's")] = None,
+    state: Annotated[Optional[list[str]], typer.Option("--state", "-s", help="only jobs in "
+                     "this state (repeatable)")] = None,
+    json: Json = False,
+) -> None:
+    """List jobs: pending and running ones, or all with --all. Pending ones show a reason."""
+    jobs = call("list", all=all, user=user, states=state or [])
+    if json:
+        return output.print_json(jobs)
+    headers, rows = output.job_rows(jobs)
+    print(output.table(headers, rows))
+
+
+app.command("ps", help="Alias of ls.")(ls)
+
+
+@app.command("show")
+def show(id: Id, json: Json = False) -> None:
+    """Everything known about one job, with its history."""
+    job = call("show", id=id)
+    if json:
+        return output.print_json(job)
+    from gq.cli.details import print_job
+
+    print_job(job)
+
+
+@app.command("why")
+def why(id: Id) -> None:
+    """Why a job waits (or how it ended), in words."""
+    print(call("why", id=id)["why"])
+
+
+@app.command("logs")
+def logs(
+    id: Id,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep printing until the job "
+                      "ends")] = False,
+    err: Annotated[bool, typer.Option("--err", help="standard error instead of output")] = False,
+) -> None:
+    """Output of a job."""
+    from gq.cli.logs import show_log
+
+    show_log(id, follow=follow, stderr=err)
+
+
+def _act(op: str, ids: list[str]) -> int:
+    results = call(op, ids=ids)
+    failed = 0
+    for r in results:
+        stream = sys.stdout if r["ok"] else sys.stderr
+        print(f"{'' if r['ok'] else 'gq: '}job {r['id']}: {r['message']}", file=stream)
+        failed += not r["ok"]
+    return 1 if failed else 0
+
+
+@app.command("cancel")
+def cancel(ids: Ids) -> int:
+    """Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them."""
+    return _act("cancel", ids)
+
+
+@app.command("hold")
+def hold(ids: Ids) -> int:
+    """Keep pending jobs from starting until released."""
+    return _act("hold", ids)
+
+
+@app.command("release")
+def release(ids: Ids) -> int:
+    """Let held jobs start; for a job whose dependency failed, drop the dependency."""
+    return _act("release", ids)
+
+
+@app.command("requeue")
+def requeue(ids: Ids) -> int:
+    """Stop running jobs and queue them again with the same id (also ended jobs)."""
+    return _act("requeue", ids)
+
+
+@app.command("wait")
+def wait(ids: Ids) -> int:
+    """Block until the jobs end; exit with the (first failing) job's exit code."""
+    from gq.cli.client import connect
+
+    with connect(timeout=None) as conn:
+        jobs = conn.call("wait", ids=ids)
+    code = 0
+    for j in jobs:
+        exit_code = j["exit_code"]
+        print(f"job {j['id']}: {j['state']}" + (f" (exit {exit_code})" if exit_code is not None
+                                                else ""))
+        if code == 0 and j["state"] != "completed":
+            code = exit_code if exit_code not in (None, 0) else 1
+    return code
+
+
+@app.command("gpus")
+def gpus(json: Json = False) -> None:
+    """Cards: memory held by each job and by processes outside gq, utilisation."""
+    cards = call("gpus")
+    if json:
+        return output.print_json(cards)
+    from gq.cli.details import print_gpus
+
+    print_gpus(cards)
+
+
+@daemon_app.command("run")
+def daemon_run() -> int:
+    """Run the daemon in the foreground (logs to stderr)."""
+    from gq.cli.client import layout
+    from gq.daemon.main import run
+
+    return run(layout().home)
+
+
+@daemon_app.command("start")
+def daemon_start() -> None:
+    """Start the daemon in the background, if it is not running."""
+    from gq.cli.client import layout, start_daemon, try_connect
+
+    lay = layout()
+    conn = try_connect(lay)
+    if conn is not None:
+        with conn:
+            print(f"already running (pid {conn.call('ping')['pid']}, {lay.home})")
+        return
+    print(f"started (pid {start_daemon(lay)}, {lay.home})")
+
+
+@daemon_app.command("stop")
+def daemon_stop() -> None:
+    """Stop the daemon. Running jobs keep running; the next daemon re-adopts them."""
+    from gq.cli.client import connect
+
+    with connect(auto_start=False) as conn:
+        pid = conn.call("ping")["pid"]
+        result = conn.call("shutdown")
+    from gq.cli.daemon_ctl import wait_gone
+
+    wait_gone(pid)
+    print(f"stopped (pid {pid}); {result['running_jobs']} running job(s) keep running")
+
+
+@daemon_app.command("status")
+def daemon_status(json: Json = False) -> int:
+    """Whether the daemon runs, where, with which cards."""
+    from gq.cli.client import layout, try_connect
+
+    lay = layout()
+    conn = try_connect(lay)
+    if conn is None:
+        print(f"not running ({lay.home})")
+        return 3
+    with conn:
+        info = conn.call("ping")
+    if json:
+        output.print_json(info)
+    else:
+        print(f"running: pid {info['pid']}, {info['home']}, gq {info['version']}, "
+              f"{info['gpus']} {info['backend']} GPU(s) on {info['host']}")
+    return 0
+
+
+def run(argv: list[str]) -> int:
+    """Run the app; usage errors become one `gq: ` line with exit code 2."""
+    try:
+        result = app(args=argv, prog_name="gq", standalone_mode=False)
+    except typer.TyperException as e:  # click's usage errors, vendored by Typer
+        ctx = getattr(e, "ctx", None)
+        if type(e).__name__ == "NoArgsIsHelpError":
+            print(e.format_message())
+            return 0
+        where = ctx.command_path if ctx else "gq"
+        message = e.format_message().splitlines()[0].rstrip(".")
+        message = message[:1].lower() + message[1:]
+        raise GqError(f"{message} (see {where} --help)", BAD_INPUT) from None
+    except typer.Abort:
+        return 130
+    except typer.Exit as e:
+        return e.exit_code
+    return result if isinstance(result, int) else 0

@@ -1,0 +1,68 @@
+"""Longer views for people: one job in full, the cards."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from gq.cli.output import percent, table
+from gq.protocol import iso
+from gq.units import format_duration, format_size
+
+
+def print_job(job: dict[str, Any]) -> None:
+    mem = format_size(job["mem"]) + " per GPU" if job["mem"] else (
+        "whole cards" if job["gpus"] else "-")
+    fields = [
+        ("job", f"{job['id']} ({job['name']})"),
+        ("state", job["state"] + (f" ({job['reason']})" if job["reason"] else "")),
+        ("why", job["why"]),
+        ("user", job["user"]),
+        ("host", job["host"]),
+        ("priority", job["priority"]),
+        ("gpus", f"{job['gpus']}, {mem}"),
+        ("gpu ids", ",".join(map(str, job["gpu_ids"])) or "-"),
+        ("cpus", str(job["cpus"])),
+        ("ram", format_size(job["ram"]) if job["ram"] else "-"),
+        ("time limit", format_duration(job["time_limit"]) if job["time_limit"] else "-"),
+        ("command", shlex.join(job["command"])),
+        ("cwd", job["cwd"]),
+        ("depends on", ", ".join(f"{k} {','.join(map(str, v))}" for k, v in job["deps"].items())
+         or "-"),
+        ("submitted", job["submitted_at"]),
+        ("started", job["started_at"] or "-"),
+        ("ended", job["ended_at"] or "-"),
+        ("exit code", "-" if job["exit_code"] is None else str(job["exit_code"])),
+        ("restarts", str(job["restarts"])),
+        ("stdout", job["stdout"]),
+        ("stderr", job["stderr"]),
+        ("checkpoints", job["checkpoint_dir"]),
+    ]
+    width = max(len(k) for k, _ in fields)
+    for key, value in fields:
+        print(f"{key.rjust(width)}  {value}")
+    print("\nhistory:")
+    for e in job["events"]:
+        change = e["new_state"] if e["old_state"] in (None, e["new_state"]) else (
+            f"{e['old_state']} -> {e['new_state']}")
+        extra = "; ".join(x for x in (e["reason"], e["detail"]) if x)
+        print(f"  {iso(e['at'])}  {change}" + (f"  ({extra})" if extra else ""))
+
+
+def print_gpus(cards: list[dict[str, Any]]) -> None:
+    if not cards:
+        print("no GPUs on this host (no NVIDIA driver found and GQ_SIM_GPUS is not set)")
+        return
+    rows = []
+    for c in cards:
+        used = "N/A" if c["memory_used"] is None else format_size(c["memory_used"])
+        jobs = " ".join(
+            f"{j['id']}:{j['user']}:{'whole' if j['whole_card'] else format_size(j['mem'])}"
+            for j in c["jobs"]
+        )
+        ext = c["external_used"]
+        other = "N/A" if ext is None else (format_size(ext) if ext else "-")
+        name = c["name"] + (" (sim)" if c["simulated"] else "")
+        rows.append([str(c["index"]), name, f"{used}/{format_size(c['memory_total'])}",
+                     percent(c["utilization"]), jobs or "-", other])
+    print(table(["GPU", "NAME", "MEMORY", "UTIL", "JOBS (id:user:mem)", "OUTSIDE GQ"], rows))

@@ -1,0 +1,52 @@
+"""The `gq` console script: `submit` on a light path, everything else through Typer."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from gq.protocol import GqError
+
+
+def fail(message: str, code: int) -> int:
+    print(f"gq: {message}", file=sys.stderr)
+    return code
+
+
+def submit(argv: list[str]) -> int:
+    from gq.cli.client import call
+    from gq.cli.submit_args import parse_argv, request_args
+
+    values, command = parse_argv(argv)
+    job = call("submit", **request_args(values, command))
+    print(json.dumps(job, indent=2) if values.get("json") else job["id"])
+    return 0
+
+
+def _is_fast_submit(argv: list[str]) -> bool:
+    if not argv or argv[0] not in ("submit", "add"):
+        return False
+    for arg in argv[1:]:
+        if arg == "--" or not arg.startswith("-"):
+            return True
+        if arg in ("--help", "-h"):
+            return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if _is_fast_submit(argv):
+            code = submit(argv[1:])
+        else:
+            from gq.cli.app import run
+
+            code = run(argv)
+    except GqError as e:
+        code = fail(e.message, e.code)
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    sys.exit(code)

@@ -1,0 +1,48 @@
+"""`gq logs`: print a job's output file, and follow it until the job ends."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from gq.cli.client import connect
+from gq.protocol import GqError
+
+FOLLOW_POLL = 0.2  # seconds between looks at a growing log
+
+
+def _copy_new(fd: int) -> int:
+    copied = 0
+    while chunk := os.read(fd, 1 << 16):
+        sys.stdout.buffer.write(chunk)
+        copied += len(chunk)
+    sys.stdout.buffer.flush()
+    return copied
+
+
+def show_log(job_id: str, follow: bool, stderr: bool) -> None:
+    with connect(timeout=None) as conn:
+        job = conn.call("show", id=job_id)
+        path = job["stderr" if stderr else "stdout"]
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            if not follow:
+                if job["state"] in ("pending", "held"):
+                    raise GqError(f"job {job['id']} has not started yet: no output") from None
+                return
+            fd = None
+        while True:
+            if fd is None and os.path.exists(path):
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            copied = _copy_new(fd) if fd is not None else 0
+            if not follow:
+                return
+            if not copied:
+                state = conn.call("show", id=str(job["id"]))
+                if state["state"] not in ("pending", "held", "running", "preempting"):
+                    if fd is not None:
+                        _copy_new(fd)
+                    return
+                time.sleep(FOLLOW_POLL)

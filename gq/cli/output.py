@@ -1,0 +1,65 @@
+"""Tables and values for people; JSON stays as the daemon sends it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from gq.protocol import parse_iso
+from gq.units import format_duration, format_size
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2))
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    lines = []
+    for row in [headers, *rows]:
+        cells = [c.ljust(w) for c, w in zip(row, widths)]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def job_time(job: dict[str, Any], now: float | None = None) -> str:
+    """Running: time so far; ended: how long it ran; pending: how long it has waited."""
+    now = time.time() if now is None else now
+    started, ended = parse_iso(job["started_at"]), parse_iso(job["ended_at"])
+    if started is not None:
+        return format_duration((ended or now) - started)
+    if ended is not None:
+        return "-"
+    return format_duration(now - parse_iso(job["submitted_at"]))
+
+
+def job_rows(jobs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    headers = ["ID", "NAME", "USER", "STATE", "PRI", "GPUS", "MEM", "CPUS", "TIME", "GPU_IDS/REASON"]
+    rows = []
+    for j in jobs:
+        if j["state"] in ("pending", "held"):
+            where = j["reason"] or ""
+        elif j["gpu_ids"]:
+            where = ",".join(str(i) for i in j["gpu_ids"])
+        elif j["state"] in ("running", "preempting"):
+            where = "cpu"
+        else:
+            where = f"exit {j['exit_code']}" if j["exit_code"] is not None else (j["reason"] or "")
+        rows.append([
+            str(j["id"]), j["name"][:24], j["user"], j["state"], j["priority"], str(j["gpus"]),
+            format_size(j["mem"]) if j["mem"] else ("whole" if j["gpus"] else "-"),
+            str(j["cpus"]), job_time(j), where,
+        ])
+    return headers, rows
+
+
+def percent(value: int | None) -> str:
+    return "N/A" if value is None else f"{value}%"
+
+
+def echo_err(message: str) -> None:
+    print(message, file=sys.stderr)

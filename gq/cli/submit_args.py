@@ -1,0 +1,146 @@
+"""`gq submit` options: one table, a small argv parser for the hot path, one converter.
+
+`gq submit` is the command users run most and in loops, so it does not wait for Typer to
+import (about 40 ms): `gq.cli.entry` parses its argv here. The Typer command in `gq.cli.app`
+exists for help, completion and docs, and feeds the same converter; a test keeps both in step.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from gq.protocol import BadInput
+from gq.units import parse_duration, parse_size
+
+
+@dataclass(frozen=True)
+class Opt:
+    long: str
+    short: str | None
+    dest: str
+    kind: str  # "value", "multi" (repeatable) or "flag"
+    metavar: str
+    help: str
+
+
+OPTIONS: tuple[Opt, ...] = (
+    Opt("--gpus", "-g", "gpus", "value", "N", "GPUs per job (0 = CPU-only job)  [default: 1]"),
+    Opt("--mem", "-m", "mem", "value", "SIZE",
+        "GPU memory per GPU, e.g. 20G; the job may share a card. Without it: whole cards"),
+    Opt("--cpus", "-c", "cpus", "value", "N", "host CPU cores  [default: 1]"),
+    Opt("--ram", None, "ram", "value", "SIZE", "host memory, e.g. 32G"),
+    Opt("--priority", "-p", "priority", "value", "TIER", "high | normal | low  [default: normal]"),
+    Opt("--time", "-t", "time", "value", "DUR", "wall-time limit, e.g. 90m, 2h, 1d12h"),
+    Opt("--after", None, "after", "multi", "ID[,ID]", "start after these jobs end, any outcome"),
+    Opt("--afterok", None, "afterok", "multi", "ID[,ID]", "start after these jobs complete"),
+    Opt("--afternotok", None, "afternotok", "multi", "ID[,ID]",
+        "start after these jobs end other than completed"),
+    Opt("--name", "-n", "name", "value", "NAME", "a label (default: the command's name)"),
+    Opt("--cwd", None, "cwd", "value", "DIR", "working directory  [default: the current one]"),
+    Opt("--env", None, "env", "multi", "K=V", "set a variable in the job (repeatable)"),
+    Opt("--hold", None, "hold", "flag", "", "queue the job held: it waits for `gq release`"),
+    Opt("--json", None, "json", "flag", "", "print the job as JSON"),
+)
+_BY_FLAG = {flag: o for o in OPTIONS for flag in (o.long, o.short) if flag}
+
+
+def parse_argv(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """Options up to `--` or the first word that is not an option; the rest is the command."""
+    values: dict[str, Any] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return values, argv[i + 1 :]
+        if not arg.startswith("-") or arg == "-":
+            return values, argv[i:]
+        flag, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
+        opt = _BY_FLAG.get(flag)
+        if opt is None:
+            raise BadInput(f"no such option: {flag} (see gq submit --help)")
+        if opt.kind == "flag":
+            if eq or inline:
+                raise BadInput(f"{flag} takes no value")
+            values[opt.dest] = True
+            i += 1
+            continue
+        if eq or inline:
+            value = inline
+            i += 1
+        elif i + 1 < len(argv):
+            value = argv[i + 1]
+            i += 2
+        else:
+            raise BadInput(f"{flag} needs a value ({opt.metavar})")
+        if opt.kind == "multi":
+            values.setdefault(opt.dest, []).append(value)
+        else:
+            values[opt.dest] = value
+    return values, []
+
+
+def _whole(flag: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise BadInput(f"{flag} {text}: expected a whole number") from None
+
+
+def _parsed(flag: str, text: str, parse) -> Any:
+    try:
+        return parse(text)
+    except ValueError as e:
+        raise BadInput(f"{flag} {e}") from None
+
+
+def _ids(values: list[str]) -> list[str]:
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def _env(values: list[str]) -> dict[str, str]:
+    out = {}
+    for item in values:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise BadInput(f"--env {item!r}: expected KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
+    """Option values as typed (strings) -> the arguments of the daemon's submit operation."""
+    for arg in command:
+        if "\0" in arg:
+            raise BadInput("the command contains a NUL byte")
+    if not command:
+        raise BadInput("no command given: gq submit [OPTIONS] -- COMMAND [ARGS...]")
+    cwd = os.path.abspath(values.get("cwd") or os.getcwd())
+    if not os.path.isdir(cwd):
+        raise BadInput(f"--cwd {values.get('cwd')!r}: no such directory")
+    env = dict(os.environ)  # as sbatch --export=ALL
+    env.update(_env(values.get("env") or []))
+    args: dict[str, Any] = {
+        "command": command,
+        "cwd": cwd,
+        "env": env,
+        "hold": bool(values.get("hold")),
+        "priority": (values.get("priority") or "normal").lower(),
+    }
+    if values.get("gpus") is not None:
+        args["gpus"] = _whole("--gpus", values["gpus"])
+    if values.get("cpus") is not None:
+        args["cpus"] = _whole("--cpus", values["cpus"])
+    if values.get("mem") is not None:
+        args["mem"] = _parsed("--mem", values["mem"], parse_size)
+    if values.get("ram") is not None:
+        args["ram"] = _parsed("--ram", values["ram"], parse_size)
+    if values.get("time") is not None:
+        args["time_limit"] = _parsed("--time", values["time"], parse_duration)
+    if values.get("name") is not None:
+        args["name"] = values["name"]
+    for kind in ("after", "afterok", "afternotok"):
+        if values.get(kind):
+            args[kind] = _ids(values[kind])
+    return args

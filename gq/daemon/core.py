@@ -1,0 +1,275 @@
+"""The daemon's state and its actions: schedule, start, stop, finish and re-adopt jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Callable
+
+from gq.config import Config
+from gq.daemon.attribution import external_memory
+from gq.daemon.shim import ShimSpec
+from gq.daemon.supervisor import RunStatus, Shim, Supervisor
+from gq.gpu.base import CardBackend
+from gq.model import ENDED_STATES, Gpu, Job, JobState
+from gq.paths import Layout
+from gq.policy import Card, Host, Outcome, SchedulerInput, schedule
+from gq.store import Store
+from gq.units import format_duration
+
+log = logging.getLogger("gq.daemon")
+
+STOPPING_STATES = (JobState.CANCELLED, JobState.TIMEOUT, JobState.PREEMPTING)
+
+
+class Daemon:
+    def __init__(
+        self,
+        layout: Layout,
+        config: Config,
+        backend: CardBackend,
+        hostname: str,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.layout = layout
+        self.config = config
+        self.backend = backend
+        self.hostname = hostname
+        self.clock = clock
+        for d in (layout.logs, layout.run, layout.checkpoints):
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.store = Store(layout.db)
+        self.supervisor = Supervisor(layout.run)
+        self.shims: dict[int, Shim] = {}  # job id -> its watched shim
+        self.unadopted: set[int] = set()  # shims alive but not yet watched
+        self.cards: list[Gpu] = []
+        self.external: dict[int, int | None] = {}
+        self.waiters: dict[int, list[asyncio.Future]] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._pass_requested = False
+        self.loop_stop = asyncio.Event()  # set to stop serving
+        self.read_cards()
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.recover()
+        self.request_pass()
+
+    def close(self) -> None:
+        for shim in self.shims.values():
+            if self.loop:
+                self.loop.remove_reader(shim.pidfd)
+        self.store.close()
+        self.backend.close()
+
+    def recover(self) -> None:
+        """Re-adopt the shims of an earlier daemon and record what ended while none ran."""
+        for job, _ in self.store.holding_jobs():
+            status = self.supervisor.status(job.id)
+            if status is RunStatus.ALIVE:
+                self.adopt(job)
+            elif status is RunStatus.EXITED:
+                self.finish(job.id, self.supervisor.exit_record(job.id))
+            elif status is RunStatus.VANISHED:
+                self.finish(job.id, None)
+            else:
+                self.finish(job.id, None, never_started=True)
+
+    def adopt(self, job: Job) -> None:
+        shim = self.supervisor.adopt(job.id)
+        if shim is None:
+            self.unadopted.add(job.id)  # its shim has not written its pid yet: next tick
+            return
+        self.unadopted.discard(job.id)
+        log.info("re-adopted job %s (shim pid %s)", job.id, shim.pid)
+        self.watch(shim)
+        if job.state in STOPPING_STATES:
+            self.supervisor.stop(shim)  # the stop was asked of the daemon that died
+
+    def tick(self) -> None:
+        self.read_cards()
+        for job_id in list(self.unadopted):
+            job = self.store.get_job(job_id)
+            if job is not None:
+                self.adopt(job)
+        self.enforce_time_limits()
+        self.run_pass()
+
+    def read_cards(self) -> None:
+        try:
+            self.cards = self.backend.read()
+        except Exception:  # a card backend must never take the daemon down
+            log.exception("reading the cards failed; keeping the last reading")
+        shim_pids = {shim.pid: job_id for job_id, shim in self.shims.items()}
+        self.external = external_memory(self.cards, shim_pids)
+
+    # ---- scheduling ---------------------------------------------------------------------
+
+    def request_pass(self) -> None:
+        if self.loop is not None and not self._pass_requested:
+            self._pass_requested = True
+            self.loop.call_soon(self.run_pass)
+
+    def host(self) -> Host:
+        cards = tuple(
+            Card(g.index, g.memory_total, self.external.get(g.index, 0)) for g in self.cards
+        )
+        return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)
+
+    def run_pass(self) -> None:
+        self._pass_requested = False
+        now = self.clock()
+        pending = self.store.jobs(states=(JobState.PENDING, JobState.HELD))
+        if not pending:
+            return
+        running = [job for job, _ in self.store.holding_jobs()]
+        dep_ids = {i for job in pending for ids in job.deps.values() for i in ids}
+        outcomes = {
+            j.id: Outcome(j.state, j.exit_code)
+            for j in self.store.jobs(ids=dep_ids)
+            if j.state in ENDED_STATES
+        } if dep_ids else {}
+        plan = schedule(SchedulerInput(self.host(), pending, running, outcomes, now))
+        self.store.set_reasons(plan.reasons)
+        by_id = {job.id: job for job in pending}
+        for start in plan.starts:
+            self.start(by_id[start.job_id], list(start.gpu_ids))
+
+    # ---- acting on jobs -----------------------------------------------------------------
+
+    def job_env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
+        cards = {g.index: g for g in self.cards}
+        env = dict(job.env)
+        env.update(
+            CUDA_VISIBLE_DEVICES=",".join(cards[i].visible_id for i in gpu_ids if i in cards),
+            CUDA_DEVICE_ORDER="PCI_BUS_ID",
+            GQ_JOB_ID=str(job.id),
+            GQ_RESTART_COUNT=str(job.restarts),
+            GQ_CHECKPOINT_DIR=str(self.layout.checkpoint_dir(job.id)),
+        )
+        if gpu_ids:
+            limit = job.mem or min(cards[i].memory_total for i in gpu_ids if i in cards)
+            env["GQ_GPU_MEM"] = str(limit)
+        env.update(self.backend.job_env())
+        return env
+
+    def start(self, job: Job, gpu_ids: list[int]) -> None:
+        now = self.clock()
+        self.layout.checkpoint_dir(job.id).mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Durable before the fork: a daemon that dies in between finds the job running
+        # with no shim, and requeues it, so it never runs twice.
+        self.store.transition(
+            job.id, JobState.RUNNING, now, started_at=now, gpu_ids=gpu_ids, holding=1,
+            ended_at=None, exit_code=None,
+        )
+        spec = ShimSpec(
+            job_id=job.id,
+            command=job.command,
+            cwd=job.cwd,
+            env=self.job_env(job, gpu_ids),
+            stdout=self.layout.stdout(job.id),
+            stderr=self.layout.stderr(job.id),
+            run_dir=self.supervisor.run_dir(job.id),
+            grace=self.config.kill_wait,
+        )
+        try:
+            shim = self.supervisor.spawn(spec)
+        except OSError as e:
+            log.error("job %s: cannot start its shim: %s", job.id, e)
+            self.store.transition(
+                job.id, JobState.FAILED, now, reason=f"could not start: {e}", ended_at=now,
+                holding=0,
+            )
+            self.notify(job.id)
+            return
+        self.store.update(job.id, shim_pid=shim.pid)
+        self.watch(shim)
+
+    def watch(self, shim: Shim) -> None:
+        self.shims[shim.job_id] = shim
+        if self.loop is not None:
+            self.loop.add_reader(shim.pidfd, self.on_shim_exit, shim.job_id)
+
+    def on_shim_exit(self, job_id: int) -> None:
+        shim = self.shims.pop(job_id)
+        if self.loop is not None:
+            self.loop.remove_reader(shim.pidfd)
+        self.supervisor.release(shim)
+        self.finish(job_id, self.supervisor.exit_record(job_id))
+        self.request_pass()
+
+    def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
+        """Record the end of a run: its exit status, or that it vanished or never began."""
+        job = self.store.get_job(job_id)
+        now = self.clock()
+        code = record.get("exit_code") if record else None
+        ended_at = record.get("ended_at", now) if record else now
+        if job.state == JobState.RUNNING and never_started:
+            self.store.transition(
+                job_id, JobState.PENDING, now, detail="requeued: the daemon stopped before "
+                "the job began", started_at=None, gpu_ids=[], holding=0,
+            )
+        elif job.state == JobState.RUNNING:
+            if record is None:
+                new, reason = JobState.LOST, "its shim died without recording an exit status"
+            elif code == 0:
+                new, reason = JobState.COMPLETED, None
+            else:
+                new, reason = JobState.FAILED, _failure_reason(record)
+            self.store.transition(
+                job_id, new, now, reason=reason, ended_at=ended_at, exit_code=code, holding=0
+            )
+        elif job.state == JobState.PREEMPTING:
+            restarts = job.restarts + (0 if never_started else 1)
+            self.store.transition(
+                job_id, JobState.PENDING, now, detail=f"requeued (exit code {code})",
+                restarts=restarts, started_at=None, gpu_ids=[], holding=0, exit_code=None,
+            )
+        else:  # stopped on request: the state is already final, only the facts are new
+            self.store.update(job_id, exit_code=code, holding=0)
+            self.store.note(job_id, now, f"stopped (exit code {code})")
+        self.supervisor.forget(job_id)
+        self.notify(job_id)
+
+    def stop(self, job: Job, new_state: JobState, reason: str, detail: str) -> None:
+        """Stop a running job: record the decision first, then have the shim kill the tree."""
+        now = self.clock()
+        fields = {} if new_state == JobState.PREEMPTING else {"ended_at": now}
+        self.store.transition(job.id, new_state, now, reason=reason, detail=detail, **fields)
+        shim = self.shims.get(job.id)
+        if shim is not None:
+            self.supervisor.stop(shim)
+        # else: not adopted yet; adopt() sends the stop when it finds the shim
+
+    def enforce_time_limits(self) -> None:
+        now = self.clock()
+        for job, _ in self.store.holding_jobs():
+            if job.state != JobState.RUNNING or not job.time_limit or job.started_at is None:
+                continue
+            if now - job.started_at >= job.time_limit:
+                limit = format_duration(job.time_limit)
+                self.stop(job, JobState.TIMEOUT, f"time limit {limit} reached", "timeout")
+
+    # ---- waiting ------------------------------------------------------------------------
+
+    def notify(self, job_id: int) -> None:
+        for fut in self.waiters.pop(job_id, []):
+            if not fut.done():
+                fut.set_result(job_id)
+
+    def wait_for_end(self, job_id: int) -> asyncio.Future:
+        fut = self.loop.create_future()
+        self.waiters.setdefault(job_id, []).append(fut)
+        return fut
+
+
+def _failure_reason(record: dict) -> str | None:
+    if record.get("signal"):
+        return f"killed by signal {record['signal']}"
+    if record.get("exit_code") is None:
+        return "exit status unknown"
+    return None
+

@@ -1,0 +1,89 @@
+"""Run the daemon: one per GQ_HOME, guarded by a lock, listening on $GQ_HOME/gq.sock."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from gq.paths import MAX_SOCKET_PATH, Layout
+from gq.protocol import GqError
+
+log = logging.getLogger("gq.daemon")
+
+
+def acquire_lock(layout: Layout) -> int:
+    fd = os.open(layout.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise GqError(f"a daemon already runs for {layout.home} (pid {pid})") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def bind_socket(layout: Layout) -> socket.socket:
+    path = str(layout.socket)
+    if len(path.encode()) > MAX_SOCKET_PATH:
+        raise GqError(
+            f"socket path {path} is {len(path.encode())} bytes, over the {MAX_SOCKET_PATH}-byte "
+            "limit of Unix sockets: set GQ_HOME to a shorter directory"
+        )
+    if layout.socket.exists() or layout.socket.is_symlink():
+        layout.socket.unlink()  # stale: we hold the lock, so no live daemon owns it
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # 0600 from the start: no window where others could connect
+    try:
+        sock.bind(path)
+    finally:
+        os.umask(old)
+    sock.listen(128)
+    return sock
+
+
+def run(home: Path) -> int:
+    """`gq daemon run`: serve in the foreground until SIGTERM/SIGINT or `gq daemon stop`."""
+    from gq.config import load_config
+    from gq.daemon.core import Daemon
+    from gq.daemon.server import serve
+    from gq.gpu import open_backend
+
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s gq-daemon %(message)s"
+    )
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    layout = Layout(home)
+    lock_fd = acquire_lock(layout)
+    config = load_config(home / "config.toml")
+    try:
+        backend = open_backend(home)
+    except ValueError as e:
+        raise GqError(str(e), 2) from None
+    sock = bind_socket(layout)
+    daemon = Daemon(layout, config, backend, socket.gethostname())
+    cards = ", ".join(f"{g.index}:{g.name}" for g in daemon.cards) or "none"
+    log.info("pid %s, home %s, %s cards: %s", os.getpid(), home, backend.kind, cards)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, daemon.loop_stop.set)
+        await serve(daemon, sock)
+
+    try:
+        asyncio.run(main())
+    finally:
+        if layout.socket.exists():
+            layout.socket.unlink()
+        daemon.close()
+        os.close(lock_fd)
+        log.info("stopped; running jobs keep running and the next daemon re-adopts them")
+    return 0

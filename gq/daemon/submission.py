@@ -1,0 +1,159 @@
+"""Turn a submit request into a Job, or refuse it with one line naming the bad option."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from gq.model import DepKind, Job, JobState, Reason, Tier
+from gq.protocol import BadInput
+from gq.units import format_size
+
+MAX_NAME = 64
+
+
+@dataclass(frozen=True)
+class Caller:
+    uid: int
+    user: str
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    name: str
+    cpus: int
+    ram: int | None
+    card_memory: tuple[int, ...]  # memory_total of each schedulable card
+
+
+def _int(args: dict[str, Any], key: str, flag: str, default: int) -> int:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(f"{flag} {value!r}: expected a whole number")
+    return value
+
+
+def _opt_positive(args: dict[str, Any], key: str, flag: str) -> Any:
+    value = args.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise BadInput(f"{flag} {value!r}: must be positive")
+    return value
+
+
+def _no_nul(text: str, what: str) -> str:
+    if not isinstance(text, str):
+        raise BadInput(f"{what}: expected text")
+    if "\0" in text:
+        raise BadInput(f"{what} contains a NUL byte")
+    return text
+
+
+def check_name(name: str) -> str:
+    _no_nul(name, "--name")
+    if len(name) > MAX_NAME:
+        raise BadInput(f"--name: {len(name)} characters, at most {MAX_NAME} allowed")
+    if "/" in name:
+        raise BadInput(f"--name {name!r}: must not contain '/'")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise BadInput(f"--name {name!r}: must not contain control characters")
+    return name
+
+
+def check_command(command: Any) -> list[str]:
+    if not isinstance(command, list) or not command or command[0] == "":
+        raise BadInput("no command given: gq submit [OPTIONS] -- COMMAND [ARGS...]")
+    return [_no_nul(arg, "the command") for arg in command]
+
+
+def check_resources(args: dict[str, Any], host: HostLimits) -> tuple[int, int | None, int]:
+    gpus = _int(args, "gpus", "--gpus", 1)
+    if gpus < 0:
+        raise BadInput(f"--gpus {gpus}: must be 0 (CPU-only) or more")
+    cards = len(host.card_memory)
+    if gpus > 0 and cards == 0:
+        raise BadInput(
+            f"--gpus {gpus}: {host.name} has no GPUs (no NVIDIA driver found and GQ_SIM_GPUS "
+            "is not set); use --gpus 0 for a CPU-only job"
+        )
+    if gpus > cards:
+        raise BadInput(f"--gpus {gpus}: {host.name} has only {cards} GPU{'s' * (cards != 1)}")
+    mem = _opt_positive(args, "mem", "--mem")
+    if mem is not None:
+        if gpus == 0:
+            raise BadInput("--mem is GPU memory per GPU and needs --gpus 1 or more")
+        largest = sorted(host.card_memory, reverse=True)[gpus - 1]
+        if mem > largest:
+            raise BadInput(
+                f"--mem {format_size(mem)}: more than the cards here hold "
+                f"({format_size(largest)}{' each' if gpus > 1 else ''})"
+            )
+    cpus = _int(args, "cpus", "--cpus", 1)
+    if cpus < 1:
+        raise BadInput(f"--cpus {cpus}: must be at least 1")
+    if cpus > host.cpus:
+        raise BadInput(f"--cpus {cpus}: {host.name} has only {host.cpus} cores for jobs")
+    return gpus, None if mem is None else int(mem), cpus
+
+
+def check_deps(args: dict[str, Any], resolve) -> dict[DepKind, list[int]]:
+    deps: dict[DepKind, list[int]] = {}
+    for kind in DepKind:
+        ids = args.get(str(kind)) or []
+        if not isinstance(ids, list):
+            raise BadInput(f"--{kind}: expected a list of job ids")
+        if ids:
+            deps[kind] = [resolve(str(i), f"--{kind}") for i in ids]
+    return deps
+
+
+def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, now: float) -> Job:
+    """`resolve(text, flag)` turns '12' or '@' into an existing job id, or raises BadInput."""
+    command = check_command(args.get("command"))
+    if args.get("name"):
+        name = check_name(args["name"])
+    else:
+        base = os.path.basename(command[0]) or command[0]
+        name = "".join(c for c in base if c.isprintable() and c != "/")[:MAX_NAME]
+    gpus, mem, cpus = check_resources(args, host)
+    ram = _opt_positive(args, "ram", "--ram")
+    if ram is not None and host.ram is not None and ram > host.ram:
+        raise BadInput(f"--ram {format_size(ram)}: {host.name} has {format_size(host.ram)}")
+    try:
+        priority = Tier(args.get("priority", "normal"))
+    except ValueError:
+        raise BadInput(
+            f"--priority {args.get('priority')!r}: expected high, normal or low"
+        ) from None
+    cwd = _no_nul(args.get("cwd") or "", "--cwd")
+    if not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        raise BadInput(f"--cwd {cwd!r}: no such directory")
+    env = args.get("env") or {}
+    if not isinstance(env, dict):
+        raise BadInput("env: expected an object")
+    for key, value in env.items():
+        _no_nul(key, "an environment variable name")
+        _no_nul(value, f"environment variable {key}")
+    held = bool(args.get("hold"))
+    return Job(
+        id=0,
+        user=caller.user,
+        uid=caller.uid,
+        host=host.name,
+        command=command,
+        cwd=cwd,
+        state=JobState.HELD if held else JobState.PENDING,
+        reason=Reason.HELD if held else None,
+        name=name,
+        priority=priority,
+        gpus=gpus,
+        mem=mem,
+        cpus=cpus,
+        ram=None if ram is None else int(ram),
+        time_limit=_opt_positive(args, "time_limit", "--time"),
+        deps=check_deps(args, resolve),
+        env={str(k): str(v) for k, v in env.items()},
+        submitted_at=now,
+    )

@@ -1,0 +1,89 @@
+"""Jobs and cards as the protocol shows them: the stable JSON schema of the design."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gq.model import Gpu, Job, JobState, Reason
+from gq.protocol import iso
+from gq.units import format_size
+
+PUBLIC_FIELDS = (
+    "id name user host state reason priority gpus mem cpus command cwd submitted_at started_at "
+    "ended_at exit_code restarts gpu_ids"
+).split()
+
+
+def job_json(job: Job) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in PUBLIC_FIELDS:
+        value = getattr(job, key)
+        if key.endswith("_at"):
+            value = iso(value)
+        elif key in ("state", "priority"):
+            value = str(value)
+        out[key] = value
+    out["ram"] = job.ram
+    out["time_limit"] = job.time_limit
+    out["deps"] = {str(k): v for k, v in job.deps.items()}
+    return out
+
+
+_REASON_TEXT = {
+    Reason.RESOURCES: "it waits for free resources: {need}",
+    Reason.PRIORITY: "jobs ahead of it in the queue are waiting for the resources it needs",
+    Reason.DEPENDENCY: "it waits for job(s) {deps} to end",
+    Reason.DEPENDENCY_NEVER_SATISFIED: (
+        "its dependency on job(s) {deps} can no longer be met; cancel it, or release it to run "
+        "it anyway"
+    ),
+    Reason.HELD: "it is held; `gq release {id}` lets it run",
+    Reason.QUOTA_LIMIT: "its owner is over a limit of the configuration",
+    Reason.PEER_DOWN: "no peer host it may run on can be reached",
+    Reason.NO_GPUS: "it asks for GPUs and this host has none",
+}
+
+
+def describe_need(job: Job) -> str:
+    if job.gpus == 0:
+        parts = ["no GPU (CPU-only)"]
+    elif job.mem is None:
+        parts = [f"{job.gpus} whole card{'s' if job.gpus > 1 else ''}"]
+    else:
+        parts = [f"{job.gpus} card{'s' if job.gpus > 1 else ''} with {format_size(job.mem)} free"]
+    parts.append(f"{job.cpus} CPU core{'s' if job.cpus > 1 else ''}")
+    if job.ram:
+        parts.append(f"{format_size(job.ram)} host memory")
+    return ", ".join(parts)
+
+
+def why_sentence(job: Job) -> str:
+    if job.state == JobState.PENDING or job.state == JobState.HELD:
+        template = _REASON_TEXT.get(job.reason or "", "it waits for the next scheduling pass")
+        deps = ",".join(str(i) for ids in job.deps.values() for i in ids)
+        text = template.format(need=describe_need(job), deps=deps, id=job.id)
+        return f"Job {job.id} is {job.state} ({job.reason or 'new'}): {text}."
+    if job.state in (JobState.RUNNING, JobState.PREEMPTING):
+        cards = ",".join(str(i) for i in job.gpu_ids) or "no cards (CPU-only)"
+        return f"Job {job.id} is {job.state} on {job.host}, GPU {cards}."
+    ended = f" with exit code {job.exit_code}" if job.exit_code is not None else ""
+    why = f" ({job.reason})" if job.reason else ""
+    return f"Job {job.id} ended as {job.state}{ended}{why}."
+
+
+def gpu_json(gpu: Gpu, jobs_on_card: list[dict[str, Any]], external: int | None) -> dict[str, Any]:
+    return {
+        "index": gpu.index,
+        "uuid": gpu.uuid,
+        "name": gpu.name,
+        "memory_total": gpu.memory_total,
+        "memory_used": gpu.memory_used,
+        "utilization": gpu.utilization,
+        "temperature": gpu.temperature,
+        "power_w": gpu.power_w,
+        "simulated": gpu.simulated,
+        "parent_uuid": gpu.parent_uuid,
+        "jobs": jobs_on_card,
+        "external_used": external,
+        "processes": [{"pid": p.pid, "used_memory": p.used_memory} for p in gpu.processes],
+    }

@@ -1,0 +1,71 @@
+"""Which cards a job fits on, given what running jobs and outside processes already hold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gq.model import Job
+from gq.policy.types import Host
+
+
+@dataclass
+class CardLoad:
+    total: int
+    external: int | None
+    declared: int = 0  # memory declared by gq jobs sharing the card
+    exclusive: bool = False  # a whole-card job holds it
+    jobs: set[int] = field(default_factory=set)
+
+    @property
+    def usable(self) -> bool:
+        return self.external is not None
+
+    @property
+    def free(self) -> int:
+        if self.exclusive or self.external is None:
+            return 0
+        return self.total - self.external - self.declared
+
+
+class Capacity:
+    """The host's free resources, updated as the plan starts jobs."""
+
+    def __init__(self, host: Host, running: list[Job]):
+        self.cpus_free = host.cpus
+        self.ram_free = host.ram
+        self.cards = {c.index: CardLoad(c.memory_total, c.external_used) for c in host.cards}
+        for job in running:
+            self.take(job, job.gpu_ids)
+
+    def take(self, job: Job, gpu_ids) -> None:
+        self.cpus_free -= job.cpus
+        if self.ram_free is not None and job.ram:
+            self.ram_free -= job.ram
+        for i in gpu_ids:
+            load = self.cards.get(i)
+            if load is None:  # the card vanished under a running job
+                continue
+            load.jobs.add(job.id)
+            if job.mem is None:
+                load.exclusive = True
+            else:
+                load.declared += job.mem
+
+    def host_fits(self, job: Job) -> bool:
+        if job.cpus > self.cpus_free:
+            return False
+        return self.ram_free is None or not job.ram or job.ram <= self.ram_free
+
+    def find_cards(self, job: Job) -> tuple[int, ...] | None:
+        """First fit: the lowest-numbered cards that can take the job, or None."""
+        if job.gpus == 0:
+            return ()
+        if job.mem is None:
+            fitting = [
+                i
+                for i, c in sorted(self.cards.items())
+                if c.usable and not c.jobs and c.external == 0
+            ]
+        else:
+            fitting = [i for i, c in sorted(self.cards.items()) if c.free >= job.mem]
+        return tuple(fitting[: job.gpus]) if len(fitting) >= job.gpus else None

@@ -1,0 +1,56 @@
+"""What the policy is given and what it returns: plain data, no behaviour."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gq.model import Job, JobState
+
+
+@dataclass(frozen=True)
+class Card:
+    """A card as the scheduler sees it."""
+
+    index: int
+    memory_total: int
+    # Memory held by processes that gq did not start; None when it cannot be measured,
+    # in which case the card is not used (fail closed).
+    external_used: int | None = 0
+
+
+@dataclass(frozen=True)
+class Host:
+    cpus: int
+    ram: int | None = None  # None: do not account host memory
+    cards: tuple[Card, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a job that others depend on ended."""
+
+    state: JobState
+    exit_code: int | None = None
+
+
+@dataclass
+class SchedulerInput:
+    host: Host
+    pending: list[Job]  # pending and held jobs
+    running: list[Job]  # every job that holds resources now, with its gpu_ids
+    # Final outcome of each job named in a dependency that has ended; a dependency that is
+    # absent here has not ended yet.
+    outcomes: dict[int, Outcome] = field(default_factory=dict)
+    now: float = 0.0
+
+
+@dataclass(frozen=True)
+class Start:
+    job_id: int
+    gpu_ids: tuple[int, ...]
+
+
+@dataclass
+class Plan:
+    starts: list[Start] = field(default_factory=list)
+    reasons: dict[int, str] = field(default_factory=dict)  # pending job id -> Reason

@@ -1,0 +1,178 @@
+"""The job store: SQLite through sqlite-utils. The only module that writes SQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from gq.model import DepKind, Job, JobState, Tier, check_transition
+from gq.store.schema import migrations
+
+_JSON_FIELDS = ("command", "env", "deps", "gpu_ids")
+_JOB_COLUMNS = (
+    "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
+    "deps submitted_at started_at ended_at exit_code restarts gpu_ids"
+).split()
+
+
+class Store:
+    def __init__(self, path: Path | str):
+        self.db = Database(str(path))
+        self.db.execute("PRAGMA journal_mode=WAL")
+        # FULL: an acknowledged submit survives a power cut, not only a daemon crash.
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA busy_timeout=5000")
+        migrations.apply(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def atomic(self):
+        with self.db.atomic():
+            yield self
+
+    # ---- jobs -------------------------------------------------------------------------
+
+    def insert_job(self, job: Job, at: float) -> int:
+        row = _job_to_row(job)
+        row.pop("id")
+        with self.db.atomic():
+            job_id = self.db.table("jobs").insert(row).last_pk
+            self._event(job_id, at, None, job.state, job.reason, "submitted")
+        return int(job_id)
+
+    def get_job(self, job_id: int) -> Job | None:
+        rows = list(self.db.query("SELECT * FROM jobs WHERE id = ?", [job_id]))
+        return _row_to_job(rows[0]) if rows else None
+
+    def runtime(self, job_id: int) -> dict[str, Any]:
+        rows = self.db.query(
+            "SELECT shim_pid, shim_start, holding FROM jobs WHERE id = ?", [job_id]
+        )
+        return next(iter(rows), {})
+
+    def jobs(
+        self,
+        states: Iterable[JobState] | None = None,
+        user: str | None = None,
+        ids: Iterable[int] | None = None,
+        limit: int | None = None,
+    ) -> list[Job]:
+        where, args = [], []
+        if states is not None:
+            states = list(states)
+            where.append(f"state IN ({','.join('?' * len(states))})")
+            args += [str(s) for s in states]
+        if user is not None:
+            where.append("user = ?")
+            args.append(user)
+        if ids is not None:
+            ids = list(ids)
+            where.append(f"id IN ({','.join('?' * len(ids))})")
+            args += ids
+        sql = "SELECT * FROM jobs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id"
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql} DESC LIMIT {int(limit)}) ORDER BY id"
+        return [_row_to_job(r) for r in self.db.query(sql, args)]
+
+    def holding_jobs(self) -> list[tuple[Job, dict[str, Any]]]:
+        """Jobs whose shim may still hold cards, with their shim's pid and start time."""
+        rows = self.db.query("SELECT * FROM jobs WHERE holding = 1 ORDER BY id")
+        return [(_row_to_job(r), {k: r[k] for k in ("shim_pid", "shim_start")}) for r in rows]
+
+    def last_job_id(self, user: str) -> int | None:
+        rows = list(self.db.query("SELECT max(id) AS id FROM jobs WHERE user = ?", [user]))
+        return rows[0]["id"] if rows else None
+
+    def existing_ids(self, ids: Iterable[int]) -> set[int]:
+        ids = list(ids)
+        if not ids:
+            return set()
+        rows = self.db.query(f"SELECT id FROM jobs WHERE id IN ({','.join('?' * len(ids))})", ids)
+        return {r["id"] for r in rows}
+
+    def transition(
+        self,
+        job_id: int,
+        new: JobState,
+        at: float,
+        reason: str | None = None,
+        detail: str | None = None,
+        **fields: Any,
+    ) -> None:
+        """Move a job to a new state, checked against the allowed transitions, with an event."""
+        old = JobState(self.db.execute("SELECT state FROM jobs WHERE id = ?", [job_id]).fetchone()[0])
+        check_transition(old, new)
+        with self.db.atomic():
+            self._update(job_id, state=str(new), reason=reason, **fields)
+            self._event(job_id, at, old, new, reason, detail)
+
+    def update(self, job_id: int, **fields: Any) -> None:
+        """Change fields that are not the state (reason, runtime), without an event."""
+        with self.db.atomic():
+            self._update(job_id, **fields)
+
+    def set_reasons(self, reasons: dict[int, str]) -> None:
+        if not reasons:
+            return
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "UPDATE jobs SET reason = ? WHERE id = ? AND (reason IS NOT ? )",
+                [(r, i, r) for i, r in reasons.items()],
+            )
+
+    def note(self, job_id: int, at: float, detail: str) -> None:
+        """An event without a state change (an action, a warning)."""
+        state = self.db.execute("SELECT state FROM jobs WHERE id = ?", [job_id]).fetchone()[0]
+        with self.db.atomic():
+            self._event(job_id, at, state, state, None, detail)
+
+    def events(self, job_id: int) -> list[dict[str, Any]]:
+        return list(self.db.query("SELECT * FROM events WHERE job_id = ? ORDER BY id", [job_id]))
+
+    # ---- internals --------------------------------------------------------------------
+
+    def _update(self, job_id: int, **fields: Any) -> None:
+        if not fields:
+            return
+        for key in _JSON_FIELDS:
+            if key in fields:
+                fields[key] = json.dumps(fields[key])
+        cols = ", ".join(f"{k} = ?" for k in fields)
+        self.db.execute(f"UPDATE jobs SET {cols} WHERE id = ?", [*fields.values(), job_id])
+
+    def _event(self, job_id, at, old, new, reason, detail) -> None:
+        self.db.execute(
+            "INSERT INTO events (job_id, at, old_state, new_state, reason, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [job_id, at, None if old is None else str(old), str(new), reason, detail],
+        )
+
+
+def _job_to_row(job: Job) -> dict[str, Any]:
+    row = {c: getattr(job, c) for c in _JOB_COLUMNS}
+    row["state"] = str(job.state)
+    row["priority"] = str(job.priority)
+    row["deps"] = {str(k): v for k, v in job.deps.items()}
+    for key in _JSON_FIELDS:
+        row[key] = json.dumps(row[key])
+    return row
+
+
+def _row_to_job(row: dict[str, Any]) -> Job:
+    data = {c: row[c] for c in _JOB_COLUMNS}
+    for key in _JSON_FIELDS:
+        data[key] = json.loads(data[key])
+    data["state"] = JobState(data["state"])
+    data["priority"] = Tier(data["priority"])
+    data["deps"] = {DepKind(k): v for k, v in data["deps"].items()}
+    return Job(**data)

@@ -1,0 +1,65 @@
+"""Schema migrations: one function per change, never edited after it ships."""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("gq")
+
+
+@migrations()
+def m001_jobs_and_events(db: Database) -> None:
+    # AUTOINCREMENT: an id is never handed out twice, even after the newest job is purged.
+    db.execute(
+        """
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL DEFAULT '',
+            user TEXT NOT NULL,
+            uid INTEGER NOT NULL,
+            host TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL,
+            reason TEXT,
+            priority TEXT NOT NULL,
+            gpus INTEGER NOT NULL,
+            mem INTEGER,
+            cpus INTEGER NOT NULL,
+            ram INTEGER,
+            time_limit REAL,
+            command TEXT NOT NULL,   -- JSON list
+            cwd TEXT NOT NULL,
+            env TEXT NOT NULL,       -- JSON object
+            deps TEXT NOT NULL,      -- JSON {"after": [ids], ...}
+            submitted_at REAL NOT NULL,
+            started_at REAL,
+            ended_at REAL,
+            exit_code INTEGER,
+            restarts INTEGER NOT NULL DEFAULT 0,
+            gpu_ids TEXT NOT NULL DEFAULT '[]',
+            -- the shim of the current run: pid and start time (guards against pid reuse);
+            -- holding = 1 while that shim may still hold the job's cards
+            shim_pid INTEGER,
+            shim_start REAL,
+            holding INTEGER NOT NULL DEFAULT 0,
+            hold_reason TEXT  -- who held the job, for `gq why`
+        )
+        """
+    )
+    db.execute("CREATE INDEX jobs_state ON jobs(state)")
+    db.execute("CREATE INDEX jobs_holding ON jobs(holding) WHERE holding = 1")
+    db.execute("CREATE INDEX jobs_user ON jobs(user, id)")
+    db.execute(
+        """
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            job_id INTEGER NOT NULL,
+            at REAL NOT NULL,
+            old_state TEXT,
+            new_state TEXT NOT NULL,
+            reason TEXT,
+            detail TEXT
+        )
+        """
+    )
+    db.execute("CREATE INDEX events_job ON events(job_id, id)")

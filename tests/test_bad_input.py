@@ -1,0 +1,100 @@
+"""Bad input: one `gq: ` line on stderr, exit code 2, nothing queued."""
+
+from __future__ import annotations
+
+import pytest
+
+from gq.cli.submit_args import request_args
+from gq.protocol import BadInput, Connection
+
+BAD_SUBMITS = {
+    "malformed mem": (["--mem", "12XB", "--", "true"], "--mem"),
+    "zero mem": (["--mem", "0", "--", "true"], "positive"),
+    "negative mem": (["--mem=-5G", "--", "true"], "--mem"),
+    "mem over the card": (["--mem", "81G", "--", "true"], "more than the cards"),
+    "negative gpus": (["--gpus", "-1", "--", "true"], "--gpus -1"),
+    "gpus not a number": (["-g", "two", "--", "true"], "--gpus two: expected a whole number"),
+    "more gpus than the host": (["--gpus", "5", "--", "true"], "has only 4 GPUs"),
+    "empty command": (["--"], "no command given"),
+    "no command at all": ([], "no command given"),
+    "empty command word": (["--", ""], "no command given"),
+    "after an unknown id": (["--after", "999", "--", "true"], "--after 999: no such job"),
+    "after garbage": (["--afterok", "x1", "--", "true"], "expected a job id"),
+    "malformed duration": (["--time", "5x", "--", "true"], "--time"),
+    "zero duration": (["-t", "0m", "--", "true"], "positive"),
+    "name with a slash": (["-n", "a/b", "--", "true"], "must not contain '/'"),
+    "name with control chars": (["-n", "a\x1b[31m", "--", "true"], "control characters"),
+    "name too long": (["-n", "x" * 65, "--", "true"], "at most 64"),
+    "cwd that does not exist": (["--cwd", "/no/such/dir", "--", "true"], "no such directory"),
+    "unknown option": (["--bogus", "--", "true"], "no such option: --bogus"),
+    "bad priority": (["-p", "urgent", "--", "true"], "expected high, normal or low"),
+    "bad env": (["--env", "NOEQUALS", "--", "true"], "KEY=VALUE"),
+    "cpus over the host": (["-c", "999", "--", "true"], "--cpus 999"),
+    "option without value": (["--mem"], "--mem needs a value"),
+}
+
+
+@pytest.mark.parametrize("argv,needle", BAD_SUBMITS.values(), ids=BAD_SUBMITS.keys())
+def test_bad_submit_is_refused_with_one_line(host, argv, needle):
+    before = host.count_jobs()
+    proc = host.gq("submit", *argv, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("gq: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert needle in proc.stderr
+    assert proc.stdout == ""
+    assert host.count_jobs() == before
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", "999"], ["why", "12345"], ["cancel", "999"], ["hold", "7"], ["release", "abc"],
+    ["requeue", "999"], ["wait", "999"], ["logs", "999"], ["show", "@"],
+])
+def test_unknown_job_ids_are_bad_input(host, argv):
+    proc = host.gq(*argv, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("gq: ") and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_typer_usage_errors_are_one_line_too(host):
+    proc = host.gq("ls", "--frobnicate", check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == "gq: no such option: --frobnicate (see gq ls --help)\n"
+
+
+def test_cancel_with_one_unknown_id_does_nothing(host):
+    job = host.submit("--hold", "--", "true")
+    proc = host.gq("cancel", str(job), "999", check=False)
+    assert proc.returncode == 2
+    assert host.job(job)["state"] == "held"
+
+
+def test_nul_bytes_are_refused_by_the_cli_and_by_the_daemon(host):
+    with pytest.raises(BadInput, match="NUL"):
+        request_args({}, ["echo", "a\0b"])
+    good = request_args({}, ["true"])
+    before = host.count_jobs()
+    for bad in ({**good, "command": ["echo", "a\0b"]}, {**good, "name": "a\0"},
+                {**good, "env": {"K": "v\0"}}, {**good, "cwd": "/tmp\0"}):
+        with Connection(host.home / "gq.sock") as conn, pytest.raises(BadInput, match="NUL"):
+            conn.call("submit", **bad)
+    assert host.count_jobs() == before
+
+
+def test_garbage_on_the_socket_gets_an_error_not_a_crash(host):
+    import socket
+
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(str(host.home / "gq.sock"))
+    s.sendall(b"this is not json\n{\"v\": 99, \"op\": \"ls\"}\n[1,2]\n")
+    replies = s.makefile().readline(), s.makefile().readline()
+    s.close()
+    assert '"ok":false' in replies[0] and "not JSON" in replies[0]
+    assert host.call("ping")["pid"] > 0
+
+
+def test_oversized_request_is_refused(host):
+    from gq.protocol import MAX_LINE
+
+    with Connection(host.home / "gq.sock") as conn, pytest.raises(BadInput, match="larger"):
+        conn.call("submit", command=["x" * (MAX_LINE + 10)])
+    assert host.call("ping")

@@ -1,0 +1,98 @@
+"""kill -9 of the daemon loses nothing: jobs keep running, exits are recorded, none runs twice."""
+
+from __future__ import annotations
+
+import signal
+
+from conftest import wait_for
+from jobs import gated
+
+
+def marks(path) -> list[int]:
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def test_kill_9_while_jobs_run(host):
+    mark = host.work / "marks"
+    gates = {name: host.work / name for name in "abc"}
+    a = host.submit(*gated(gates["a"], exit_code=3, mark=mark))
+    b = host.submit(*gated(gates["b"], exit_code=0, mark=mark))
+    c = host.submit(*gated(gates["c"], exit_code=5, mark=mark))
+    waiting = host.submit("-g", "2", "--", "sh", "-c", f'echo "$GQ_JOB_ID" >> "{mark}"')
+    for i in (a, b, c):
+        host.wait_state(i, "running")
+    assert host.job(waiting)["reason"] == "Resources"
+
+    host.kill_daemon(signal.SIGKILL)
+    gates["a"].touch()
+    gates["b"].touch()
+    # a and b end while no daemon runs: their shims record the exits.
+    for i in (a, b):
+        wait_for(lambda i=i: (host.home / "run" / str(i) / "exit.json").exists(),
+                 what=f"job {i}'s shim to record its exit")
+
+    host.start()
+    assert host.wait_ended(a)["exit_code"] == 3
+    assert host.job(a)["state"] == "failed"
+    assert host.wait_ended(b)["state"] == "completed"
+    assert host.job(c)["state"] == "running"  # re-adopted, not restarted
+    assert host.wait_ended(waiting)["state"] == "completed"
+    gates["c"].touch()
+    ended_c = host.wait_ended(c)
+    assert (ended_c["state"], ended_c["exit_code"]) == ("failed", 5)
+    assert sorted(marks(mark)) == sorted([a, b, c, waiting])
+
+
+def test_kill_9_during_a_flood_of_submits_loses_and_repeats_nothing(make_host):
+    host = make_host("2x80G", cpus=4)
+    mark = host.work / "marks"
+    cmd = ["--", "sh", "-c", f'echo "$GQ_JOB_ID" >> "{mark}"']
+    acked = []
+    from gq.protocol import Connection
+    from gq.cli.submit_args import request_args
+
+    args = request_args({"gpus": "0"}, cmd[1:])
+    with Connection(host.home / "gq.sock") as conn:
+        for n in range(60):
+            acked.append(conn.call("submit", **args)["id"])
+            if n == 40:
+                host.kill_daemon(signal.SIGKILL)
+                break
+    host.start()
+    jobs = {j["id"]: j for j in host.call("list", all=True)}
+    assert set(acked) <= set(jobs)
+    for i in acked:
+        host.wait_ended(i)
+    assert sorted(marks(mark)) == sorted(jobs)  # each ran exactly once
+    assert all(j["state"] == "completed" for j in host.call("list", all=True))
+
+
+def test_daemon_stop_leaves_jobs_running_and_the_next_daemon_adopts_them(host):
+    gate = host.work / "gate"
+    job = host.submit(*gated(gate, exit_code=4))
+    host.wait_state(job, "running")
+    out = host.gq("daemon", "stop").stdout
+    assert "1 running job(s) keep running" in out
+    host.daemon.wait(timeout=20)
+    assert host.gq("daemon", "status", check=False).returncode == 3
+    host.start()
+    assert host.job(job)["state"] == "running"
+    gate.touch()
+    assert host.wait_ended(job)["exit_code"] == 4
+
+
+def test_a_job_whose_shim_vanished_is_lost_not_rerun(host):
+    import json
+    import os
+
+    gate = host.work / "gate"
+    job = host.submit(*gated(gate))
+    host.wait_state(job, "running")
+    shim = json.loads((host.home / "run" / str(job) / "shim.json").read_text())["pid"]
+    host.kill_daemon(signal.SIGKILL)
+    os.killpg(shim, signal.SIGKILL)  # the machine "crashed" under the job
+    wait_for(lambda: not os.path.exists(f"/proc/{shim}") or
+             open(f"/proc/{shim}/stat").read().split()[2] == "Z", what="the shim to die")
+    host.start()
+    ended = host.wait_ended(job)
+    assert ended["state"] == "lost" and ended["exit_code"] is None

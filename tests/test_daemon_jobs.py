@@ -1,0 +1,148 @@
+"""A real daemon with simulated cards runs jobs on the right cards, in the right order."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from conftest import wait_for
+from jobs import gated
+
+
+def test_whole_card_jobs_on_one_card_run_one_after_the_other(make_host):
+    host = make_host("1x80G")
+    gate_a, gate_b = host.work / "a", host.work / "b"
+    a = host.submit(*gated(gate_a))
+    b = host.submit(*gated(gate_b))
+    host.wait_state(a, "running")
+    job_b = host.wait_state(b, "pending")
+    assert job_b["reason"] == "Resources"
+    assert "1 whole card" in host.gq("why", str(b)).stdout
+    gate_a.touch()
+    host.wait_state(b, "running")
+    gate_b.touch()
+    ja, jb = host.wait_ended(a), host.wait_ended(b)
+    assert ja["state"] == jb["state"] == "completed"
+    assert jb["started_at"] >= ja["ended_at"]
+    assert ja["gpu_ids"] == jb["gpu_ids"] == [0]
+
+
+def test_four_jobs_on_four_cards_get_disjoint_cards(host):
+    gate = host.work / "gate"
+    ids = [host.submit(*gated(gate, echo='"$CUDA_VISIBLE_DEVICES $CUDA_DEVICE_ORDER"'))
+           for _ in range(4)]
+    for i in ids:
+        host.wait_state(i, "running")
+    fifth = host.submit(*gated(gate))
+    assert host.wait_state(fifth, "pending")["reason"] == "Resources"
+    seen = [wait_for(lambda i=i: host.log(i).strip(), what=f"job {i} output") for i in ids]
+    assert sorted(s.split()[0] for s in seen) == ["0", "1", "2", "3"]
+    assert all(s.split()[1] == "PCI_BUS_ID" for s in seen)
+    gate.touch()
+    for i in [*ids, fifth]:
+        assert host.wait_ended(i)["state"] == "completed"
+
+
+def test_memory_jobs_share_a_card_and_the_third_waits(make_host):
+    host = make_host("1x80G")
+    gate = host.work / "gate"
+    ids = [host.submit("--mem", "30G", *gated(gate)) for _ in range(3)]
+    host.wait_state(ids[0], "running")
+    host.wait_state(ids[1], "running")
+    third = host.wait_state(ids[2], "pending")
+    assert third["reason"] == "Resources"
+    cards = host.call("gpus")
+    assert [j["id"] for j in cards[0]["jobs"]] == ids[:2]
+    gate.touch()
+    assert host.wait_ended(ids[2])["gpu_ids"] == [0]
+
+
+def test_simulated_burn_in_a_job_shows_on_its_card(make_host):
+    host = make_host("2x80G")
+    gate = host.work / "gate"
+    blocker = host.submit(*gated(gate))  # takes card 0 whole
+    host.wait_state(blocker, "running")
+    burn = host.submit("--mem", "20G", "--", sys.executable, "-m", "gq.sim.burn", "--mem", "12G",
+                       "--util", "70")
+
+    def card1_used():
+        card = host.call("gpus")[1]
+        return card if card["memory_used"] == 12 << 30 else None
+
+    card = wait_for(card1_used, what="the burn's memory on card 1")
+    assert card["jobs"][0]["id"] == burn and card["external_used"] == 0
+    assert card["utilization"] == 70
+    host.call("cancel", ids=[str(burn)])
+    gate.touch()
+    assert host.wait_ended(burn)["state"] == "cancelled"
+
+
+def test_memory_held_outside_gq_keeps_jobs_off_the_card(make_host):
+    host = make_host("1x80G")
+    env = {**host.env, "CUDA_VISIBLE_DEVICES": "0"}
+    stray = subprocess.Popen([sys.executable, "-m", "gq.sim.burn", "--mem", "60G"], env=env,
+                             stdout=subprocess.PIPE)
+    try:
+        stray.stdout.readline()  # it holds its memory once it has said so
+        wait_for(lambda: host.call("gpus")[0]["external_used"] == 60 << 30,
+                 what="the stray's memory to show")
+        whole = host.submit("--", "true")
+        big = host.submit("--mem", "30G", "--", "true")
+        small = host.submit("--mem", "10G", "--", "true")
+        assert host.wait_ended(small)["state"] == "completed"
+        assert host.job(whole)["reason"] == "Resources"
+        assert host.job(big)["reason"] == "Resources"
+    finally:
+        stray.terminate()
+        stray.wait()
+    assert host.wait_ended(big)["state"] == "completed"
+
+
+def test_after_waits_for_the_dependency(host):
+    gate = host.work / "gate"
+    first = host.submit(*gated(gate, exit_code=3))
+    then = host.submit("--after", str(first), "--", "true")
+    ok_only = host.submit("--afterok", str(first), "--", "true")
+    not_ok = host.submit("--afternotok", f"{first}", "--", "true")
+    assert host.wait_state(then, "pending")["reason"] == "Dependency"
+    gate.touch()
+    assert host.wait_ended(then)["started_at"] >= host.job(first)["ended_at"]
+    assert host.wait_ended(not_ok)["state"] == "completed"
+    stuck = wait_for(lambda: host.job(ok_only)["reason"] == "DependencyNeverSatisfied"
+                     and host.job(ok_only), what="afterok to be unsatisfiable")
+    assert stuck["state"] == "pending"
+    assert "DependencyNeverSatisfied" in host.gq("ls").stdout
+    host.gq("release", str(ok_only))
+    assert host.wait_ended(ok_only)["state"] == "completed"
+
+
+def test_cpu_only_jobs_are_limited_by_cores(make_host):
+    host = make_host("1x80G", cpus=2)
+    gate = host.work / "gate"
+    a = host.submit("-g", "0", "-c", "2", *gated(gate))
+    b = host.submit("-g", "0", *gated(gate))
+    host.wait_state(a, "running")
+    assert host.wait_state(b, "pending")["reason"] == "Resources"
+    assert host.job(a)["gpu_ids"] == []
+    gate.touch()
+    assert host.wait_ended(b)["state"] == "completed"
+
+
+def test_job_environment(host):
+    os.environ["GQ_TEST_MARKER"] = "from-submitter"  # noqa: the submit below inherits it
+    host.env["GQ_TEST_MARKER"] = "from-submitter"
+    job = host.submit("-m", "10G", "--env", "EXTRA=1", "--", "sh", "-c",
+                      "echo $GQ_JOB_ID $GQ_RESTART_COUNT $GQ_GPU_MEM $GQ_TEST_MARKER $EXTRA;"
+                      " echo $GQ_CHECKPOINT_DIR; test -d $GQ_CHECKPOINT_DIR; pwd")
+    assert host.wait_ended(job)["state"] == "completed"
+    first, ckpt, cwd = host.log(job).splitlines()
+    assert first.split() == [str(job), "0", str(10 << 30), "from-submitter", "1"]
+    assert ckpt == str(host.home / "checkpoints" / str(job))
+    assert cwd == str(host.work)
+
+
+def test_cpu_job_sees_no_cards(host):
+    job = host.submit("-g", "0", "--", "sh", "-c", 'echo "[$CUDA_VISIBLE_DEVICES]"')
+    host.wait_ended(job)
+    assert host.log(job).strip() == "[]"
