@@ -1,45 +1,27 @@
-"""Where gq keeps its state: one GQ_HOME per daemon."""
+"""Where gq keeps its state: one GQ_HOME per daemon. Strings only: every command imports it."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 SOCKET_NAME = "gq.sock"
+DAEMON_LOG = "daemon.log"
 # sun_path holds 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH = 107
 
 
-def gq_home(env: dict[str, str] | None = None) -> Path:
+def gq_home(env=None) -> str:
+    """$GQ_HOME, else $XDG_STATE_HOME/gq, else ~/.local/state/gq; always absolute."""
     env = os.environ if env is None else env
     if env.get("GQ_HOME"):
-        return Path(env["GQ_HOME"]).expanduser().absolute()
+        return os.path.abspath(os.path.expanduser(env["GQ_HOME"]))
     state = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(state) / "gq"
+    return os.path.join(os.path.abspath(state), "gq")
 
 
-class Layout:
-    """The files under one GQ_HOME."""
+def socket_path(home: str) -> str:
+    return os.path.join(home, SOCKET_NAME)
 
-    def __init__(self, home: Path):
-        self.home = home
-        self.db = home / "gq.db"
-        self.socket = home / SOCKET_NAME
-        self.lock = home / "daemon.lock"
-        self.daemon_log = home / "daemon.log"
-        self.logs = home / "logs"
-        self.run = home / "run"
-        self.checkpoints = home / "checkpoints"
-        self.sim = home / "sim"
 
-    def stdout(self, job_id: int) -> Path:
-        return self.logs / f"{job_id}.out"
-
-    def stderr(self, job_id: int) -> Path:
-        return self.logs / f"{job_id}.err"
-
-    def run_dir(self, job_id: int) -> Path:
-        return self.run / str(job_id)
-
-    def checkpoint_dir(self, job_id: int) -> Path:
-        return self.checkpoints / str(job_id)
+def daemon_log(home: str) -> str:
+    return os.path.join(home, DAEMON_LOG)

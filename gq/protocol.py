@@ -6,9 +6,8 @@ Kept to the standard library: every `gq` command imports it.
 from __future__ import annotations
 
 import json
+import os
 import socket
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 VERSION = 1
@@ -49,28 +48,14 @@ def error(exc: GqError) -> dict[str, Any]:
     return {"ok": False, "error": exc.message, "code": exc.code}
 
 
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds").replace(
-        "+00:00", "Z"
-    )
-
-
-def parse_iso(text: str | None) -> float | None:
-    if text is None:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 class Connection:
     """A client connection to a daemon socket: call(op, **args) -> result, or raise GqError."""
 
-    def __init__(self, path: Path, timeout: float | None = 30.0):
+    def __init__(self, path: str | os.PathLike, timeout: float | None = 30.0):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         try:
-            self.sock.connect(str(path))
+            self.sock.connect(os.fspath(path))
         except OSError:
             self.sock.close()
             raise

@@ -65,3 +65,21 @@ def format_duration(seconds: float | None) -> str:
     if m:
         return f"{m}m{s:02d}s"
     return f"{s}s"
+
+
+def iso(ts: float | None) -> str | None:
+    """Epoch seconds -> '2026-11-29T16:32:35Z', the form every JSON time takes."""
+    if ts is None:
+        return None
+    from datetime import datetime, timezone
+
+    text = datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+    return text.replace("+00:00", "Z")
+
+
+def parse_iso(text: str | None) -> float | None:
+    if text is None:
+        return None
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

@@ -187,24 +187,27 @@ def gpus(json: Json = False) -> None:
 @daemon_app.command("run")
 def daemon_run() -> int:
     """Run the daemon in the foreground (logs to stderr)."""
-    from gq.cli.client import layout
-    from gq.daemon.main import run
+    from pathlib import Path
 
-    return run(layout().home)
+    from gq.daemon.main import run
+    from gq.paths import gq_home
+
+    return run(Path(gq_home()))
 
 
 @daemon_app.command("start")
 def daemon_start() -> None:
     """Start the daemon in the background, if it is not running."""
-    from gq.cli.client import layout, start_daemon, try_connect
+    from gq.cli.client import start_daemon, try_connect
+    from gq.paths import gq_home
 
-    lay = layout()
-    conn = try_connect(lay)
+    home = gq_home()
+    conn = try_connect(home)
     if conn is not None:
         with conn:
-            print(f"already running (pid {conn.call('ping')['pid']}, {lay.home})")
+            print(f"already running (pid {conn.call('ping')['pid']}, {home})")
         return
-    print(f"started (pid {start_daemon(lay)}, {lay.home})")
+    print(f"started (pid {start_daemon(home)}, {home})")
 
 
 @daemon_app.command("stop")
@@ -224,12 +227,13 @@ def daemon_stop() -> None:
 @daemon_app.command("status")
 def daemon_status(json: Json = False) -> int:
     """Whether the daemon runs, where, with which cards."""
-    from gq.cli.client import layout, try_connect
+    from gq.cli.client import try_connect
+    from gq.paths import gq_home
 
-    lay = layout()
-    conn = try_connect(lay)
+    home = gq_home()
+    conn = try_connect(home)
     if conn is None:
-        print(f"not running ({lay.home})")
+        print(f"not running ({home})")
         return 3
     with conn:
         info = conn.call("ping")

@@ -6,8 +6,7 @@ import shlex
 from typing import Any
 
 from gq.cli.output import percent, table
-from gq.protocol import iso
-from gq.units import format_duration, format_size
+from gq.units import format_duration, format_size, iso
 
 
 def print_job(job: dict[str, Any]) -> None:

@@ -7,8 +7,7 @@ import sys
 import time
 from typing import Any
 
-from gq.protocol import parse_iso
-from gq.units import format_duration, format_size
+from gq.units import format_duration, format_size, parse_iso
 
 
 def print_json(data: Any) -> None:

@@ -13,7 +13,7 @@ from gq.daemon.shim import ShimSpec
 from gq.daemon.supervisor import RunStatus, Shim, Supervisor
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState
-from gq.paths import Layout
+from gq.layout import Layout
 from gq.policy import Card, Host, Outcome, SchedulerInput, schedule
 from gq.store import Store
 from gq.units import format_duration

@@ -11,7 +11,8 @@ import socket
 import sys
 from pathlib import Path
 
-from gq.paths import MAX_SOCKET_PATH, Layout
+from gq.layout import Layout
+from gq.paths import MAX_SOCKET_PATH
 from gq.protocol import GqError
 
 log = logging.getLogger("gq.daemon")
@@ -62,7 +63,7 @@ def run(home: Path) -> int:
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     layout = Layout(home)
     lock_fd = acquire_lock(layout)
-    config = load_config(home / "config.toml")
+    config = load_config(layout.config)
     try:
         backend = open_backend(home)
     except ValueError as e:

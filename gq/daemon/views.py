@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gq.model import Gpu, Job, JobState, Reason
-from gq.protocol import iso
-from gq.units import format_size
+from gq.units import format_size, iso
 
 PUBLIC_FIELDS = (
     "id name user host state reason priority gpus mem cpus command cwd submitted_at started_at "

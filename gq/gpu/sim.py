@@ -106,7 +106,7 @@ def sim_dir_from_env(env: dict[str, str] | None = None) -> Path:
         return Path(env[SIM_DIR_ENV])
     from gq.paths import gq_home
 
-    return gq_home(env) / "sim"
+    return Path(gq_home(env)) / "sim"
 
 
 def write_json_atomic(path: Path, data: object) -> None:

@@ -1,0 +1,45 @@
+"""Layering by import: the policy is pure, the hot path is light, no layer pulls in the TUI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+IO_AND_CLOCK = {"sqlite3", "sqlite_utils", "socket", "subprocess", "psutil", "pynvml",
+                "paramiko", "asyncio", "textual", "typer", "time", "select", "selectors"}
+
+
+def test_policy_imports_no_io_and_no_clock():
+    baseline = modules_after("")
+    loaded = modules_after("import gq.policy")
+    assert (loaded - baseline) & IO_AND_CLOCK == set()
+
+
+def test_submit_path_is_light():
+    loaded = modules_after("import gq.cli.entry, gq.cli.submit_args, gq.cli.client")
+    heavy = {"typer", "click", "rich", "textual", "sqlite_utils", "sqlite3", "psutil", "pynvml",
+             "asyncio", "subprocess", "dataclasses", "datetime", "gq.cli.app"}
+    assert loaded & heavy == set()
+
+
+@pytest.mark.parametrize("module", ["gq.cli.app", "gq.daemon.main", "gq.daemon.core",
+                                    "gq.daemon.server"])
+def test_cli_and_daemon_never_import_the_tui(module):
+    loaded = modules_after(f"import {module}")
+    assert "textual" not in loaded and "gq.tui" not in loaded
+
+
+def test_gpu_package_does_not_load_nvml_until_asked():
+    assert {"pynvml", "psutil"} & modules_after("import gq.gpu") == set()

@@ -1,0 +1,72 @@
+"""The store: durable jobs, checked transitions, an append-only event history."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from gq.model import ENDED_STATES, TRANSITIONS, IllegalTransition, Job, JobState, check_transition
+from gq.store import Store
+from gq.store.schema import migrations
+
+
+def new_job(**kw) -> Job:
+    return Job(id=0, user="ann", command=["python", "train.py"], cwd="/tmp", **kw)
+
+
+def test_insert_read_and_events(tmp_path):
+    store = Store(tmp_path / "gq.db")
+    job_id = store.insert_job(new_job(env={"A": "1"}), at=10.0)
+    store.transition(job_id, JobState.RUNNING, 11.0, started_at=11.0, gpu_ids=[2, 3])
+    store.transition(job_id, JobState.COMPLETED, 12.0, ended_at=12.0, exit_code=0)
+    job = store.get_job(job_id)
+    assert (job.state, job.gpu_ids, job.env, job.exit_code) == (JobState.COMPLETED, [2, 3],
+                                                                {"A": "1"}, 0)
+    assert [(e["old_state"], e["new_state"]) for e in store.events(job_id)] == [
+        (None, "pending"), ("pending", "running"), ("running", "completed")]
+
+
+def test_illegal_transitions_are_refused_and_change_nothing(tmp_path):
+    store = Store(tmp_path / "gq.db")
+    job_id = store.insert_job(new_job(), at=1.0)
+    with pytest.raises(IllegalTransition):
+        store.transition(job_id, JobState.COMPLETED, 2.0)
+    assert store.get_job(job_id).state == JobState.PENDING
+    assert len(store.events(job_id)) == 1
+
+
+def test_transition_table_shape():
+    for state in ENDED_STATES:  # an ended job can only be requeued
+        assert TRANSITIONS[state] == {JobState.PENDING}
+    check_transition(JobState.RUNNING, JobState.PREEMPTING)
+    with pytest.raises(IllegalTransition):
+        check_transition(JobState.HELD, JobState.RUNNING)
+
+
+def test_wal_and_full_sync(tmp_path):
+    store = Store(tmp_path / "gq.db")
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_committed_job_is_visible_to_another_connection_at_once(tmp_path):
+    store = Store(tmp_path / "gq.db")
+    job_id = store.insert_job(new_job(), at=1.0)
+    other = sqlite3.connect(tmp_path / "gq.db")
+    assert other.execute("SELECT user FROM jobs WHERE id = ?", [job_id]).fetchone() == ("ann",)
+
+
+def test_ids_are_never_reused(tmp_path):
+    store = Store(tmp_path / "gq.db")
+    first = store.insert_job(new_job(), at=1.0)
+    store.db.execute("DELETE FROM jobs WHERE id = ?", [first])
+    store.db.conn.commit()
+    assert store.insert_job(new_job(), at=2.0) == first + 1
+
+
+def test_reopening_applies_no_migration_twice(tmp_path):
+    Store(tmp_path / "gq.db").close()
+    store = Store(tmp_path / "gq.db")
+    assert [m.name for m in migrations.applied(store.db)] == ["m001_jobs_and_events"]
+    assert migrations.pending(store.db) == []
