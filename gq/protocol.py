@@ -27,6 +27,13 @@ class GqError(Exception):
         self.code = code
 
 
+class DaemonGone(GqError):
+    """The daemon closed the connection: it stopped or restarted."""
+
+    def __init__(self) -> None:
+        super().__init__("the daemon closed the connection (see its log: gq daemon status)")
+
+
 class BadInput(GqError):
     def __init__(self, message: str):
         super().__init__(message, BAD_INPUT)
@@ -72,7 +79,7 @@ class Connection:
         while b"\n" not in self._buf:
             chunk = self.sock.recv(1 << 16)
             if not chunk:
-                raise GqError("the daemon closed the connection (see its log: gq daemon status)")
+                raise DaemonGone()
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
         reply = json.loads(line)

@@ -146,3 +146,25 @@ def test_cpu_job_sees_no_cards(host):
     job = host.submit("-g", "0", "--", "sh", "-c", 'echo "[$CUDA_VISIBLE_DEVICES]"')
     host.wait_ended(job)
     assert host.log(job).strip() == "[]"
+
+
+def test_without_cards_gpu_jobs_are_refused_and_cpu_jobs_run(make_host):
+    host = make_host("0")  # a simulated host with no cards at all
+    proc = host.gq("submit", "--", "true", check=False)
+    assert proc.returncode == 2
+    assert "has no GPUs" in proc.stderr and "--gpus 0" in proc.stderr
+    assert host.count_jobs() == 0
+    assert host.wait_ended(host.submit("-g", "0", "--", "true"))["state"] == "completed"
+    assert "no GPUs on this host" in host.gq("gpus").stdout
+
+
+def test_identity_comes_from_the_socket_not_the_request(host):
+    import pwd
+
+    from gq.cli.submit_args import request_args
+
+    args = request_args({"hold": True}, ["true"])
+    job = host.call("submit", **args, user="mallory", uid=12345)
+    me = pwd.getpwuid(os.getuid()).pw_name
+    assert job["user"] == me
+    assert host.job(job["id"])["user"] == me

@@ -43,3 +43,20 @@ def test_cli_and_daemon_never_import_the_tui(module):
 
 def test_gpu_package_does_not_load_nvml_until_asked():
     assert {"pynvml", "psutil"} & modules_after("import gq.gpu") == set()
+
+
+def test_policy_sources_import_no_io_or_clock_module():
+    # `time` is loaded at interpreter start, so sys.modules cannot show it: read the sources.
+    import ast
+    from pathlib import Path
+
+    policy = Path(__file__).resolve().parent.parent / "gq" / "policy"
+    for path in policy.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert name.split(".")[0] not in IO_AND_CLOCK | {"os", "datetime"}, (path, name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 
@@ -148,3 +149,27 @@ def test_second_daemon_on_the_same_home_is_refused(host):
 
 def test_socket_is_private(host):
     assert os.stat(host.home / "gq.sock").st_mode & 0o777 == 0o600
+
+
+def test_time_limit_ends_the_job_as_timeout(make_host):
+    host = make_host("1x80G", kill_wait="1s")
+    job = host.submit("-t", "1s", "--", "sleep", "300")
+    ended = host.wait_ended(job)
+    assert ended["state"] == "timeout" and "time limit 1s reached" in ended["reason"]
+    assert host.wait_ended(host.submit("--", "true"))["state"] == "completed"  # card freed
+
+
+def test_wait_rides_out_a_daemon_restart(host):
+    gate = host.work / "gate"
+    job = host.submit(*gated(gate, exit_code=6))
+    host.wait_state(job, "running")
+    waiter = subprocess.Popen([sys.executable, "-m", "gq", "wait", str(job)], env=host.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: psutil.Process(waiter.pid).net_connections("unix"),
+             what="the waiter to connect")
+    host.kill_daemon(signal.SIGKILL)
+    host.start()
+    gate.touch()
+    out, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 6, err
+    assert f"job {job}: failed (exit 6)" in out

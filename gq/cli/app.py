@@ -159,10 +159,9 @@ def requeue(ids: Ids) -> int:
 @app.command("wait")
 def wait(ids: Ids) -> int:
     """Block until the jobs end; exit with the (first failing) job's exit code."""
-    from gq.cli.client import connect
+    from gq.cli.client import wait_for_jobs
 
-    with connect(timeout=None) as conn:
-        jobs = conn.call("wait", ids=ids)
+    jobs = wait_for_jobs(ids)
     code = 0
     for j in jobs:
         exit_code = j["exit_code"]

@@ -79,3 +79,27 @@ def last_line(path: str) -> str:
     except OSError:
         return "(no log)"
     return lines[-1] if lines else "(empty log)"
+
+
+def wait_for_jobs(ids: list[str], grace: float = 5.0) -> list[dict]:
+    """Block until the jobs end, riding out daemon restarts (jobs outlive their daemon).
+
+    After losing the daemon, wait `grace` seconds for it to come back (a restart) before
+    starting one ourselves, so that we never race whoever is restarting it."""
+    from gq.protocol import DaemonGone
+
+    home = gq_home()
+    conn = connect(timeout=None)
+    while True:
+        try:
+            with conn:
+                return conn.call("wait", ids=ids)
+        except (DaemonGone, ConnectionResetError):
+            pass
+        deadline = time.monotonic() + grace
+        conn = None
+        while conn is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            conn = try_connect(home, timeout=None)
+        if conn is None:
+            conn = connect(timeout=None)

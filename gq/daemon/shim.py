@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 SHIM_FILE = "shim.json"
 EXIT_FILE = "exit.json"
@@ -57,6 +58,10 @@ def run_shim(spec: ShimSpec, keep_fds: tuple[int, ...]) -> None:
     """Body of the forked shim. Never returns normally: the caller must os._exit."""
     os.setsid()
     _close_fds_except(keep_fds)
+    # stdout and stderr stay the daemon's, for a traceback should the shim itself fail.
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_IGN)
@@ -67,7 +72,7 @@ def run_shim(spec: ShimSpec, keep_fds: tuple[int, ...]) -> None:
         raise StopRequested()
 
     signal.signal(signal.SIGTERM, on_term)
-    _become_subreaper()
+    _prctl_setup(spec.job_id)
     write_json_durably(spec.run_dir / SHIM_FILE, {"pid": os.getpid(), "job_id": spec.job_id})
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
@@ -98,11 +103,13 @@ def _close_fds_except(keep: tuple[int, ...]) -> None:
     os.closerange(low, 1 << 20)
 
 
-def _become_subreaper() -> None:
+def _prctl_setup(job_id: int) -> None:
+    """Become the subreaper of the job's tree, and show as gq-shim-ID in ps and top."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except OSError:  # not Linux: orphans go to init, cancel still reaches the process group
+        libc.prctl(PR_SET_NAME, ctypes.c_char_p(f"gq-shim-{job_id}".encode()[:15]), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: orphans go to init
         pass
 
 
