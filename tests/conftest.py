@@ -97,6 +97,16 @@ class GqHost:
 
         return wait_for(check, timeout, what=f"job {job_id} to be {'/'.join(states)}")
 
+    def wait_reason(self, job_id: int, reason: str, timeout: float = 20.0) -> dict:
+        """A pending job's reason is set by the next scheduling pass: at once, unless the
+        daemon is busy (passes are then spaced out)."""
+
+        def check():
+            job = self.job(job_id)
+            return job if job["reason"] == reason else None
+
+        return wait_for(check, timeout, what=f"job {job_id} to wait with reason {reason}")
+
     def wait_ended(self, job_id: int, timeout: float = 20.0) -> dict:
         # `wait` returns once the job ended and its processes are gone.
         with Connection(self.home / "gq.sock", timeout=timeout) as c:
@@ -142,7 +152,20 @@ def make_host():
     for host in hosts:
         host.close()
     for d in dirs:
+        kill_processes_mentioning(d)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def kill_processes_mentioning(text: str) -> None:
+    """Whatever a failed test left running under its directory (a safety net, not a check)."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        if proc.pid != os.getpid() and text in " ".join(proc.info["cmdline"] or []):
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
 
 
 @pytest.fixture

@@ -12,5 +12,7 @@ def gated(gate: Path, exit_code: int = 0, mark: Path | None = None, echo: str = 
         script += f'echo "$GQ_JOB_ID" >> "{mark}"; '
     if echo:
         script += f'echo {echo}; '
-    script += f'while [ ! -e "{gate}" ]; do sleep 0.02; done; exit {exit_code}'
+    # Also ends when the test's directory is gone, so a failed test leaves nothing spinning.
+    script += (f'while [ ! -e "{gate}" ]; do [ -d "{gate.parent}" ] || exit 99; sleep 0.02; '
+               f'done; exit {exit_code}')
     return ["--", "sh", "-c", script]

@@ -85,10 +85,14 @@ def test_garbage_on_the_socket_gets_an_error_not_a_crash(host):
 
     s = socket.socket(socket.AF_UNIX)
     s.connect(str(host.home / "gq.sock"))
+    s.settimeout(30)
     s.sendall(b"this is not json\n{\"v\": 99, \"op\": \"ls\"}\n[1,2]\n")
-    replies = s.makefile().readline(), s.makefile().readline()
+    reader = s.makefile()
+    replies = [reader.readline() for _ in range(3)]
     s.close()
     assert '"ok":false' in replies[0] and "not JSON" in replies[0]
+    assert "protocol version 99" in replies[1]
+    assert "expected a JSON object" in replies[2]
     assert host.call("ping")["pid"] > 0
 
 

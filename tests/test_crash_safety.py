@@ -21,14 +21,14 @@ def test_kill_9_while_jobs_run(host):
     waiting = host.submit("-g", "2", "--", "sh", "-c", f'echo "$GQ_JOB_ID" >> "{mark}"')
     for i in (a, b, c):
         host.wait_state(i, "running")
-    assert host.job(waiting)["reason"] == "Resources"
+    assert host.wait_reason(waiting, "Resources")["state"] == "pending"
 
     host.kill_daemon(signal.SIGKILL)
     gates["a"].touch()
     gates["b"].touch()
     # a and b end while no daemon runs: their shims record the exits.
     for i in (a, b):
-        wait_for(lambda i=i: (host.home / "run" / str(i) / "exit.json").exists(),
+        wait_for(lambda i=i: (host.home / "run" / f"{i}.exit").exists(),
                  what=f"job {i}'s shim to record its exit")
 
     host.start()
@@ -87,8 +87,9 @@ def test_a_job_whose_shim_vanished_is_lost_not_rerun(host):
 
     gate = host.work / "gate"
     job = host.submit(*gated(gate))
-    host.wait_state(job, "running")
-    shim = json.loads((host.home / "run" / str(job) / "shim.json").read_text())["pid"]
+    lock_file = host.home / "run" / f"{job}.lock"
+    wait_for(lambda: lock_file.exists() and lock_file.read_text(), what="the shim's pid")
+    shim = json.loads(lock_file.read_text())["pid"]
     host.kill_daemon(signal.SIGKILL)
     os.killpg(shim, signal.SIGKILL)  # the machine "crashed" under the job
     wait_for(lambda: not os.path.exists(f"/proc/{shim}") or

@@ -16,8 +16,7 @@ def test_whole_card_jobs_on_one_card_run_one_after_the_other(make_host):
     a = host.submit(*gated(gate_a))
     b = host.submit(*gated(gate_b))
     host.wait_state(a, "running")
-    job_b = host.wait_state(b, "pending")
-    assert job_b["reason"] == "Resources"
+    assert host.wait_reason(b, "Resources")["state"] == "pending"
     assert "1 whole card" in host.gq("why", str(b)).stdout
     gate_a.touch()
     host.wait_state(b, "running")
@@ -35,7 +34,7 @@ def test_four_jobs_on_four_cards_get_disjoint_cards(host):
     for i in ids:
         host.wait_state(i, "running")
     fifth = host.submit(*gated(gate))
-    assert host.wait_state(fifth, "pending")["reason"] == "Resources"
+    assert host.wait_reason(fifth, "Resources")["state"] == "pending"
     seen = [wait_for(lambda i=i: host.log(i).strip(), what=f"job {i} output") for i in ids]
     assert sorted(s.split()[0] for s in seen) == ["0", "1", "2", "3"]
     assert all(s.split()[1] == "PCI_BUS_ID" for s in seen)
@@ -50,8 +49,7 @@ def test_memory_jobs_share_a_card_and_the_third_waits(make_host):
     ids = [host.submit("--mem", "30G", *gated(gate)) for _ in range(3)]
     host.wait_state(ids[0], "running")
     host.wait_state(ids[1], "running")
-    third = host.wait_state(ids[2], "pending")
-    assert third["reason"] == "Resources"
+    assert host.wait_reason(ids[2], "Resources")["state"] == "pending"
     cards = host.call("gpus")
     assert [j["id"] for j in cards[0]["jobs"]] == ids[:2]
     gate.touch()
@@ -91,8 +89,8 @@ def test_memory_held_outside_gq_keeps_jobs_off_the_card(make_host):
         big = host.submit("--mem", "30G", "--", "true")
         small = host.submit("--mem", "10G", "--", "true")
         assert host.wait_ended(small)["state"] == "completed"
-        assert host.job(whole)["reason"] == "Resources"
-        assert host.job(big)["reason"] == "Resources"
+        assert host.wait_reason(whole, "Resources")["state"] == "pending"
+        assert host.wait_reason(big, "Resources")["state"] == "pending"
     finally:
         stray.terminate()
         stray.wait()
@@ -105,7 +103,7 @@ def test_after_waits_for_the_dependency(host):
     then = host.submit("--after", str(first), "--", "true")
     ok_only = host.submit("--afterok", str(first), "--", "true")
     not_ok = host.submit("--afternotok", f"{first}", "--", "true")
-    assert host.wait_state(then, "pending")["reason"] == "Dependency"
+    assert host.wait_reason(then, "Dependency")["state"] == "pending"
     gate.touch()
     assert host.wait_ended(then)["started_at"] >= host.job(first)["ended_at"]
     assert host.wait_ended(not_ok)["state"] == "completed"
@@ -123,7 +121,7 @@ def test_cpu_only_jobs_are_limited_by_cores(make_host):
     a = host.submit("-g", "0", "-c", "2", *gated(gate))
     b = host.submit("-g", "0", *gated(gate))
     host.wait_state(a, "running")
-    assert host.wait_state(b, "pending")["reason"] == "Resources"
+    assert host.wait_reason(b, "Resources")["state"] == "pending"
     assert host.job(a)["gpu_ids"] == []
     gate.touch()
     assert host.wait_ended(b)["state"] == "completed"

@@ -54,7 +54,7 @@ def test_hold_and_release(host):
     host.wait_state(blocker, "running")
     job = host.submit("--", "true")
     host.gq("hold", str(job))
-    assert host.job(job)["reason"] == "Held"
+    assert host.wait_reason(job, "Held")["state"] == "held"
     assert "gq release" in host.gq("why", str(job)).stdout
     gate.touch()
     host.wait_ended(blocker)

@@ -48,6 +48,8 @@ class Daemon:
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._pass_requested = False
+        self._last_pass_end = 0.0  # time.monotonic() when the last pass ended
+        self._last_pass_cost = 0.0  # how long it took, in seconds
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.read_cards()
 
@@ -62,12 +64,18 @@ class Daemon:
         for shim in self.shims.values():
             if self.loop:
                 self.loop.remove_reader(shim.pidfd)
+        self.supervisor.close()
         self.store.close()
         self.backend.close()
 
     def recover(self) -> None:
         """Re-adopt the shims of an earlier daemon and record what ended while none ran."""
-        for job, _ in self.store.holding_jobs():
+        with self.store.relaxed():
+            self._recover_holding()
+            self._recover_unrecorded_runs()
+
+    def _recover_holding(self) -> None:
+        for job in self.store.holding_jobs():
             status = self.supervisor.status(job.id)
             if status is RunStatus.ALIVE:
                 self.adopt(job)
@@ -77,6 +85,32 @@ class Daemon:
                 self.finish(job.id, None)
             else:
                 self.finish(job.id, None, never_started=True)
+
+    def _recover_unrecorded_runs(self) -> None:
+        """Run directories of jobs the store does not know to be running: after a power cut
+        the store may have lost a relaxed commit (see Store.relaxed) that the run's own files
+        still witness."""
+        for job_id in self.supervisor.run_ids():
+            job = self.store.get_job(job_id)
+            if job is not None and self.store.is_holding(job_id):
+                continue
+            if job is None or job.state != JobState.PENDING:
+                self.supervisor.forget(job_id)  # stale
+                continue
+            now = self.clock()
+            status = self.supervisor.status(job_id)
+            if status in (RunStatus.ALIVE, RunStatus.EXITED):
+                self.store.transition(job_id, JobState.RUNNING, now, detail="recovered from "
+                                      "its run directory", started_at=now, holding=1)
+                if status is RunStatus.ALIVE:
+                    self.adopt(self.store.get_job(job_id))
+                else:
+                    self.finish(job_id, self.supervisor.exit_record(job_id))
+            else:
+                if status is RunStatus.VANISHED:
+                    self.store.update(job_id, restarts=job.restarts + 1)
+                    self.store.note(job_id, now, "its run was lost in a crash; queued again")
+                self.supervisor.forget(job_id)
 
     def adopt(self, job: Job) -> None:
         shim = self.supervisor.adopt(job.id)
@@ -90,6 +124,11 @@ class Daemon:
             self.supervisor.stop(shim)  # the stop was asked of the daemon that died
 
     def tick(self) -> None:
+        with self.store.relaxed():
+            self._tick()
+
+    def _tick(self) -> None:
+        self.supervisor.forget_finished()
         self.read_cards()
         for job_id in list(self.unadopted):
             job = self.store.get_job(job_id)
@@ -108,10 +147,18 @@ class Daemon:
 
     # ---- scheduling ---------------------------------------------------------------------
 
-    def request_pass(self) -> None:
-        if self.loop is not None and not self._pass_requested:
+    def request_pass(self, freed: bool = False) -> None:
+        """Schedule: at once when resources were freed or the daemon is not busy (so that the
+        answer to a submit already shows the job's reason), else spaced so that passes take
+        at most half the daemon's time: under a flood of submits, one pass serves many."""
+        if self.loop is None or self._pass_requested:
+            return
+        delay = 0.0 if freed else self._last_pass_end + self._last_pass_cost - time.monotonic()
+        if delay <= 0:
+            self.run_pass()
+        else:
             self._pass_requested = True
-            self.loop.call_soon(self.run_pass)
+            self.loop.call_later(delay, self.run_pass)
 
     def host(self) -> Host:
         cards = tuple(
@@ -121,22 +168,29 @@ class Daemon:
 
     def run_pass(self) -> None:
         self._pass_requested = False
-        now = self.clock()
-        pending = self.store.jobs(states=(JobState.PENDING, JobState.HELD))
+        began = time.monotonic()
+        try:
+            with self.store.relaxed():
+                self._schedule_once()
+        finally:
+            self._last_pass_end = time.monotonic()
+            self._last_pass_cost = self._last_pass_end - began
+
+    def _schedule_once(self) -> None:
+        pending = self.store.queue()
         if not pending:
             return
-        running = [job for job, _ in self.store.holding_jobs()]
+        running = self.store.holding_jobs()
         dep_ids = {i for job in pending for ids in job.deps.values() for i in ids}
         outcomes = {
             j.id: Outcome(j.state, j.exit_code)
-            for j in self.store.jobs(ids=dep_ids)
+            for j in self.store.jobs(ids=dep_ids, light=True)
             if j.state in ENDED_STATES
         } if dep_ids else {}
-        plan = schedule(SchedulerInput(self.host(), pending, running, outcomes, now))
+        plan = schedule(SchedulerInput(self.host(), pending, running, outcomes, self.clock()))
         self.store.set_reasons(plan.reasons)
-        by_id = {job.id: job for job in pending}
         for start in plan.starts:
-            self.start(by_id[start.job_id], list(start.gpu_ids))
+            self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
 
     # ---- acting on jobs -----------------------------------------------------------------
 
@@ -158,7 +212,6 @@ class Daemon:
 
     def start(self, job: Job, gpu_ids: list[int]) -> None:
         now = self.clock()
-        self.layout.checkpoint_dir(job.id).mkdir(mode=0o700, parents=True, exist_ok=True)
         # Durable before the fork: a daemon that dies in between finds the job running
         # with no shim, and requeues it, so it never runs twice.
         self.store.transition(
@@ -170,9 +223,10 @@ class Daemon:
             command=job.command,
             cwd=job.cwd,
             env=self.job_env(job, gpu_ids),
-            stdout=self.layout.stdout(job.id),
-            stderr=self.layout.stderr(job.id),
-            run_dir=self.supervisor.run_dir(job.id),
+            stdout=str(self.layout.stdout(job.id)),
+            stderr=str(self.layout.stderr(job.id)),
+            checkpoint_dir=str(self.layout.checkpoint_dir(job.id)),
+            exit_path=str(self.supervisor.exit_path(job.id)),
             grace=self.config.kill_wait,
         )
         try:
@@ -185,7 +239,6 @@ class Daemon:
             )
             self.notify(job.id)
             return
-        self.store.update(job.id, shim_pid=shim.pid)
         self.watch(shim)
 
     def watch(self, shim: Shim) -> None:
@@ -198,8 +251,9 @@ class Daemon:
         if self.loop is not None:
             self.loop.remove_reader(shim.pidfd)
         self.supervisor.release(shim)
-        self.finish(job_id, self.supervisor.exit_record(job_id))
-        self.request_pass()
+        with self.store.relaxed():
+            self.finish(job_id, self.supervisor.exit_record(job_id))
+        self.request_pass(freed=True)
 
     def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
         """Record the end of a run: its exit status, or that it vanished or never began."""
@@ -231,7 +285,7 @@ class Daemon:
         else:  # stopped on request: the state is already final, only the facts are new
             self.store.update(job_id, exit_code=code, holding=0)
             self.store.note(job_id, now, f"stopped (exit code {code})")
-        self.supervisor.forget(job_id)
+        self.supervisor.finished(job_id)
         self.notify(job_id)
 
     def stop(self, job: Job, new_state: JobState, reason: str, detail: str) -> None:
@@ -246,7 +300,7 @@ class Daemon:
 
     def enforce_time_limits(self) -> None:
         now = self.clock()
-        for job, _ in self.store.holding_jobs():
+        for job in self.store.holding_jobs():
             if job.state != JobState.RUNNING or not job.time_limit or job.started_at is None:
                 continue
             if now - job.started_at >= job.time_limit:

@@ -67,7 +67,7 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     )
     job.id = daemon.store.insert_job(job, job.submitted_at)
     daemon.request_pass()
-    return job_json(job)
+    return job_json(daemon.store.get_job(job.id))
 
 
 def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
@@ -194,14 +194,14 @@ async def op_wait(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     for job in jobs:
         while True:
             current = daemon.store.get_job(job.id)
-            if current.state in ENDED_STATES and not daemon.store.runtime(job.id)["holding"]:
+            if current.state in ENDED_STATES and not daemon.store.is_holding(job.id):
                 break
             await daemon.wait_for_end(job.id)
     return [job_json(daemon.store.get_job(job.id)) for job in jobs]
 
 
 def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    holding = [job for job, _ in daemon.store.holding_jobs()]
+    holding = daemon.store.holding_jobs()
     out = []
     for card in daemon.cards:
         on_card = [

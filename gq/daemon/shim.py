@@ -1,4 +1,4 @@
-"""The per-job shim: runs in a forked copy of the daemon, outlives it, records the exit durably.
+"""The per-job shim: forked by the spawner, outlives the daemon, records the exit durably.
 
 The shim is a session leader and a child subreaper, so every process the job starts stays its
 descendant, also those that call setsid or double-fork. That is how a cancel reaches them all.
@@ -12,25 +12,23 @@ import json
 import os
 import signal
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from typing import TypedDict
 
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
-SHIM_FILE = "shim.json"
-EXIT_FILE = "exit.json"
-LOCK_FILE = "lock"
 
 
-@dataclass
-class ShimSpec:
+class ShimSpec(TypedDict):
+    """What a shim needs, as plain JSON: it travels from the daemon to the spawner."""
+
     job_id: int
     command: list[str]
     cwd: str
     env: dict[str, str]
-    stdout: Path
-    stderr: Path
-    run_dir: Path
+    stdout: str
+    stderr: str
+    checkpoint_dir: str
+    exit_path: str  # where the shim records the exit status
     grace: float  # seconds between SIGTERM and SIGKILL when the job is stopped
 
 
@@ -38,8 +36,9 @@ class StopRequested(Exception):
     pass
 
 
-def write_json_durably(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+def write_json_durably(path: str, data: dict) -> None:
+    """Write atomically (a reader sees all or nothing) and so that it survives a power cut."""
+    tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, json.dumps(data).encode())
@@ -47,17 +46,20 @@ def write_json_durably(path: Path, data: dict) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    dir_fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
 
 
-def run_shim(spec: ShimSpec, keep_fds: tuple[int, ...]) -> None:
-    """Body of the forked shim. Never returns normally: the caller must os._exit."""
+def run_shim(spec: ShimSpec, lock_fd: int) -> None:
+    """Body of the forked shim. Never returns normally: the caller must os._exit.
+
+    `lock_fd` is the run's lock file, locked by the daemon and inherited: the shim holds the
+    lock for as long as it lives, and writes its pid into the file."""
     os.setsid()
-    _close_fds_except(keep_fds)
+    _close_fds_except((lock_fd,))
     # stdout and stderr stay the daemon's, for a traceback should the shim itself fail.
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -72,8 +74,10 @@ def run_shim(spec: ShimSpec, keep_fds: tuple[int, ...]) -> None:
         raise StopRequested()
 
     signal.signal(signal.SIGTERM, on_term)
-    _prctl_setup(spec.job_id)
-    write_json_durably(spec.run_dir / SHIM_FILE, {"pid": os.getpid(), "job_id": spec.job_id})
+    _prctl_setup(spec["job_id"])
+    # Not fsynced: after a power cut the job's processes are gone anyway, and without the pid
+    # the daemon simply queues the job again.
+    os.pwrite(lock_fd, json.dumps({"pid": os.getpid()}).encode(), 0)
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stopped = False
@@ -82,17 +86,29 @@ def run_shim(spec: ShimSpec, keep_fds: tuple[int, ...]) -> None:
         _wait_for(job)
     except StopRequested:
         stopped = True
+    except OSError as e:  # no log file, no checkpoint directory, out of processes...
+        _note_start_failure(spec, e)
+        job["status"] = 127 << 8  # a wait status: exited with 127, as a shell says "not found"
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # Stop everything that is left: on cancel the whole tree, after a normal end any
     # leftovers (as Slurm does), so no process keeps holding the job's cards.
     try:
-        _kill_tree(spec.grace, job)
+        _kill_tree(spec["grace"], job)
     finally:
         code, sig = _decode(job.get("status"))
         write_json_durably(
-            spec.run_dir / EXIT_FILE,
+            spec["exit_path"],
             {"exit_code": code, "signal": sig, "ended_at": time.time(), "stopped": stopped},
         )
+
+
+def _note_start_failure(spec: ShimSpec, error: OSError) -> None:
+    try:
+        fd = _open_log(spec["stderr"])
+        os.write(fd, f"gq: could not start the job: {error}\n".encode(errors="replace"))
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _close_fds_except(keep: tuple[int, ...]) -> None:
@@ -113,15 +129,16 @@ def _prctl_setup(job_id: int) -> None:
         pass
 
 
-def _open_log(path: Path) -> int:
+def _open_log(path: str) -> int:
     # O_NOFOLLOW: a link planted at the log path must not redirect our writes.
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
     return os.open(path, flags, 0o600)
 
 
 def _start_job(spec: ShimSpec) -> int:
-    out = _open_log(spec.stdout)
-    err = _open_log(spec.stderr)
+    os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
+    out = _open_log(spec["stdout"])
+    err = _open_log(spec["stderr"])
     devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
@@ -136,11 +153,11 @@ def _start_job(spec: ShimSpec) -> int:
                 except (OSError, ValueError):
                     pass
             signal.pthread_sigmask(signal.SIG_SETMASK, [])
-            os.chdir(spec.cwd)
-            os.execvpe(spec.command[0], spec.command, spec.env)
+            os.chdir(spec["cwd"])
+            os.execvpe(spec["command"][0], spec["command"], spec["env"])
         except OSError as e:
             code = 126 if e.errno in (errno.EACCES, errno.ENOEXEC, errno.EISDIR) else 127
-            msg = f"gq: cannot run {spec.command[0]!r}: {e.strerror}\n"
+            msg = f"gq: cannot run {spec['command'][0]!r}: {e.strerror}\n"
             os.write(2, msg.encode(errors="replace"))
             os._exit(code)
         finally:
@@ -187,9 +204,21 @@ def _reap(job: dict[str, int]) -> None:
             job["status"] = status
 
 
+def _has_children() -> bool:
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
 def _kill_tree(grace: float, job: dict[str, int]) -> None:
     """SIGTERM (and SIGCONT, for stopped ones) to every descendant, SIGKILL after grace."""
     _reap(job)
+    # We are the subreaper: with no child left there is no descendant left either, and the
+    # common case needs no walk over every process of the machine.
+    if not _has_children():
+        return
     procs = _descendants()
     if not procs:
         return

@@ -145,7 +145,8 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         command=command,
         cwd=cwd,
         state=JobState.HELD if held else JobState.PENDING,
-        reason=Reason.HELD if held else None,
+        # Until the next scheduling pass (at once, unless the daemon is flooded): jobs ahead.
+        reason=Reason.HELD if held else Reason.PRIORITY,
         name=name,
         priority=priority,
         gpus=gpus,

@@ -1,9 +1,10 @@
 """Start, signal and re-adopt job shims. Never decides what to run.
 
-Each run of a job has a run directory holding a lock file. The daemon takes the lock before
-forking the shim and the shim inherits it, so the lock is held exactly as long as the shim
-lives, whatever happens to the daemon. A restarted daemon therefore knows, without guessing
-from pids, whether a job's shim is still alive.
+Each run of a job has a lock file, `run/ID.lock`. The daemon locks it before the shim is forked
+and the shim inherits the lock, so the lock is held exactly as long as the shim lives, whatever
+happens to the daemon. A restarted daemon therefore knows, without guessing from pids, whether
+a job's shim is still alive. The shim writes its pid into the lock file, and its exit status,
+durably, into `run/ID.exit`.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import signal
+import socket
+import subprocess
+import sys
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from gq.daemon.shim import EXIT_FILE, LOCK_FILE, SHIM_FILE, ShimSpec, run_shim
+from gq.daemon.shim import ShimSpec
+from gq.daemon.spawner import receive, send
 
 
 @dataclass
@@ -25,64 +29,107 @@ class Shim:
     job_id: int
     pid: int
     pidfd: int  # readable when the shim has exited; signals through it cannot hit a reused pid
-    child: bool  # forked by this daemon (must be reaped) rather than adopted
 
 
 class RunStatus(Enum):
     ALIVE = "alive"  # the shim holds its lock
     EXITED = "exited"  # the shim recorded an exit status
-    VANISHED = "vanished"  # the shim started the job and died without a record
+    VANISHED = "vanished"  # the shim started and died without a record
     NEVER_STARTED = "never_started"  # no shim ever ran the command
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+class SpawnError(OSError):
+    pass
 
 
 class Supervisor:
     def __init__(self, run_root: Path):
         self.run_root = run_root
-        run_root.mkdir(parents=True, exist_ok=True)
+        run_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._spawner: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._finished: set[int] = set()  # runs whose files forget_finished() removes
 
-    def run_dir(self, job_id: int) -> Path:
-        return self.run_root / str(job_id)
+    def lock_path(self, job_id: int) -> Path:
+        return self.run_root / f"{job_id}.lock"
+
+    def exit_path(self, job_id: int) -> Path:
+        return self.run_root / f"{job_id}.exit"
+
+    # ---- starting ---------------------------------------------------------------------
 
     def spawn(self, spec: ShimSpec) -> Shim:
-        run_dir = spec.run_dir
-        if run_dir.exists():
-            shutil.rmtree(run_dir)  # what a previous run left; its exit is already recorded
-        run_dir.mkdir(parents=True)
-        lock_fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        pid = os.fork()
-        if pid == 0:  # the shim
+        job_id = spec["job_id"]
+        self._finished.discard(job_id)
+        try:
+            os.unlink(self.exit_path(job_id))  # a previous run's, already recorded
+        except FileNotFoundError:
+            pass
+        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+        lock_fd = os.open(self.lock_path(job_id), flags, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            reply, fds = self._ask_spawner(spec, lock_fd)
+        finally:
+            os.close(lock_fd)  # the shim's copy keeps the lock
+        if "error" in reply:
+            raise SpawnError(reply["error"])
+        return Shim(job_id, reply["pid"], fds[0])
+
+    def _ask_spawner(self, spec: ShimSpec, lock_fd: int) -> tuple[dict, list[int]]:
+        for attempt in (1, 2):
+            if self._sock is None:
+                self._start_spawner()
             try:
-                run_shim(spec, keep_fds=(lock_fd,))
-            finally:
-                os._exit(0)
-        os.close(lock_fd)  # the shim's copy keeps the lock
-        return Shim(spec.job_id, pid, os.pidfd_open(pid), child=True)
+                send(self._sock, dict(spec), [lock_fd])
+                reply, fds = receive(self._sock)
+            except OSError:
+                reply, fds = None, []
+            if reply is not None:
+                return reply, fds
+            self.close()  # the spawner died: start a new one and try once more
+        raise SpawnError("the shim spawner does not answer")
+
+    def _start_spawner(self) -> None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._spawner = subprocess.Popen(
+            [sys.executable, "-m", "gq.daemon.spawner", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self._sock = mine
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()  # the spawner sees the end of its stream and exits
+            self._sock = None
+        if self._spawner is not None:
+            self._spawner.wait(timeout=10)
+            self._spawner = None
+
+    # ---- watching ---------------------------------------------------------------------
 
     def status(self, job_id: int) -> RunStatus:
-        run_dir = self.run_dir(job_id)
-        if self._locked(run_dir):
+        lock = self.lock_path(job_id)
+        if self._locked(lock):
             return RunStatus.ALIVE
-        if (run_dir / EXIT_FILE).exists():
+        if self.exit_path(job_id).exists():
             return RunStatus.EXITED
-        if (run_dir / SHIM_FILE).exists():
+        if lock.exists() and lock.stat().st_size > 0:
             return RunStatus.VANISHED
         return RunStatus.NEVER_STARTED
 
     def adopt(self, job_id: int) -> Shim | None:
         """Watch a shim started by an earlier daemon; None if it is gone or not yet known."""
-        info = _read_json(self.run_dir(job_id) / SHIM_FILE)
-        if not info:
+        try:
+            pid = json.loads(self.lock_path(job_id).read_bytes() or b"{}").get("pid")
+        except (OSError, ValueError):
+            pid = None
+        if not pid:
             return None
         try:
-            pidfd = os.pidfd_open(info["pid"])
+            pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             return None
         # The pid may have been reused between reading the file and opening the pidfd: the
@@ -90,10 +137,13 @@ class Supervisor:
         if self.status(job_id) is not RunStatus.ALIVE:
             os.close(pidfd)
             return None
-        return Shim(job_id, info["pid"], pidfd, child=False)
+        return Shim(job_id, pid, pidfd)
 
     def exit_record(self, job_id: int) -> dict | None:
-        return _read_json(self.run_dir(job_id) / EXIT_FILE)
+        try:
+            return json.loads(self.exit_path(job_id).read_text())
+        except (OSError, ValueError):
+            return None
 
     def stop(self, shim: Shim) -> None:
         """Ask the shim to stop the job: it sends SIGTERM to the tree, then SIGKILL after grace."""
@@ -103,21 +153,35 @@ class Supervisor:
             pass
 
     def release(self, shim: Shim) -> None:
-        """Forget an exited shim: reap it if it is ours and close its pidfd."""
-        if shim.child:
-            try:
-                os.waitpid(shim.pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
         os.close(shim.pidfd)
 
-    def forget(self, job_id: int) -> None:
-        """Remove a finished run's directory once its exit is in the store."""
-        shutil.rmtree(self.run_dir(job_id), ignore_errors=True)
+    def run_ids(self) -> list[int]:
+        """Jobs with a run file: running, or ended with their end not yet recorded."""
+        return sorted(int(p.stem) for p in self.run_root.glob("*.lock") if p.stem.isdigit())
 
-    def _locked(self, run_dir: Path) -> bool:
+    def finished(self, job_id: int) -> None:
+        """The run's end is in the store: its files may go, at the next forget_finished()."""
+        self._finished.add(job_id)
+
+    def forget_finished(self) -> None:
+        """Remove the files of finished runs. Kept off the path from one job's end to the
+        next one's start, as unlinks are slow on some disks; should the daemon die first,
+        the next one removes them when it recovers."""
+        for job_id in self._finished:
+            self.forget(job_id)
+        self._finished.clear()
+
+    def forget(self, job_id: int) -> None:
+        """Remove a finished run's files once its exit is in the store."""
+        for path in (self.exit_path(job_id), self.lock_path(job_id)):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    def _locked(self, path: Path) -> bool:
         try:
-            fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         except FileNotFoundError:
             return False
         try:

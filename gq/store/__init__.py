@@ -18,9 +18,18 @@ _JOB_COLUMNS = (
     "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
     "deps submitted_at started_at ended_at exit_code restarts gpu_ids"
 ).split()
+# What a scheduling pass needs: not the command, directory and environment, which are large
+# and only needed to start a job.
+_HEAVY_COLUMNS = {"command", "cwd", "env"}
+_LIGHT_SELECT = ", ".join(c for c in _JOB_COLUMNS if c not in _HEAVY_COLUMNS)
 
 
 class Store:
+    """The job store. Being the only writer, it also keeps the queue (pending and held jobs)
+    and the jobs holding resources in memory, written through on every change, so that a
+    scheduling pass reads no rows: reading them made each pass cost time in proportion to the
+    queue. The cached Jobs are light (no command, cwd or env) and must not be mutated."""
+
     def __init__(self, path: Path | str):
         self.db = Database(str(path))
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -28,14 +37,49 @@ class Store:
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA busy_timeout=5000")
         migrations.apply(self.db)
+        self._relaxed = 0
+        self._queue: dict[int, Job] = {}
+        self._holding: dict[int, Job] = {}
+        waiting = ",".join(f"'{s}'" for s in (JobState.PENDING, JobState.HELD))
+        rows = self.db.query(
+            f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE state IN ({waiting}) OR holding = 1"
+        )
+        for row in rows:
+            self._cache(row)
+
+    def _cache(self, row: dict[str, Any]) -> None:
+        job = _row_to_job(row)
+        self._queue.pop(job.id, None)
+        self._holding.pop(job.id, None)
+        if job.state in (JobState.PENDING, JobState.HELD):
+            self._queue[job.id] = job
+        if row["holding"]:
+            self._holding[job.id] = job
+
+    def _refresh(self, job_id: int) -> None:
+        rows = list(self.db.query(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE id = ?",
+                                  [job_id]))
+        if rows:
+            self._cache(rows[0])
 
     def close(self) -> None:
         self.db.close()
 
     @contextmanager
-    def atomic(self):
-        with self.db.atomic():
+    def relaxed(self):
+        """Commits made inside need not reach the disk before they return (WAL with
+        synchronous=NORMAL): they survive a daemon crash but maybe not a power cut. For facts
+        the daemon can rebuild from the run directories (starts, exits, reasons); what a user
+        was told, a submit or a cancel, is committed with FULL outside of it."""
+        self._relaxed += 1
+        if self._relaxed == 1:
+            self.db.execute("PRAGMA synchronous=NORMAL")
+        try:
             yield self
+        finally:
+            self._relaxed -= 1
+            if self._relaxed == 0:
+                self.db.execute("PRAGMA synchronous=FULL")
 
     # ---- jobs -------------------------------------------------------------------------
 
@@ -45,17 +89,19 @@ class Store:
         with self.db.atomic():
             job_id = self.db.table("jobs").insert(row).last_pk
             self._event(job_id, at, None, job.state, job.reason, "submitted")
+        self._refresh(job_id)
         return int(job_id)
 
     def get_job(self, job_id: int) -> Job | None:
         rows = list(self.db.query("SELECT * FROM jobs WHERE id = ?", [job_id]))
         return _row_to_job(rows[0]) if rows else None
 
-    def runtime(self, job_id: int) -> dict[str, Any]:
-        rows = self.db.query(
-            "SELECT shim_pid, shim_start, holding FROM jobs WHERE id = ?", [job_id]
-        )
-        return next(iter(rows), {})
+    def is_holding(self, job_id: int) -> bool:
+        return job_id in self._holding
+
+    def queue(self) -> list[Job]:
+        """Pending and held jobs, light, from memory."""
+        return list(self._queue.values())
 
     def jobs(
         self,
@@ -63,7 +109,9 @@ class Store:
         user: str | None = None,
         ids: Iterable[int] | None = None,
         limit: int | None = None,
+        light: bool = False,
     ) -> list[Job]:
+        """Jobs by id. light=True leaves out command, cwd and env (for scheduling passes)."""
         where, args = [], []
         if states is not None:
             states = list(states)
@@ -76,7 +124,7 @@ class Store:
             ids = list(ids)
             where.append(f"id IN ({','.join('?' * len(ids))})")
             args += ids
-        sql = "SELECT * FROM jobs"
+        sql = f"SELECT {_LIGHT_SELECT if light else '*'} FROM jobs"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id"
@@ -84,10 +132,9 @@ class Store:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(limit)}) ORDER BY id"
         return [_row_to_job(r) for r in self.db.query(sql, args)]
 
-    def holding_jobs(self) -> list[tuple[Job, dict[str, Any]]]:
-        """Jobs whose shim may still hold cards, with their shim's pid and start time."""
-        rows = self.db.query("SELECT * FROM jobs WHERE holding = 1 ORDER BY id")
-        return [(_row_to_job(r), {k: r[k] for k in ("shim_pid", "shim_start")}) for r in rows]
+    def holding_jobs(self) -> list[Job]:
+        """Jobs whose shim may still hold resources, light, from memory."""
+        return list(self._holding.values())
 
     def last_job_id(self, user: str) -> int | None:
         rows = list(self.db.query("SELECT max(id) AS id FROM jobs WHERE user = ?", [user]))
@@ -115,20 +162,23 @@ class Store:
         with self.db.atomic():
             self._update(job_id, state=str(new), reason=reason, **fields)
             self._event(job_id, at, old, new, reason, detail)
+        self._refresh(job_id)
 
     def update(self, job_id: int, **fields: Any) -> None:
         """Change fields that are not the state (reason, runtime), without an event."""
         with self.db.atomic():
             self._update(job_id, **fields)
+        self._refresh(job_id)
 
     def set_reasons(self, reasons: dict[int, str]) -> None:
-        if not reasons:
+        """Store the reasons of queued jobs that changed."""
+        changed = [(r, i) for i, r in reasons.items() if self._queue[i].reason != r]
+        if not changed:
             return
         with self.db.atomic():
-            self.db.conn.executemany(
-                "UPDATE jobs SET reason = ? WHERE id = ? AND (reason IS NOT ? )",
-                [(r, i, r) for i, r in reasons.items()],
-            )
+            self.db.conn.executemany("UPDATE jobs SET reason = ? WHERE id = ?", changed)
+        for reason, job_id in changed:
+            self._queue[job_id].reason = reason
 
     def note(self, job_id: int, at: float, detail: str) -> None:
         """An event without a state change (an action, a warning)."""
@@ -169,9 +219,12 @@ def _job_to_row(job: Job) -> dict[str, Any]:
 
 
 def _row_to_job(row: dict[str, Any]) -> Job:
-    data = {c: row[c] for c in _JOB_COLUMNS}
+    data = {c: row[c] for c in _JOB_COLUMNS if c in row}  # light rows lack the heavy columns
     for key in _JSON_FIELDS:
-        data[key] = json.loads(data[key])
+        if key in data:
+            data[key] = json.loads(data[key])
+    data.setdefault("command", [])
+    data.setdefault("cwd", "")
     data["state"] = JobState(data["state"])
     data["priority"] = Tier(data["priority"])
     data["deps"] = {DepKind(k): v for k, v in data["deps"].items()}

@@ -37,12 +37,8 @@ def m001_jobs_and_events(db: Database) -> None:
             exit_code INTEGER,
             restarts INTEGER NOT NULL DEFAULT 0,
             gpu_ids TEXT NOT NULL DEFAULT '[]',
-            -- the shim of the current run: pid and start time (guards against pid reuse);
-            -- holding = 1 while that shim may still hold the job's cards
-            shim_pid INTEGER,
-            shim_start REAL,
-            holding INTEGER NOT NULL DEFAULT 0,
-            hold_reason TEXT  -- who held the job, for `gq why`
+            -- 1 while the shim of the job's current run may still hold its resources
+            holding INTEGER NOT NULL DEFAULT 0
         )
         """
     )
