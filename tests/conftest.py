@@ -33,7 +33,8 @@ def wait_for(predicate, timeout: float = 20.0, interval: float = 0.02, what: str
 class GqHost:
     """One GQ_HOME with its daemon, driven like a user would: through `gq` and its socket."""
 
-    def __init__(self, home: Path, sim_gpus: str | None, cpus: int = 16, kill_wait: str = "2s"):
+    def __init__(self, home: Path, sim_gpus: str | None, cpus: int = 16, kill_wait: str = "2s",
+                 tick: str = "0.2s"):
         self.home = home
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")}
         self.env["GQ_HOME"] = str(home)
@@ -42,7 +43,7 @@ class GqHost:
             self.env["GQ_SIM_GPUS"] = sim_gpus
         home.mkdir(mode=0o700, exist_ok=True)
         (home / "config.toml").write_text(
-            f'[host]\ncpus = {cpus}\n\n[daemon]\nkill_wait = "{kill_wait}"\ntick = "0.2s"\n'
+            f'[host]\ncpus = {cpus}\n\n[daemon]\nkill_wait = "{kill_wait}"\ntick = "{tick}"\n'
         )
         self.daemon: subprocess.Popen | None = None
         self.work = home / "work"

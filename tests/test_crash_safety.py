@@ -97,3 +97,21 @@ def test_a_job_whose_shim_vanished_is_lost_not_rerun(host):
     host.start()
     ended = host.wait_ended(job)
     assert ended["state"] == "lost" and ended["exit_code"] is None
+
+
+def test_a_requeued_run_is_not_mistaken_for_a_lost_commit(make_host):
+    host = make_host("1x80G", kill_wait="1s", tick="1h")  # no tick: the run's files stay
+    gate = host.work / "gate"
+    job = host.submit(*gated(gate, exit_code=9))
+    host.wait_state(job, "running")
+    urgent = host.submit("-p", "high", *gated(gate))  # takes the card when the job leaves it
+    host.gq("requeue", str(job))
+    host.wait_state(urgent, "running")
+    # Requeued: pending, its old run's files still there until a tick removes them.
+    assert host.job(job)["restarts"] == 1
+    assert (host.home / "run" / f"{job}.exit").exists()
+    host.kill_daemon(signal.SIGKILL)
+    host.start()
+    again = host.job(job)
+    assert again["state"] == "pending" and again["exit_code"] is None
+    assert [e["new_state"] for e in again["events"]].count("failed") == 0

@@ -173,3 +173,10 @@ def test_wait_rides_out_a_daemon_restart(host):
     out, err = waiter.communicate(timeout=60)
     assert waiter.returncode == 6, err
     assert f"job {job}: failed (exit 6)" in out
+
+
+def test_the_job_gets_default_signal_dispositions(host):
+    # Ignored dispositions survive exec: a job must not inherit the shim's.
+    job = host.submit("-g", "0", "--", "sh", "-c", "grep SigIgn /proc/self/status")
+    host.wait_ended(job)
+    assert host.log(job).split() == ["SigIgn:", "0000000000000000"]

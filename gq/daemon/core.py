@@ -94,8 +94,10 @@ class Daemon:
             job = self.store.get_job(job_id)
             if job is not None and self.store.is_holding(job_id):
                 continue
-            if job is None or job.state != JobState.PENDING:
-                self.supervisor.forget(job_id)  # stale
+            run = self.supervisor.run_number(job_id)
+            if job is None or job.state != JobState.PENDING or (run is not None and
+                                                                 run < job.restarts):
+                self.supervisor.forget(job_id)  # an earlier run, already recorded
                 continue
             now = self.clock()
             status = self.supervisor.status(job_id)
@@ -220,6 +222,7 @@ class Daemon:
         )
         spec = ShimSpec(
             job_id=job.id,
+            run=job.restarts,
             command=job.command,
             cwd=job.cwd,
             env=self.job_env(job, gpu_ids),

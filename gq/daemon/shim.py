@@ -16,12 +16,18 @@ from typing import TypedDict
 
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
+# Signals that Python, the spawner or the shim set to SIG_IGN: the job must get them back.
+IGNORED_BY_US = (
+    signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+    signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM,
+)
 
 
 class ShimSpec(TypedDict):
     """What a shim needs, as plain JSON: it travels from the daemon to the spawner."""
 
     job_id: int
+    run: int  # which run of the job this is: its restart count when it started
     command: list[str]
     cwd: str
     env: dict[str, str]
@@ -77,7 +83,7 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
     _prctl_setup(spec["job_id"])
     # Not fsynced: after a power cut the job's processes are gone anyway, and without the pid
     # the daemon simply queues the job again.
-    os.pwrite(lock_fd, json.dumps({"pid": os.getpid()}).encode(), 0)
+    os.pwrite(lock_fd, json.dumps({"pid": os.getpid(), "run": spec["run"]}).encode(), 0)
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stopped = False
@@ -98,7 +104,8 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
         code, sig = _decode(job.get("status"))
         write_json_durably(
             spec["exit_path"],
-            {"exit_code": code, "signal": sig, "ended_at": time.time(), "stopped": stopped},
+            {"exit_code": code, "signal": sig, "ended_at": time.time(), "stopped": stopped,
+             "run": spec["run"]},
         )
 
 
@@ -147,11 +154,9 @@ def _start_job(spec: ShimSpec) -> int:
             os.dup2(devnull, 0)
             os.dup2(out, 1)
             os.dup2(err, 2)
-            for sig in range(1, signal.NSIG):
-                try:
-                    signal.signal(sig, signal.SIG_DFL)
-                except (OSError, ValueError):
-                    pass
+            # Handled signals reset themselves at exec; ignored ones would stay ignored.
+            for sig in IGNORED_BY_US:
+                signal.signal(sig, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, [])
             os.chdir(spec["cwd"])
             os.execvpe(spec["command"][0], spec["command"], spec["env"])

@@ -120,12 +120,19 @@ class Supervisor:
             return RunStatus.VANISHED
         return RunStatus.NEVER_STARTED
 
+    def _shim_info(self, job_id: int) -> dict:
+        """What the shim wrote into its lock file: its pid and run number."""
+        try:
+            return json.loads(self.lock_path(job_id).read_bytes() or b"{}")
+        except (OSError, ValueError):
+            return {}
+
+    def run_number(self, job_id: int) -> int | None:
+        return self._shim_info(job_id).get("run")
+
     def adopt(self, job_id: int) -> Shim | None:
         """Watch a shim started by an earlier daemon; None if it is gone or not yet known."""
-        try:
-            pid = json.loads(self.lock_path(job_id).read_bytes() or b"{}").get("pid")
-        except (OSError, ValueError):
-            pid = None
+        pid = self._shim_info(job_id).get("pid")
         if not pid:
             return None
         try:
