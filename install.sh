@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Install gq for the current user, from the checkout this script lives in, into its own
+# virtual environment, and link the `gq` command into ~/.local/bin. Safe to run again: it
+# upgrades in place.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: ./install.sh [--help]
+
+Install gq for the current user from this checkout:
+  - a virtual environment at $GQ_VENV
+      (default: ${XDG_DATA_HOME:-$HOME/.local/share}/gq/venv)
+  - the `gq` command linked into $GQ_BIN_DIR (default: $HOME/.local/bin)
+Running it again upgrades gq in place.
+
+Environment:
+  GQ_VENV      where the virtual environment goes
+  GQ_BIN_DIR   where the `gq` symlink goes
+  GQ_PYTHON    the Python to build the environment with (default: python3; 3.11 or newer)
+
+On Debian/Ubuntu without the python3-venv package, it installs it when run as root,
+and otherwise prints the command to run.
+
+Options:
+  -h, --help   show this help and exit
+EOF
+}
+
+die() { echo "gq install: $*" >&2; exit 1; }
+usage_error() { echo "gq install: $* (see ./install.sh --help)" >&2; exit 2; }
+
+# Install modes: "user" only for now. A system-wide mode (`--system`: /opt/gq, a systemd unit,
+# /var/lib/gq) will plug in here: parse the flag into $mode and branch in install_paths.
+mode=user
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -h|--help) usage; exit 0 ;;
+        --system) usage_error "--system is not available yet; only a per-user install is" ;;
+        *) usage_error "unknown argument: $1" ;;
+    esac
+done
+
+repo_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+[ -f "$repo_dir/pyproject.toml" ] && [ -d "$repo_dir/gq" ] \
+    || die "$repo_dir does not look like a gq checkout (no pyproject.toml or gq/)"
+
+install_paths() {
+    case "$mode" in
+        user)
+            venv=${GQ_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/gq/venv}
+            bin_dir=${GQ_BIN_DIR:-$HOME/.local/bin}
+            ;;
+    esac
+    # Absolute paths: the symlink must not depend on where the script was run from.
+    case "$venv" in /*) ;; *) venv="$PWD/$venv" ;; esac
+    case "$bin_dir" in /*) ;; *) bin_dir="$PWD/$bin_dir" ;; esac
+}
+install_paths
+
+python=${GQ_PYTHON:-python3}
+
+# Install Debian packages when we may (root with apt-get), else say exactly what to run.
+need_packages() {
+    local why=$1; shift
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "gq install: $why; installing $* with apt-get" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq "$@" >/dev/null
+    elif command -v apt-get >/dev/null 2>&1; then
+        die "$why. Run this, then run ./install.sh again:
+    sudo apt-get update && sudo apt-get install -y $*"
+    else
+        die "$why. Install $* (or the equivalent for your system), then run ./install.sh again."
+    fi
+}
+
+if ! command -v "$python" >/dev/null 2>&1; then
+    [ -z "${GQ_PYTHON:-}" ] || die "GQ_PYTHON=$python: no such command"
+    need_packages "python3 is not installed" python3 python3-venv
+fi
+
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    found=$("$python" -c 'import platform; print(platform.python_version())' 2>/dev/null || echo "unknown")
+    die "gq needs Python 3.11 or newer; $(command -v "$python") is $found (set GQ_PYTHON to another one)"
+fi
+
+# Debian and Ubuntu ship `venv` without `ensurepip` unless python3-venv is installed, so
+# `python3 -m venv --help` works while creating an environment fails. Ask for ensurepip
+# (an empty ensurepip/ directory imports as a namespace package: call into it).
+has_venv() { "$python" -c 'import venv, ensurepip; ensurepip.version()' >/dev/null 2>&1; }
+if ! has_venv; then
+    need_packages "$python has no working venv module (Debian's python3-venv package is missing)" \
+        python3-venv
+    py_version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    has_venv || die "$python still cannot create virtual environments; install python$py_version-venv"
+fi
+
+# A previous environment is reused when it still works (upgrade in place); one whose Python
+# is gone (removed interpreter, interrupted first run) is rebuilt.
+if [ -e "$venv" ] && ! "$venv/bin/python" -I -c 'import pip' >/dev/null 2>&1; then
+    [ -f "$venv/pyvenv.cfg" ] || [ -z "$(ls -A "$venv")" ] \
+        || die "$venv exists and is not a virtual environment; remove it or set GQ_VENV"
+    echo "gq install: rebuilding the broken environment $venv" >&2
+    rm -rf "$venv"
+fi
+if [ ! -e "$venv" ]; then
+    echo "gq install: creating the environment $venv"
+    mkdir -p "$(dirname "$venv")"
+    if ! "$python" -m venv "$venv"; then
+        rm -rf "$venv"
+        die "$python could not create a virtual environment at $venv (see above)"
+    fi
+fi
+
+# Build from a clean copy: an in-tree build would write build/ and *.egg-info into the
+# checkout, and setuptools packs stale modules it finds in an old build/.
+src=$(mktemp -d "${TMPDIR:-/tmp}/gq-install.XXXXXX")
+trap 'rm -rf "$src"' EXIT
+tar -C "$repo_dir" \
+    --exclude=./.git --exclude=./.venv --exclude=./build --exclude=./dist \
+    --exclude='*.egg-info' --exclude=__pycache__ --exclude=.pytest_cache --exclude=.hypothesis \
+    -cf - . | tar -C "$src" -xf -
+
+echo "gq install: installing gq from $repo_dir"
+# --upgrade: pip rebuilds and reinstalls a local directory even at the same version number,
+# and upgrades dependencies only where this checkout needs newer ones.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade "$src"
+
+mkdir -p "$bin_dir"
+link="$bin_dir/gq"
+if [ -e "$link" ] && [ ! -L "$link" ]; then
+    die "$link exists and is not a symlink; remove it or set GQ_BIN_DIR"
+fi
+ln -sfn "$venv/bin/gq" "$link"
+
+version=$("$venv/bin/python" -I -c 'import gq; print(gq.__version__)')
+echo "gq $version installed: $link -> $venv/bin/gq"
+# A daemon started before an upgrade keeps running the old code until it is restarted.
+if status=$("$venv/bin/gq" daemon status 2>/dev/null); then
+    echo "A gq daemon from before this install is still running ($status)."
+    echo "Restart it to use this version: gq daemon stop (its running jobs keep running)."
+fi
+case ":$PATH:" in
+    *":$bin_dir:"*) ;;
+    *)
+        # Spelled with $HOME when it is under it, so the line can be copied into ~/.bashrc.
+        shown=$bin_dir
+        case "$bin_dir" in "$HOME"/*) shown="\$HOME${bin_dir#"$HOME"}" ;; esac
+        echo "$bin_dir is not on your PATH. Add this line to your ~/.bashrc (or ~/.profile):"
+        echo "    export PATH=\"$shown:\$PATH\""
+        ;;
+esac

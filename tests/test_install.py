@@ -1,0 +1,122 @@
+"""install.sh for real: a fresh virtual environment, the `gq` link, a job, and a second run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gq import __version__ as gq_version
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTALL = ROOT / "install.sh"
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    """A user with an empty HOME, but the real pip configuration and download cache."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GQ_", "XDG_", "VIRTUAL_ENV", "PYTHON"))}
+    real_home = Path(os.path.expanduser("~"))
+    env["XDG_CONFIG_HOME"] = os.environ.get("XDG_CONFIG_HOME", str(real_home / ".config"))
+    env["XDG_CACHE_HOME"] = os.environ.get("XDG_CACHE_HOME", str(real_home / ".cache"))
+    env["HOME"] = str(home)
+    env.update(extra)
+    return env
+
+
+def _run(args, env, timeout=300, check=True, **kw) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, **kw)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def gq_home():
+    # Short: a Unix socket path must fit in 107 bytes.
+    home = tempfile.mkdtemp(prefix="gq-", dir="/tmp")
+    yield Path(home)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_install_sh_installs_a_working_gq_and_upgrades_in_place(tmp_path, gq_home):
+    home, venv, bin_dir = tmp_path / "home", tmp_path / "venv", tmp_path / "bin"
+    home.mkdir()
+    env = _env(home, GQ_VENV=str(venv), GQ_BIN_DIR=str(bin_dir))
+    had_build_dir = (ROOT / "build").exists()
+    first = _run(["bash", str(INSTALL)], env, cwd=tmp_path)
+    gq = bin_dir / "gq"
+    assert gq.is_symlink() and gq.resolve() == (venv / "bin" / "gq").resolve()
+    assert f"gq {gq_version} installed" in first.stdout
+    assert f'export PATH="{bin_dir}:$PATH"' in first.stdout  # bin_dir is not on PATH
+    # A regular install, not an editable one: the package lives in the environment.
+    where = _run([str(venv / "bin" / "python"), "-c", "import gq; print(gq.__file__)"], env,
+                 cwd=tmp_path)
+    assert where.stdout.startswith(str(venv))
+    # Built from a copy: the checkout gets no build/ directory of stale modules.
+    assert had_build_dir or not (ROOT / "build").exists()
+
+    job_env = {**env, "GQ_HOME": str(gq_home / "home"), "GQ_SIM_GPUS": "1x80G",
+               "PATH": f"{bin_dir}:{env['PATH']}"}
+    try:
+        submitted = _run(["gq", "submit", "--mem", "20G", "--", "sh", "-c",
+                          'echo "hello from GPU $CUDA_VISIBLE_DEVICES"'], job_env, cwd=tmp_path)
+        assert submitted.stdout.strip() == "1"
+        assert "started the daemon" in submitted.stderr
+        waited = _run(["gq", "wait", "@"], job_env, timeout=60)
+        assert waited.stdout.strip() == "job 1: completed (exit 0)"
+        assert _run(["gq", "logs", "1"], job_env).stdout == "hello from GPU 0\n"
+        status = _run(["gq", "daemon", "status", "--json"], job_env)
+        assert '"backend": "sim"' in status.stdout
+        assert str(venv) in _daemon_exe(job_env)  # the daemon runs from the installed copy
+
+        # Again, with the daemon running: an upgrade in place, no error, same link. A change
+        # to the installed copy stands in for an older version; the reinstall replaces it.
+        installed = Path(where.stdout.strip())
+        installed.write_text(installed.read_text() + "OLD_VERSION = True\n")
+        again = _run(["bash", str(INSTALL)], {**env, "GQ_HOME": job_env["GQ_HOME"]},
+                     cwd=tmp_path)
+        assert "creating the environment" not in again.stdout
+        assert "daemon from before this install is still running" in again.stdout
+        assert gq.resolve() == (venv / "bin" / "gq").resolve()
+        assert installed.read_text() == (ROOT / "gq" / "__init__.py").read_text()
+        assert _run(["gq", "logs", "@"], job_env).stdout == "hello from GPU 0\n"
+    finally:
+        stopped = _run([str(venv / "bin" / "gq"), "daemon", "stop"], job_env, check=False,
+                       timeout=60)
+    assert stopped.returncode == 0, stopped.stderr
+    assert _run(["gq", "daemon", "status"], job_env, check=False).returncode == 3
+
+
+def _daemon_exe(env) -> str:
+    pid = json.loads(_run(["gq", "daemon", "status", "--json"], env).stdout)["pid"]
+    return os.readlink(f"/proc/{pid}/exe") + " " + Path(f"/proc/{pid}/cmdline").read_text()
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--help"], 0, "Usage: ./install.sh"),
+    (["--frobnicate"], 2, "unknown argument: --frobnicate"),
+    (["--system"], 2, "--system is not available yet"),
+])
+def test_install_sh_arguments(tmp_path, args, code, message):
+    proc = _run(["bash", str(INSTALL), *args], _env(tmp_path), check=False)
+    assert proc.returncode == code
+    assert message in (proc.stdout if code == 0 else proc.stderr)
+    assert not (tmp_path / ".local").exists()  # nothing installed
+
+
+def test_install_sh_refuses_an_old_python(tmp_path):
+    fake = tmp_path / "python3.10"
+    fake.write_text("#!/bin/sh\n"
+                    "case \"$*\" in *python_version*) echo 3.10.13 ;; *) exit 1 ;; esac\n")
+    fake.chmod(0o755)
+    proc = _run(["bash", str(INSTALL)], _env(tmp_path, GQ_PYTHON=str(fake)), check=False)
+    assert proc.returncode == 1
+    assert "gq needs Python 3.11 or newer" in proc.stderr and "3.10.13" in proc.stderr
+    assert not (tmp_path / ".local").exists()
