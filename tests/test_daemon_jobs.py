@@ -17,7 +17,8 @@ def test_whole_card_jobs_on_one_card_run_one_after_the_other(make_host):
     b = host.submit(*gated(gate_b))
     host.wait_state(a, "running")
     assert host.wait_reason(b, "Resources")["state"] == "pending"
-    assert "1 whole card" in host.gq("why", str(b)).stdout
+    why = host.gq("why", str(b)).stdout
+    assert "1 whole card" in why and "short of GPUs (it needs 1 free card)" in why
     gate_a.touch()
     host.wait_state(b, "running")
     gate_b.touch()
@@ -122,6 +123,7 @@ def test_cpu_only_jobs_are_limited_by_cores(make_host):
     b = host.submit("-g", "0", *gated(gate))
     host.wait_state(a, "running")
     assert host.wait_reason(b, "Resources")["state"] == "pending"
+    assert "short of CPU cores (it needs 1, 0 free)" in host.gq("why", str(b)).stdout
     assert host.job(a)["gpu_ids"] == []
     gate.touch()
     assert host.wait_ended(b)["state"] == "completed"

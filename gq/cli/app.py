@@ -46,7 +46,8 @@ def _opt(dest: str, *, multi: bool = False):
 )
 def submit(
     command: Annotated[list[str], typer.Argument(help="the command and its arguments",
-                                                 metavar="COMMAND...")] = None,
+                                                 metavar="COMMAND",
+                                                 show_default=False)] = None,
     gpus: Annotated[Optional[str], _opt("gpus")] = None,
     mem: Annotated[Optional[str], _opt("mem")] = None,
     cpus: Annotated[Optional[str], _opt("cpus")] = None,

@@ -33,7 +33,12 @@ def show_log(job_id: str, follow: bool, stderr: bool) -> None:
                     raise GqError(f"job {job['id']} has not started yet: no output") from None
                 return
             fd = None
+        said_waiting = False
         while True:
+            if fd is None and not said_waiting and job["state"] in ("pending", "held"):
+                print(f"gq: job {job['id']} is {job['state']} ({job['reason']}); waiting for it "
+                      "to start", file=sys.stderr)
+                said_waiting = True
             if fd is None and os.path.exists(path):
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
             copied = _copy_new(fd) if fd is not None else 0

@@ -42,10 +42,8 @@ def job_rows(jobs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     for j in jobs:
         if j["state"] in ("pending", "held"):
             where = j["reason"] or ""
-        elif j["gpu_ids"]:
-            where = ",".join(str(i) for i in j["gpu_ids"])
         elif j["state"] in ("running", "preempting"):
-            where = "cpu"
+            where = ",".join(str(i) for i in j["gpu_ids"]) or "cpu"
         else:
             where = f"exit {j['exit_code']}" if j["exit_code"] is not None else (j["reason"] or "")
         rows.append([

@@ -45,6 +45,7 @@ class Daemon:
         self.unadopted: set[int] = set()  # shims alive but not yet watched
         self.cards: list[Gpu] = []
         self.external: dict[int, int | None] = {}
+        self.shortfalls: dict[int, str] = {}  # from the last pass: what each waiting job lacks
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._pass_requested = False
@@ -191,6 +192,7 @@ class Daemon:
         } if dep_ids else {}
         plan = schedule(SchedulerInput(self.host(), pending, running, outcomes, self.clock()))
         self.store.set_reasons(plan.reasons)
+        self.shortfalls = plan.shortfalls
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
 
@@ -291,11 +293,11 @@ class Daemon:
         self.supervisor.finished(job_id)
         self.notify(job_id)
 
-    def stop(self, job: Job, new_state: JobState, reason: str, detail: str) -> None:
+    def stop(self, job: Job, new_state: JobState, reason: str) -> None:
         """Stop a running job: record the decision first, then have the shim kill the tree."""
         now = self.clock()
         fields = {} if new_state == JobState.PREEMPTING else {"ended_at": now}
-        self.store.transition(job.id, new_state, now, reason=reason, detail=detail, **fields)
+        self.store.transition(job.id, new_state, now, reason=reason, **fields)
         shim = self.shims.get(job.id)
         if shim is not None:
             self.supervisor.stop(shim)
@@ -308,7 +310,7 @@ class Daemon:
                 continue
             if now - job.started_at >= job.time_limit:
                 limit = format_duration(job.time_limit)
-                self.stop(job, JobState.TIMEOUT, f"time limit {limit} reached", "timeout")
+                self.stop(job, JobState.TIMEOUT, f"time limit {limit} reached")
 
     # ---- waiting ------------------------------------------------------------------------
 

@@ -88,7 +88,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job_id = resolve_id(daemon, caller, args.get("id", ""))
     job = daemon.store.get_job(job_id)
     out = job_json(job)
-    out["why"] = why_sentence(job)
+    out["why"] = why_sentence(job, daemon.shortfalls.get(job.id))
     out["stdout"] = str(daemon.layout.stdout(job_id))
     out["stderr"] = str(daemon.layout.stderr(job_id))
     out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id))
@@ -103,7 +103,8 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
 
 def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
-    return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why_sentence(job)}
+    why = why_sentence(job, daemon.shortfalls.get(job.id))
+    return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why}
 
 
 def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
@@ -116,12 +117,11 @@ def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
         if job.state in ENDED_STATES:
             results.append({"id": job.id, "ok": False, "message": f"already {job.state}"})
             continue
-        detail = f"cancelled by {caller.user}"
+        reason = f"cancelled by {caller.user}"
         if job.state in (JobState.RUNNING, JobState.PREEMPTING):
-            daemon.stop(job, JobState.CANCELLED, detail, detail)
+            daemon.stop(job, JobState.CANCELLED, reason)
         else:
-            daemon.store.transition(job.id, JobState.CANCELLED, now, reason=detail,
-                                    detail=detail, ended_at=now)
+            daemon.store.transition(job.id, JobState.CANCELLED, now, reason=reason, ended_at=now)
             daemon.notify(job.id)
         results.append({"id": job.id, "ok": True, "message": "cancelled"})
     daemon.request_pass()
@@ -178,7 +178,7 @@ def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
     now = daemon.clock()
     detail = f"requeued by {caller.user}"
     if job.state == JobState.RUNNING:
-        daemon.stop(job, JobState.PREEMPTING, detail, detail)
+        daemon.stop(job, JobState.PREEMPTING, detail)
         return True, "stopping; it will be requeued"
     if job.state in ENDED_STATES:
         daemon.store.transition(

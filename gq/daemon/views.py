@@ -30,7 +30,7 @@ def job_json(job: Job) -> dict[str, Any]:
 
 _REASON_TEXT = {
     Reason.RESOURCES: "it waits for free resources: {need}",
-    Reason.PRIORITY: "jobs ahead of it in the queue are waiting for the resources it needs",
+    Reason.PRIORITY: "the scheduler has not reached it yet: jobs ahead of it come first",
     Reason.DEPENDENCY: "it waits for job(s) {deps} to end",
     Reason.DEPENDENCY_NEVER_SATISFIED: (
         "its dependency on job(s) {deps} can no longer be met; cancel it, or release it to run "
@@ -56,12 +56,15 @@ def describe_need(job: Job) -> str:
     return ", ".join(parts)
 
 
-def why_sentence(job: Job) -> str:
+def why_sentence(job: Job, shortfall: str | None = None) -> str:
+    """`shortfall`: for a job waiting for resources, what is short (from the last pass)."""
     if job.state == JobState.PENDING or job.state == JobState.HELD:
         template = _REASON_TEXT.get(job.reason or "", "it waits for the next scheduling pass")
         deps = ",".join(str(i) for ids in job.deps.values() for i in ids)
         text = template.format(need=describe_need(job), deps=deps, id=job.id)
-        return f"Job {job.id} is {job.state} ({job.reason or 'new'}): {text}."
+        if job.reason == Reason.RESOURCES and shortfall:
+            text += f"; short of {shortfall}"
+        return f"Job {job.id} is {job.state} ({job.reason}): {text}."
     if job.state in (JobState.RUNNING, JobState.PREEMPTING):
         cards = ",".join(str(i) for i in job.gpu_ids) or "no cards (CPU-only)"
         return f"Job {job.id} is {job.state} on {job.host}, GPU {cards}."

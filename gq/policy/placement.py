@@ -51,10 +51,19 @@ class Capacity:
             else:
                 load.declared += job.mem
 
-    def host_fits(self, job: Job) -> bool:
+    def fit(self, job: Job) -> tuple[tuple[int, ...] | None, str | None]:
+        """(the cards the job would get, None), or (None, what is short, in words)."""
         if job.cpus > self.cpus_free:
-            return False
-        return self.ram_free is None or not job.ram or job.ram <= self.ram_free
+            return None, f"CPU cores (it needs {job.cpus}, {max(self.cpus_free, 0)} free)"
+        if self.ram_free is not None and job.ram and job.ram > self.ram_free:
+            free_gib = max(self.ram_free, 0) / (1 << 30)
+            return None, f"host memory ({free_gib:.1f} GiB free)"
+        cards = self.find_cards(job)
+        if cards is None:
+            plural = "s" if job.gpus > 1 else ""
+            kind = f"free card{plural}" if job.mem is None else f"card{plural} with enough free memory"
+            return None, f"GPUs (it needs {job.gpus} {kind})"
+        return cards, None
 
     def find_cards(self, job: Job) -> tuple[int, ...] | None:
         """First fit: the lowest-numbered cards that can take the job, or None."""

@@ -29,9 +29,10 @@ def schedule(inp: SchedulerInput) -> Plan:
         if job.gpus > len(inp.host.cards):
             plan.reasons[job.id] = Reason.NO_GPUS if not inp.host.cards else Reason.RESOURCES
             continue
-        cards = capacity.find_cards(job) if capacity.host_fits(job) else None
+        cards, short = capacity.fit(job)
         if cards is None:
             plan.reasons[job.id] = Reason.RESOURCES
+            plan.shortfalls[job.id] = short
             continue
         capacity.take(job, cards)
         plan.starts.append(Start(job.id, cards))

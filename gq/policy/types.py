@@ -54,3 +54,5 @@ class Start:
 class Plan:
     starts: list[Start] = field(default_factory=list)
     reasons: dict[int, str] = field(default_factory=dict)  # pending job id -> Reason
+    # For jobs waiting with reason Resources: what is short, in words ("CPU cores: ...").
+    shortfalls: dict[int, str] = field(default_factory=dict)

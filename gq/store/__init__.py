@@ -88,7 +88,7 @@ class Store:
         row.pop("id")
         with self.db.atomic():
             job_id = self.db.table("jobs").insert(row).last_pk
-            self._event(job_id, at, None, job.state, job.reason, "submitted")
+            self._event(job_id, at, None, job.state, None, "submitted")
         self._refresh(job_id)
         return int(job_id)
 
