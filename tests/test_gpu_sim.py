@@ -7,13 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from conftest import wait_for
 
 import gq
 from gq.gpu.sim import (
@@ -28,18 +29,6 @@ from gq.gpu.sim import (
 
 GIB = 1 << 30
 REPO = Path(gq.__file__).resolve().parent.parent
-
-
-def wait_for(condition, what: str, timeout: float = 10.0):
-    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -92,14 +81,14 @@ def holding(sim: SimBackend, card: int, pid: int):
     def check():
         gpu = sim.read()[card]
         return gpu if any(p.pid == pid for p in gpu.processes) else None
-    return wait_for(check, f"pid {pid} on card {card}")
+    return wait_for(check, what=f"pid {pid} on card {card}")
 
 
 def released(sim: SimBackend, card: int, pid: int):
     def check():
         gpu = sim.read()[card]
         return gpu if all(p.pid != pid for p in gpu.processes) else None
-    return wait_for(check, f"pid {pid} to leave card {card}")
+    return wait_for(check, what=f"pid {pid} to leave card {card}")
 
 
 # --- parsing GQ_SIM_GPUS ------------------------------------------------------------------------
@@ -277,7 +266,7 @@ def test_a_killed_burn_is_dropped_even_before_it_is_reaped(sim: SimBackend, burn
     holding(sim, 0, p.pid)
     p.kill()
     # Not reaped yet: a zombie holds no GPU memory on a real card either.
-    wait_for(lambda: psutil.Process(p.pid).status() == psutil.STATUS_ZOMBIE, "a zombie")
+    wait_for(lambda: psutil.Process(p.pid).status() == psutil.STATUS_ZOMBIE, what="a zombie")
     assert sim.read()[0].memory_used == 0
     assert not (sim.state_dir / "procs" / f"{p.pid}.json").exists()
     assert p.wait(timeout=10) == -signal.SIGKILL
@@ -373,7 +362,7 @@ def test_burns_starting_together_never_overcommit_a_card(sim: SimBackend, burns:
         failed = [p for p in started if p.poll() is not None]
         return (registered, failed) if len(registered) + len(failed) == 6 else None
 
-    registered, failed = wait_for(settled, "every burn to start or fail")
+    registered, failed = wait_for(settled, what="every burn to start or fail")
     assert len(registered) == 2  # 2 x 30G fit on 80G, a third does not
     assert all(p.returncode == 1 for p in failed)
     assert sim.read()[0].memory_used == 60 * GIB
