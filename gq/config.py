@@ -19,6 +19,9 @@ class Config:
     tick: float = 1.0  # seconds between the daemon's housekeeping rounds
 
 
+_KNOWN = {"host": {"cpus", "ram"}, "daemon": {"kill_wait", "tick"}}
+
+
 def _host_ram() -> int | None:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -37,9 +40,11 @@ def load_config(path: Path) -> Config:
     try:
         host = data.get("host", {})
         if "cpus" in host:
-            config.host_cpus = int(host["cpus"])
-            if config.host_cpus < 1:
-                raise ValueError("[host] cpus must be at least 1")
+            if not isinstance(host["cpus"], int) or host["cpus"] < 1:
+                raise ValueError(
+                    f"[host] cpus = {host['cpus']!r}: expected a whole number, 1 or more"
+                )
+            config.host_cpus = host["cpus"]
         if "ram" in host:
             config.host_ram = parse_size(str(host["ram"]))
         daemon = data.get("daemon", {})
@@ -47,6 +52,11 @@ def load_config(path: Path) -> Config:
             config.kill_wait = parse_duration(str(daemon["kill_wait"]))
         if "tick" in daemon:
             config.tick = parse_duration(str(daemon["tick"]))
+        unknown = {f"[{s}] {k}" for s, table in (("host", host), ("daemon", daemon))
+                   for k in table if k not in _KNOWN[s]}
+        unknown |= {f"[{s}]" for s in data if s not in _KNOWN}
+        if unknown:
+            raise ValueError(f"unknown setting {', '.join(sorted(unknown))}")
     except (ValueError, TypeError) as e:
         raise GqError(f"{path}: {e}") from None
     return config

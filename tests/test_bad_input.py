@@ -102,3 +102,24 @@ def test_oversized_request_is_refused(host):
     with Connection(host.home / "gq.sock") as conn, pytest.raises(BadInput, match="larger"):
         conn.call("submit", command=["x" * (MAX_LINE + 10)])
     assert host.call("ping")
+
+
+@pytest.mark.parametrize("config,needle", [
+    ('[host]\ncpus = "x"\n', "[host] cpus = 'x': expected a whole number"),
+    ("[host\n", "config.toml: Expected ']'"),
+    ('[daemon]\nkill_wait = "soon"\n', "expected a duration"),
+    ("[hots]\ncpus = 4\n", "unknown setting [hots]"),
+])
+def test_a_bad_config_file_is_refused_at_start_with_the_reason(make_host, config, needle):
+    host = make_host("1x80G", start=False)
+    (host.home / "config.toml").write_text(config)
+    proc = host.gq("submit", "--", "true", check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("gq: the daemon failed to start: ")
+    assert needle in proc.stderr and proc.stderr.count("gq:") == 1
+
+
+def test_a_bad_sim_spec_is_refused_at_start(make_host):
+    host = make_host("4y80G", start=False)
+    proc = host.gq("ls", check=False)
+    assert proc.returncode == 1 and "GQ_SIM_GPUS='4y80G'" in proc.stderr

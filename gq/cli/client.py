@@ -67,7 +67,8 @@ def start_daemon(home: str) -> int:
                 return conn.call("ping")["pid"]
         # A daemon that lost the start race to another exits at once; the winner answers soon.
         if proc.poll() is not None and "already runs" not in last_line(log_path):
-            raise GqError(f"the daemon failed to start: {last_line(log_path)}")
+            reason = last_line(log_path).removeprefix("gq: ")
+            raise GqError(f"the daemon failed to start: {reason}")
         time.sleep(0.02)
     raise GqError(f"the daemon did not answer within {START_TIMEOUT:.0f}s; see {log_path}")
 

@@ -61,7 +61,8 @@ class Capacity:
         cards = self.find_cards(job)
         if cards is None:
             plural = "s" if job.gpus > 1 else ""
-            kind = f"free card{plural}" if job.mem is None else f"card{plural} with enough free memory"
+            kind = (f"free card{plural}" if job.mem is None
+                    else f"card{plural} with enough free memory")
             return None, f"GPUs (it needs {job.gpus} {kind})"
         return cards, None
 
