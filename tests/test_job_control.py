@@ -183,3 +183,15 @@ def test_the_job_gets_default_signal_dispositions(host):
     job = host.submit("-g", "0", "--", "sh", "-c", "grep SigIgn /proc/self/status")
     host.wait_ended(job)
     assert host.log(job).split() == ["SigIgn:", "0000000000000000"]
+
+
+def test_a_link_planted_at_the_log_path_is_not_followed(host, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    job = host.submit("--hold", "--", "echo", "overwritten")
+    (host.home / "logs" / f"{job}.out").symlink_to(victim)
+    host.gq("release", str(job))
+    ended = host.wait_ended(job)
+    assert (ended["state"], ended["exit_code"]) == ("failed", 127)
+    assert victim.read_text() == "precious\n"
+    assert "could not start the job" in host.log(job, err=True)
