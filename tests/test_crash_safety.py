@@ -115,3 +115,17 @@ def test_a_requeued_run_is_not_mistaken_for_a_lost_commit(make_host):
     again = host.job(job)
     assert again["state"] == "pending" and again["exit_code"] is None
     assert [e["new_state"] for e in again["events"]].count("failed") == 0
+
+
+def test_a_dead_spawner_is_replaced(host):
+    import psutil
+
+    assert host.wait_ended(host.submit("--", "true"))["state"] == "completed"
+    daemon = psutil.Process(host.daemon.pid)
+    (spawner,) = [p for p in daemon.children() if "gq.daemon.spawner" in " ".join(p.cmdline())]
+    spawner.kill()
+    wait_for(lambda: not spawner.is_running() or spawner.status() == psutil.STATUS_ZOMBIE,
+             what="the spawner to die")
+    assert host.wait_ended(host.submit("--", "true"))["state"] == "completed"
+    (again,) = [p for p in daemon.children() if "gq.daemon.spawner" in " ".join(p.cmdline())]
+    assert again.pid != spawner.pid

@@ -10,7 +10,7 @@ from typing import Callable
 from gq.config import Config
 from gq.daemon.attribution import external_memory
 from gq.daemon.shim import ShimSpec
-from gq.daemon.supervisor import RunStatus, Shim, Supervisor
+from gq.daemon.supervisor import RunStatus, Shim, SpawnUnknown, Supervisor
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState
 from gq.layout import Layout
@@ -77,15 +77,22 @@ class Daemon:
 
     def _recover_holding(self) -> None:
         for job in self.store.holding_jobs():
-            status = self.supervisor.status(job.id)
-            if status is RunStatus.ALIVE:
-                self.adopt(job)
-            elif status is RunStatus.EXITED:
-                self.finish(job.id, self.supervisor.exit_record(job.id))
-            elif status is RunStatus.VANISHED:
-                self.finish(job.id, None)
-            else:
-                self.finish(job.id, None, never_started=True)
+            self.settle(job)
+
+    def settle(self, job: Job) -> None:
+        """For a job holding resources whose shim we do not watch: adopt the shim if it lives,
+        else record what its run files say happened."""
+        status = self.supervisor.status(job.id)
+        if status is RunStatus.ALIVE:
+            self.adopt(job)
+            return
+        self.unadopted.discard(job.id)
+        if status is RunStatus.EXITED:
+            self.finish(job.id, self.supervisor.exit_record(job.id))
+        elif status is RunStatus.VANISHED:
+            self.finish(job.id, None)
+        else:
+            self.finish(job.id, None, never_started=True)
 
     def _recover_unrecorded_runs(self) -> None:
         """Run directories of jobs the store does not know to be running: after a power cut
@@ -134,9 +141,7 @@ class Daemon:
         self.supervisor.forget_finished()
         self.read_cards()
         for job_id in list(self.unadopted):
-            job = self.store.get_job(job_id)
-            if job is not None:
-                self.adopt(job)
+            self.settle(self.store.get_job(job_id))
         self.enforce_time_limits()
         self.run_pass()
 
@@ -236,6 +241,10 @@ class Daemon:
         )
         try:
             shim = self.supervisor.spawn(spec)
+        except SpawnUnknown as e:
+            log.error("job %s: %s; the next tick settles it", job.id, e)
+            self.unadopted.add(job.id)
+            return
         except OSError as e:
             log.error("job %s: cannot start its shim: %s", job.id, e)
             self.store.transition(

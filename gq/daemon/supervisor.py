@@ -39,7 +39,11 @@ class RunStatus(Enum):
 
 
 class SpawnError(OSError):
-    pass
+    """No shim was started."""
+
+
+class SpawnUnknown(OSError):
+    """The spawner took the request and died: a shim may or may not be running."""
 
 
 class Supervisor:
@@ -82,13 +86,20 @@ class Supervisor:
                 self._start_spawner()
             try:
                 send(self._sock, dict(spec), [lock_fd])
-                reply, fds = receive(self._sock)
-            except OSError:
-                reply, fds = None, []
-            if reply is not None:
-                return reply, fds
-            self.close()  # the spawner died: start a new one and try once more
-        raise SpawnError("the shim spawner does not answer")
+                break
+            except OSError:  # it died before taking the request: a new one may retry
+                self.close()
+        else:
+            raise SpawnError("the shim spawner does not start")
+        try:
+            reply, fds = receive(self._sock)
+        except OSError:
+            reply, fds = None, []
+        if reply is None:
+            # Never retried: the shim may exist. The run's files will tell (Daemon.settle).
+            self.close()
+            raise SpawnUnknown("the shim spawner died while starting a shim")
+        return reply, fds
 
     def _start_spawner(self) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -105,7 +116,10 @@ class Supervisor:
             self._sock.close()  # the spawner sees the end of its stream and exits
             self._sock = None
         if self._spawner is not None:
-            self._spawner.wait(timeout=10)
+            try:
+                self._spawner.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._spawner.kill()
             self._spawner = None
 
     # ---- watching ---------------------------------------------------------------------
