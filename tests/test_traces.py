@@ -49,6 +49,7 @@ pod-b,100,101,161,60,1,1,250,0.25,3152,5600,BE,Failed
 pod-p,150,,,,,1,1000,1.0,4000,8192,LS,Pending
 pod-a,100,100,130,30,0,0,0,0,500,0,Burstable,Succeeded
 pod-g,200,200,290,90,0,1,1000,1.0,0,1024,Guaranteed,Running
+pod-m,400,400,500,100,0,2,500,2.0,8000,1024,LS,Running
 """
 
 
@@ -56,7 +57,7 @@ def test_alibaba_rows_become_jobs_with_the_documented_mappings(tmp_path):
     trace = read_trace(write(tmp_path, ALIBABA))
     assert trace.format == "alibaba"
     jobs = by_id(trace)
-    assert set(jobs) == {"pod-a", "pod-b", "pod-c", "pod-g"}
+    assert set(jobs) == {"pod-a", "pod-b", "pod-c", "pod-g", "pod-m"}
     b = jobs["pod-b"]
     assert (b.submit_time, b.duration, b.gpus, b.gpu_fraction) == (100, 60, 1, 0.25)
     assert (b.cpus, b.ram, b.mem, b.user, b.tier) == (4, 5600 * MIB, None, "alibaba", Tier.LOW)
@@ -66,18 +67,20 @@ def test_alibaba_rows_become_jobs_with_the_documented_mappings(tmp_path):
     assert (a.gpus, a.gpu_fraction, a.cpus, a.ram, a.tier) == (0, None, 1, None, Tier.NORMAL)
     g = jobs["pod-g"]  # a whole card (1000 milli) is not a fraction; 0 milli-cores -> 1 core
     assert (g.gpu_fraction, g.cpus, g.tier) == (None, 1, Tier.NORMAL)
+    m = jobs["pod-m"]  # only single-GPU jobs share a card
+    assert (m.gpus, m.gpu_fraction) == (2, None)
 
 
 def test_alibaba_rows_that_never_ran_are_counted_not_returned(tmp_path):
     trace = read_trace(write(tmp_path, ALIBABA))
     assert trace.skipped == {SKIP_NEVER_RAN: 1}
     assert "pod-p" not in by_id(trace)
-    assert trace.rows == 5
+    assert trace.rows == 6
 
 
 def test_jobs_are_sorted_by_submit_time_then_job_id(tmp_path):
     trace = read_trace(write(tmp_path, ALIBABA))
-    assert [j.job_id for j in trace.jobs] == ["pod-a", "pod-b", "pod-g", "pod-c"]
+    assert [j.job_id for j in trace.jobs] == ["pod-a", "pod-b", "pod-g", "pod-c", "pod-m"]
 
 
 # ---- Philly ----------------------------------------------------------------------------------
@@ -223,7 +226,7 @@ def test_a_missing_or_binary_file_is_a_trace_error(tmp_path):
 
 
 def test_blank_lines_are_ignored_and_do_not_shift_line_numbers(tmp_path):
-    text = f"\n{PHILLY_HEADER}\n\n1,vc,1,0,10,m,strict\n\n2,vc,1,0,-1,m,best\n"
+    text = f"\n{PHILLY_HEADER}\n  \n1,vc,1,0,10,m,strict\n,,,,,,\n2,vc,1,0,-1,m,best\n"
     path = write(tmp_path, text)
     with pytest.raises(TraceError, match=rf"^{path}:6: duration_s: '-1'"):
         read_trace(path)
@@ -299,10 +302,12 @@ def test_the_good_rows_of_the_bad_row_table_are_good(tmp_path):
         assert len(read_trace(write(tmp_path, f"{header}\n{good}\n")).jobs) == 1
 
 
-def test_a_row_with_the_wrong_number_of_fields_is_an_error(tmp_path):
-    path = write(tmp_path, f"{PHILLY_HEADER}\n{PHILLY_OK}\n2,vc_a,1,0,10,resnet50\n")
+@pytest.mark.parametrize("row,found", [("2,vc_a,1,0,10,resnet50", 6),
+                                       ("2,vc_a,1,0,10,resnet50,best,extra", 8)])
+def test_a_row_with_the_wrong_number_of_fields_is_an_error(tmp_path, row, found):
+    path = write(tmp_path, f"{PHILLY_HEADER}\n{PHILLY_OK}\n{row}\n")
     with pytest.raises(TraceError, match=rf"^{path}:3: expected 7 fields as in the header, "
-                                         "found 6$"):
+                                         rf"found {found}$"):
         read_trace(path)
 
 
@@ -420,3 +425,19 @@ def test_the_philly_trace_reads_in_full():
     assert len({j.user for j in trace.jobs}) == 11
     assert max(j.gpus for j in trace.jobs) == 16
     assert all(j.cpus == max(1, 4 * j.gpus) for j in trace.jobs)
+
+
+def test_the_example_in_docs_reads_as_documented(tmp_path):
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "traces.md").read_text()
+    section = doc.split("## gq's own format", 1)[1]
+    example = section.split("```\n", 2)[1]
+    trace = read_trace(write(tmp_path, example))
+    assert trace.format == "gq" and trace.skipped == {SKIP_NEVER_RAN: 1}
+    assert [(j.name, j.gpus, j.mem, j.tier) for j in trace.jobs] == [
+        ("train-llm", 2, 20 * GIB, Tier.HIGH), ("preprocess", 0, None, Tier.NORMAL)]
+
+
+def test_a_field_too_large_for_csv_is_a_trace_error(tmp_path):
+    path = write(tmp_path, f"{PHILLY_HEADER}\n{PHILLY_OK}\n2,vc,1,0,10,{'m' * 200_000},best\n")
+    with pytest.raises(TraceError, match=rf"^{path}:3: not valid CSV: field larger than"):
+        read_trace(path)
