@@ -17,9 +17,15 @@ class Config:
     host_ram: int | None
     kill_wait: float = 30.0  # seconds between SIGTERM and SIGKILL on cancel, as Slurm's KillWait
     tick: float = 1.0  # seconds between the daemon's housekeeping rounds
+    default_time: float = 24 * 3600.0  # how long a job without --time is assumed to run
+    reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
 
 
-_KNOWN = {"host": {"cpus", "ram"}, "daemon": {"kill_wait", "tick"}}
+_KNOWN = {
+    "host": {"cpus", "ram"},
+    "daemon": {"kill_wait", "tick"},
+    "scheduler": {"default_time", "reservations"},
+}
 
 
 def _host_ram() -> int | None:
@@ -52,8 +58,16 @@ def load_config(path: Path) -> Config:
             config.kill_wait = parse_duration(str(daemon["kill_wait"]))
         if "tick" in daemon:
             config.tick = parse_duration(str(daemon["tick"]))
-        unknown = {f"[{s}] {k}" for s, table in (("host", host), ("daemon", daemon))
-                   for k in table if k not in _KNOWN[s]}
+        scheduler = data.get("scheduler", {})
+        if "default_time" in scheduler:
+            config.default_time = parse_duration(str(scheduler["default_time"]))
+        if "reservations" in scheduler:
+            n = scheduler["reservations"]
+            if not isinstance(n, int) or n < 0:
+                raise ValueError(f"[scheduler] reservations = {n!r}: expected a whole number")
+            config.reservations = n
+        tables = (("host", host), ("daemon", daemon), ("scheduler", scheduler))
+        unknown = {f"[{s}] {k}" for s, table in tables for k in table if k not in _KNOWN[s]}
         unknown |= {f"[{s}]" for s in data if s not in _KNOWN}
         if unknown:
             raise ValueError(f"unknown setting {', '.join(sorted(unknown))}")

@@ -168,3 +168,24 @@ def test_identity_comes_from_the_socket_not_the_request(host):
     me = pwd.getpwuid(os.getuid()).pw_name
     assert job["user"] == me
     assert host.job(job["id"])["user"] == me
+
+
+def test_backfill_respects_the_reservation_of_a_big_job(make_host):
+    host = make_host("2x80G")
+    gate = host.work / "gate"
+    first = host.submit("-t", "1h", *gated(gate))
+    host.wait_state(first, "running")
+    big = host.submit("-g", "2", *gated(gate))
+    long_one = host.submit(*gated(gate))  # no --time: assumed to run a day
+    assert host.wait_reason(long_one, "Priority")["state"] == "pending"
+    assert f"until job {big} starts" in host.gq("why", str(long_one)).stdout
+    why_big = host.gq("why", str(big)).stdout
+    assert "(Resources)" in why_big and "Expected to start by" in why_big
+    assert "GPU 0,1 reserved" in why_big
+    assert host.job(big)["expected_start"].endswith("Z")
+    short_one = host.submit("-t", "10m", *gated(gate))  # fits in before the reservation
+    assert host.wait_state(short_one, "running")["gpu_ids"] == [1]
+    gate.touch()
+    for job in (first, big, long_one, short_one):
+        assert host.wait_ended(job)["state"] == "completed"
+    assert host.job(big)["started_at"] <= host.job(long_one)["started_at"]

@@ -14,7 +14,7 @@ from gq.daemon.supervisor import RunStatus, Shim, SpawnUnknown, Supervisor
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState
 from gq.layout import Layout
-from gq.policy import Card, Host, Outcome, SchedulerInput, schedule
+from gq.policy import Card, Forecast, Host, Outcome, SchedulerInput, schedule
 from gq.store import Store
 from gq.units import format_duration
 
@@ -45,7 +45,9 @@ class Daemon:
         self.unadopted: set[int] = set()  # shims alive but not yet watched
         self.cards: list[Gpu] = []
         self.external: dict[int, int | None] = {}
-        self.shortfalls: dict[int, str] = {}  # from the last pass: what each waiting job lacks
+        # From the last pass: what each waiting job lacks, and when reserved jobs should start.
+        self.shortfalls: dict[int, str] = {}
+        self.forecasts: dict[int, Forecast] = {}
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._pass_requested = False
@@ -195,9 +197,13 @@ class Daemon:
             for j in self.store.jobs(ids=dep_ids, light=True)
             if j.state in ENDED_STATES
         } if dep_ids else {}
-        plan = schedule(SchedulerInput(self.host(), pending, running, outcomes, self.clock()))
+        plan = schedule(SchedulerInput(
+            self.host(), pending, running, outcomes, self.clock(),
+            default_limit=self.config.default_time, max_reservations=self.config.reservations,
+        ))
         self.store.set_reasons(plan.reasons)
         self.shortfalls = plan.shortfalls
+        self.forecasts = plan.forecasts
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
 

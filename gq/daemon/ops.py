@@ -12,6 +12,7 @@ from gq.daemon.submission import Caller, HostLimits, build_job
 from gq.daemon.views import gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, BadInput, GqError
+from gq.units import iso
 
 
 def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") -> int:
@@ -88,7 +89,9 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job_id = resolve_id(daemon, caller, args.get("id", ""))
     job = daemon.store.get_job(job_id)
     out = job_json(job)
-    out["why"] = why_sentence(job, daemon.shortfalls.get(job.id))
+    forecast = daemon.forecasts.get(job.id)
+    out["why"] = why_sentence(job, daemon.shortfalls.get(job.id), forecast)
+    out["expected_start"] = iso(forecast.start) if forecast else None
     out["stdout"] = str(daemon.layout.stdout(job_id))
     out["stderr"] = str(daemon.layout.stderr(job_id))
     out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id))
@@ -103,8 +106,10 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
 
 def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
-    why = why_sentence(job, daemon.shortfalls.get(job.id))
-    return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why}
+    forecast = daemon.forecasts.get(job.id)
+    why = why_sentence(job, daemon.shortfalls.get(job.id), forecast)
+    return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why,
+            "expected_start": iso(forecast.start) if forecast else None}
 
 
 def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:

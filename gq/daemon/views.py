@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gq.model import Gpu, Job, JobState, Reason
+from gq.policy.types import Forecast
 from gq.units import format_size, iso
 
 PUBLIC_FIELDS = (
@@ -56,14 +57,21 @@ def describe_need(job: Job) -> str:
     return ", ".join(parts)
 
 
-def why_sentence(job: Job, shortfall: str | None = None) -> str:
-    """`shortfall`: for a job waiting for resources, what is short (from the last pass)."""
+def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | None = None) -> str:
+    """From the last scheduling pass: `shortfall`, what keeps a waiting job; `forecast`, its
+    reservation, if it has one."""
     if job.state == JobState.PENDING or job.state == JobState.HELD:
         template = _REASON_TEXT.get(job.reason or "", "it waits for the next scheduling pass")
         deps = ",".join(str(i) for ids in job.deps.values() for i in ids)
         text = template.format(need=describe_need(job), deps=deps, id=job.id)
         if job.reason == Reason.RESOURCES and shortfall:
             text += f"; short of {shortfall}"
+        elif job.reason == Reason.PRIORITY and shortfall:
+            text = f"it would fit now, but only in {shortfall}"
+        if forecast is not None:
+            cards = ",".join(map(str, forecast.gpu_ids)) or "no GPU"
+            text += (f". Expected to start by {iso(forecast.start)} (GPU {cards} reserved), "
+                     "if running jobs end by their time limits")
         return f"Job {job.id} is {job.state} ({job.reason}): {text}."
     if job.state in (JobState.RUNNING, JobState.PREEMPTING):
         cards = ",".join(str(i) for i in job.gpu_ids) or "no cards (CPU-only)"

@@ -13,8 +13,12 @@ class CardLoad:
     total: int
     external: int | None
     declared: int = 0  # memory declared by gq jobs sharing the card
-    exclusive: bool = False  # a whole-card job holds it
+    whole_holders: int = 0  # whole-card jobs on it: more than one only in a look ahead
     jobs: set[int] = field(default_factory=set)
+
+    @property
+    def exclusive(self) -> bool:
+        return self.whole_holders > 0
 
     @property
     def usable(self) -> bool:
@@ -37,6 +41,21 @@ class Capacity:
         for job in running:
             self.take(job, job.gpu_ids)
 
+    def release(self, job: Job, gpu_ids) -> None:
+        """Undo take(): the job has ended (in a look into the future)."""
+        self.cpus_free += job.cpus
+        if self.ram_free is not None and job.ram:
+            self.ram_free += job.ram
+        for i in gpu_ids:
+            load = self.cards.get(i)
+            if load is None:
+                continue
+            load.jobs.discard(job.id)
+            if job.mem is None:
+                load.whole_holders -= 1
+            else:
+                load.declared -= job.mem
+
     def take(self, job: Job, gpu_ids) -> None:
         self.cpus_free -= job.cpus
         if self.ram_free is not None and job.ram:
@@ -47,7 +66,7 @@ class Capacity:
                 continue
             load.jobs.add(job.id)
             if job.mem is None:
-                load.exclusive = True
+                load.whole_holders += 1
             else:
                 load.declared += job.mem
 
@@ -67,7 +86,8 @@ class Capacity:
         return cards, None
 
     def find_cards(self, job: Job) -> tuple[int, ...] | None:
-        """First fit: the lowest-numbered cards that can take the job, or None."""
+        """The cards that can take the job, or None. Jobs with --mem go where they leave the
+        least memory free (best fit), so that whole cards stay free for jobs that need them."""
         if job.gpus == 0:
             return ()
         if job.mem is None:
@@ -77,5 +97,8 @@ class Capacity:
                 if c.usable and not c.jobs and c.external == 0
             ]
         else:
-            fitting = [i for i, c in sorted(self.cards.items()) if c.free >= job.mem]
-        return tuple(fitting[: job.gpus]) if len(fitting) >= job.gpus else None
+            fitting = sorted(
+                (i for i, c in self.cards.items() if c.free >= job.mem),
+                key=lambda i: (self.cards[i].free, i),
+            )
+        return tuple(sorted(fitting[: job.gpus])) if len(fitting) >= job.gpus else None

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from gq.model import Job, JobState, Reason
+from gq.policy.backfill import (
+    Holding,
+    Reservation,
+    consume_slack,
+    delays_a_reservation,
+    expected_end,
+    reserve,
+)
 from gq.policy.dependencies import DepStatus, dependency_status
 from gq.policy.placement import Capacity
-from gq.policy.types import Plan, SchedulerInput, Start
+from gq.policy.types import Forecast, Plan, SchedulerInput, Start
 
 
 def queue_order(job: Job) -> tuple:
@@ -15,25 +23,51 @@ def queue_order(job: Job) -> tuple:
 def schedule(inp: SchedulerInput) -> Plan:
     plan = Plan()
     capacity = Capacity(inp.host, inp.running)
+    holding = [
+        Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.default_limit))
+        for j in inp.running
+    ]
+    reservations: list[Reservation] = []
     for job in sorted(inp.pending, key=queue_order):
-        if job.state == JobState.HELD:
-            plan.reasons[job.id] = Reason.HELD
-            continue
-        deps = dependency_status(job, inp.outcomes)
-        if deps is DepStatus.NEVER:
-            plan.reasons[job.id] = Reason.DEPENDENCY_NEVER_SATISFIED
-            continue
-        if deps is DepStatus.WAITING:
-            plan.reasons[job.id] = Reason.DEPENDENCY
-            continue
-        if job.gpus > len(inp.host.cards):
-            plan.reasons[job.id] = Reason.NO_GPUS if not inp.host.cards else Reason.RESOURCES
+        reason = _waiting_reason(job, inp)
+        if reason is not None:
+            plan.reasons[job.id] = reason
             continue
         cards, short = capacity.fit(job)
         if cards is None:
             plan.reasons[job.id] = Reason.RESOURCES
             plan.shortfalls[job.id] = short
+            if len(reservations) < inp.max_reservations:
+                r = reserve(job, inp.host, holding, reservations, inp.now)
+                if r is not None:
+                    reservations.append(r)
+                    plan.forecasts[job.id] = Forecast(r.start, r.cards)
             continue
+        end = inp.now + (job.time_limit or inp.default_limit)
+        blocking = delays_a_reservation(job, cards, end, reservations)
+        if blocking is not None:
+            plan.reasons[job.id] = Reason.PRIORITY
+            plan.shortfalls[job.id] = (
+                f"a slot that stays free until job {blocking.job.id} starts, which it would "
+                "delay (give it a shorter --time to fit in before)"
+            )
+            continue
+        consume_slack(job, cards, end, reservations)
         capacity.take(job, cards)
+        holding.append(Holding(job, cards, end))
         plan.starts.append(Start(job.id, cards))
     return plan
+
+
+def _waiting_reason(job: Job, inp: SchedulerInput) -> str | None:
+    """Why the job cannot be considered at all, or None."""
+    if job.state == JobState.HELD:
+        return Reason.HELD
+    deps = dependency_status(job, inp.outcomes)
+    if deps is DepStatus.NEVER:
+        return Reason.DEPENDENCY_NEVER_SATISFIED
+    if deps is DepStatus.WAITING:
+        return Reason.DEPENDENCY
+    if job.gpus > len(inp.host.cards):
+        return Reason.NO_GPUS if not inp.host.cards else Reason.RESOURCES
+    return None

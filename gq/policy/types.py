@@ -42,6 +42,10 @@ class SchedulerInput:
     # absent here has not ended yet.
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     now: float = 0.0
+    # How long a job without --time is assumed to run, when reserving resources for others.
+    default_limit: float = 24 * 3600.0
+    # How many of the first jobs that cannot start get a reservation (backfill protects them).
+    max_reservations: int = 8
 
 
 @dataclass(frozen=True)
@@ -50,9 +54,19 @@ class Start:
     gpu_ids: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class Forecast:
+    """A reservation: when a waiting job is expected to start, and on which cards."""
+
+    start: float
+    gpu_ids: tuple[int, ...]
+
+
 @dataclass
 class Plan:
     starts: list[Start] = field(default_factory=list)
     reasons: dict[int, str] = field(default_factory=dict)  # pending job id -> Reason
-    # For jobs waiting with reason Resources: what is short, in words ("CPU cores: ...").
+    # For jobs waiting with reason Resources or Priority: what keeps them, in words.
     shortfalls: dict[int, str] = field(default_factory=dict)
+    # Jobs with a reservation: when (epoch seconds) and where they are expected to start.
+    forecasts: dict[int, Forecast] = field(default_factory=dict)

@@ -1,0 +1,110 @@
+"""Reservations for the first jobs that cannot start, and the check that backfill delays none.
+
+A job that cannot start now is given a reservation: the earliest time at which it would fit if
+every job holding resources ended when its time limit says (a job without one is assumed to
+run for its tier's default limit), after the reservations of the jobs ahead of it. A job further
+down the queue may start now only if it ends before each reservation starts, or leaves enough
+of what that reservation needs (its slack). This is EASY backfill with several reservations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gq.model import Job
+from gq.policy.placement import Capacity
+from gq.policy.types import Host
+
+# A job past its expected end is assumed to end this much later: it is overdue, not gone.
+OVERDUE_GRACE = 60.0
+
+
+@dataclass(frozen=True)
+class Holding:
+    """A job that holds resources (running, or started by this pass) and when it should end."""
+
+    job: Job
+    gpu_ids: tuple[int, ...]
+    end: float
+
+
+@dataclass
+class Reservation:
+    job: Job
+    start: float
+    cards: tuple[int, ...]
+    # What is left over at `start` once the job has what it needs: a backfilled job that runs
+    # past `start` may use at most this. card_slack is per reserved card, in bytes; -1 means
+    # the job takes the card whole.
+    cpu_slack: int
+    ram_slack: int | None
+    card_slack: dict[int, int] = field(default_factory=dict)
+
+
+def expected_end(job: Job, now: float, default_limit: float) -> float:
+    limit = job.time_limit or default_limit
+    end = (job.started_at if job.started_at is not None else now) + limit
+    return max(end, now + OVERDUE_GRACE) if end <= now else end
+
+
+def reserve(
+    job: Job,
+    host: Host,
+    holding: list[Holding],
+    reservations: list[Reservation],
+    now: float,
+) -> Reservation | None:
+    """The earliest reservation for `job`, or None if it would not fit even once every job
+    holding resources has ended (memory held outside gq, say)."""
+    future = Capacity(host, [])
+    for h in holding:
+        future.take(h.job, h.gpu_ids)
+    # Pessimistic and simple: earlier reservations hold their resources from now on.
+    for r in reservations:
+        future.take(r.job, r.cards)
+    for h in sorted(holding, key=lambda h: h.end):
+        future.release(h.job, h.gpu_ids)
+        cards, _short = future.fit(job)
+        if cards is not None:
+            return _with_slack(job, max(h.end, now), cards, future)
+    return None
+
+
+def _with_slack(job: Job, start: float, cards: tuple[int, ...], cap: Capacity) -> Reservation:
+    slack = {}
+    for i in cards:
+        slack[i] = -1 if job.mem is None else cap.cards[i].free - job.mem
+    ram_slack = None if cap.ram_free is None else cap.ram_free - (job.ram or 0)
+    return Reservation(job, start, cards, cap.cpus_free - job.cpus, ram_slack, slack)
+
+
+def delays_a_reservation(
+    job: Job, cards: tuple[int, ...], end: float, reservations: list[Reservation]
+) -> Reservation | None:
+    """The first reservation that starting `job` now on `cards`, until `end`, would delay."""
+    for r in reservations:
+        if end <= r.start:
+            continue
+        if job.cpus > r.cpu_slack:
+            return r
+        if r.ram_slack is not None and job.ram and job.ram > r.ram_slack:
+            return r
+        for i in cards:
+            if i in r.card_slack and (job.mem is None or job.mem > r.card_slack[i]):
+                return r
+    return None
+
+
+def consume_slack(
+    job: Job, cards: tuple[int, ...], end: float, reservations: list[Reservation]
+) -> None:
+    """Record that a backfilled job uses part of the slack of the reservations it overlaps."""
+    for r in reservations:
+        if end <= r.start:
+            continue
+        r.cpu_slack -= job.cpus
+        if r.ram_slack is not None and job.ram:
+            r.ram_slack -= job.ram
+        for i in cards:
+            if i in r.card_slack:
+                r.card_slack[i] -= job.mem or 0
