@@ -1,12 +1,17 @@
-"""The daemon's settings: $GQ_HOME/config.toml, with defaults for everything."""
+"""The daemon's settings: $GQ_HOME/config.toml, with defaults for everything.
+
+A bad value or an unknown setting is refused when the daemon starts, naming the setting.
+"""
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from gq.policy import FairShareConfig, Limits, UserLimits
 from gq.protocol import GqError
 from gq.units import parse_duration, parse_size
 
@@ -19,13 +24,92 @@ class Config:
     tick: float = 1.0  # seconds between the daemon's housekeeping rounds
     default_time: float = 24 * 3600.0  # how long a job without --time is assumed to run
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
+    fairshare: FairShareConfig = field(default_factory=FairShareConfig)
+    limits: Limits = field(default_factory=Limits)
 
 
 _KNOWN = {
     "host": {"cpus", "ram"},
     "daemon": {"kill_wait", "tick"},
-    "scheduler": {"default_time", "reservations"},
+    "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
+                  "weight_age"},
+    "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
 }
+_LIMIT_KEYS = _KNOWN["limits"] - {"users"}
+
+
+def _whole(where: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{where} = {value!r}: expected a whole number, {minimum} or more")
+    return value
+
+
+def _number(where: str, value: Any, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"{where} = {value!r}: expected a number from {low:g} to {high:g}")
+    return float(value)
+
+
+def _duration(where: str, value: Any) -> float:
+    try:
+        return parse_duration(str(value))
+    except ValueError as e:
+        raise ValueError(f"{where} = {e}") from None
+
+
+def _user_limits(where: str, table: dict, base: UserLimits) -> UserLimits:
+    unknown = set(table) - _LIMIT_KEYS
+    if unknown:
+        raise ValueError(f"unknown setting {where} {', '.join(sorted(unknown))}")
+    return UserLimits(
+        max_running_gpus=(_whole(f"{where} max_running_gpus", table["max_running_gpus"], 0)
+                          if "max_running_gpus" in table else base.max_running_gpus),
+        max_pending_jobs=(_whole(f"{where} max_pending_jobs", table["max_pending_jobs"], 0)
+                          if "max_pending_jobs" in table else base.max_pending_jobs),
+        high_share=(_number(f"{where} high_share", table["high_share"], 0.0, 1.0)
+                    if "high_share" in table else base.high_share),
+    )
+
+
+def _apply(config: Config, data: dict) -> None:
+    unknown = {f"[{s}]" for s in data if s not in _KNOWN}
+    for section, table in data.items():
+        if section in _KNOWN:
+            unknown |= {f"[{section}] {k}" for k in table if k not in _KNOWN[section]}
+    if unknown:
+        raise ValueError(f"unknown setting {', '.join(sorted(unknown))}")
+    host, daemon = data.get("host", {}), data.get("daemon", {})
+    sched, limits = data.get("scheduler", {}), data.get("limits", {})
+    if "cpus" in host:
+        config.host_cpus = _whole("[host] cpus", host["cpus"], 1)
+    if "ram" in host:
+        config.host_ram = parse_size(str(host["ram"]))
+    if "kill_wait" in daemon:
+        config.kill_wait = _duration("[daemon] kill_wait", daemon["kill_wait"])
+    if "tick" in daemon:
+        config.tick = _duration("[daemon] tick", daemon["tick"])
+    if "default_time" in sched:
+        config.default_time = _duration("[scheduler] default_time", sched["default_time"])
+    if "reservations" in sched:
+        config.reservations = _whole("[scheduler] reservations", sched["reservations"], 0)
+    fs = config.fairshare
+    config.fairshare = FairShareConfig(
+        half_life=(_duration("[scheduler] half_life", sched["half_life"])
+                   if "half_life" in sched else fs.half_life),
+        age_cap=(_duration("[scheduler] age_cap", sched["age_cap"])
+                 if "age_cap" in sched else fs.age_cap),
+        weight_fairshare=(_number("[scheduler] weight_fairshare", sched["weight_fairshare"], 0,
+                                  1e6) if "weight_fairshare" in sched else fs.weight_fairshare),
+        weight_age=(_number("[scheduler] weight_age", sched["weight_age"], 0, 1e6)
+                    if "weight_age" in sched else fs.weight_age),
+    )
+    default = _user_limits("[limits]", {k: v for k, v in limits.items() if k != "users"},
+                           UserLimits())
+    users = {
+        name: _user_limits(f"[limits.users.{name}]", table, default)
+        for name, table in limits.get("users", {}).items()
+    }
+    config.limits = Limits(default=default, users=users)
 
 
 def _host_ram() -> int | None:
@@ -40,37 +124,9 @@ def load_config(path: Path) -> Config:
     if not path.exists():
         return config
     try:
-        data = tomllib.loads(path.read_text())
+        _apply(config, tomllib.loads(path.read_text()))
     except tomllib.TOMLDecodeError as e:
         raise GqError(f"{path}: {e}") from None
-    try:
-        host = data.get("host", {})
-        if "cpus" in host:
-            if not isinstance(host["cpus"], int) or host["cpus"] < 1:
-                raise ValueError(
-                    f"[host] cpus = {host['cpus']!r}: expected a whole number, 1 or more"
-                )
-            config.host_cpus = host["cpus"]
-        if "ram" in host:
-            config.host_ram = parse_size(str(host["ram"]))
-        daemon = data.get("daemon", {})
-        if "kill_wait" in daemon:
-            config.kill_wait = parse_duration(str(daemon["kill_wait"]))
-        if "tick" in daemon:
-            config.tick = parse_duration(str(daemon["tick"]))
-        scheduler = data.get("scheduler", {})
-        if "default_time" in scheduler:
-            config.default_time = parse_duration(str(scheduler["default_time"]))
-        if "reservations" in scheduler:
-            n = scheduler["reservations"]
-            if not isinstance(n, int) or n < 0:
-                raise ValueError(f"[scheduler] reservations = {n!r}: expected a whole number")
-            config.reservations = n
-        tables = (("host", host), ("daemon", daemon), ("scheduler", scheduler))
-        unknown = {f"[{s}] {k}" for s, table in tables for k in table if k not in _KNOWN[s]}
-        unknown |= {f"[{s}]" for s in data if s not in _KNOWN}
-        if unknown:
-            raise ValueError(f"unknown setting {', '.join(sorted(unknown))}")
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, AttributeError) as e:
         raise GqError(f"{path}: {e}") from None
     return config

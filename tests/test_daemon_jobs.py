@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -189,3 +190,36 @@ def test_backfill_respects_the_reservation_of_a_big_job(make_host):
     for job in (first, big, long_one, short_one):
         assert host.wait_ended(job)["state"] == "completed"
     assert host.job(big)["started_at"] <= host.job(long_one)["started_at"]
+
+
+def test_tiers_order_the_queue_and_ls_start_shows_reservations(make_host):
+    host = make_host("1x80G")
+    gate = host.work / "gate"
+    blocker = host.submit("-t", "1h", *gated(gate))
+    host.wait_state(blocker, "running")
+    low = host.submit("-p", "low", "--", "true")
+    high = host.submit("-p", "high", "--", "true")
+    host.wait_reason(high, "Resources")
+    table = host.gq("ls", "--start").stdout.splitlines()
+    assert "EXPECTED_START" in table[0]
+    (row,) = [line for line in table if line.startswith(f"{high} ")]
+    assert "Resources" in row and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", row)
+    shown = host.gq("show", str(high)).stdout
+    assert "within the tier, score" in shown and "card-hours lately" in shown
+    gate.touch()
+    assert host.wait_ended(high)["started_at"] <= host.wait_ended(low)["started_at"]
+
+
+def test_a_per_user_limit_holds_jobs_back_with_quota_limit(make_host):
+    host = make_host("2x80G", start=False)
+    with open(host.home / "config.toml", "a") as config:
+        config.write("\n[limits]\nmax_running_gpus = 1\n")
+    host.start()
+    gate = host.work / "gate"
+    first = host.submit(*gated(gate))
+    second = host.submit(*gated(gate))
+    host.wait_state(first, "running")
+    assert host.wait_reason(second, "QuotaLimit")["state"] == "pending"
+    assert "may hold at most 1 GPU at once" in host.gq("why", str(second)).stdout
+    gate.touch()
+    assert host.wait_ended(second)["state"] == "completed"

@@ -68,5 +68,25 @@ def test_ids_are_never_reused(tmp_path):
 def test_reopening_applies_no_migration_twice(tmp_path):
     Store(tmp_path / "gq.db").close()
     store = Store(tmp_path / "gq.db")
-    assert [m.name for m in migrations.applied(store.db)] == ["m001_jobs_and_events"]
+    assert [m.name for m in migrations.applied(store.db)] == ["m001_jobs_and_events",
+                                                              "m002_runs"]
     assert migrations.pending(store.db) == []
+
+
+def test_a_database_from_before_runs_is_upgraded_with_its_jobs(tmp_path):
+    from sqlite_utils import Database
+
+    old = Database(tmp_path / "gq.db")
+    migrations.apply(old, stop_before="m002_runs")  # what gq 0.1.0's first cut created
+    old.execute(
+        "INSERT INTO jobs (user, uid, state, priority, gpus, cpus, command, cwd, env, deps, "
+        "submitted_at) VALUES ('ann', 1000, 'pending', 'normal', 1, 1, '[\"x\"]', '/', '{}', "
+        "'{}', 5.0)"
+    )
+    old.conn.commit()
+    old.close()
+    store = Store(tmp_path / "gq.db")
+    assert store.db["runs"].exists()
+    (job,) = store.queue()
+    assert (job.user, job.command, job.submitted_at) == ("ann", [], 5.0)  # light: no command
+    assert store.get_job(job.id).command == ["x"]

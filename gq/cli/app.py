@@ -80,13 +80,15 @@ def ls(
     user: Annotated[Optional[str], typer.Option("--user", "-u", help="only this user's")] = None,
     state: Annotated[Optional[list[str]], typer.Option("--state", "-s", help="only jobs in "
                      "this state (repeatable)")] = None,
+    start: Annotated[bool, typer.Option("--start", help="show when pending jobs with a "
+                     "reservation are expected to start")] = False,
     json: Json = False,
 ) -> None:
     """List jobs: pending and running ones, or all with --all. Pending ones show a reason."""
     jobs = call("list", all=all, user=user, states=state or [])
     if json:
         return output.print_json(jobs)
-    headers, rows = output.job_rows(jobs)
+    headers, rows = output.job_rows(jobs, with_start=start)
     print(output.table(headers, rows))
 
 

@@ -18,7 +18,7 @@ def print_job(job: dict[str, Any]) -> None:
         ("why", job["why"]),
         ("user", job["user"]),
         ("host", job["host"]),
-        ("priority", job["priority"]),
+        ("priority", job["priority"] + _score_text(job.get("score"))),
         ("gpus", f"{job['gpus']}, {mem}"),
         ("gpu ids", ",".join(map(str, job["gpu_ids"])) or "-"),
         ("cpus", str(job["cpus"])),
@@ -46,6 +46,16 @@ def print_job(job: dict[str, Any]) -> None:
             f"{e['old_state']} -> {e['new_state']}")
         extra = "; ".join(x for x in (e["reason"], e["detail"]) if x)
         print(f"  {iso(e['at'])}  {change}" + (f"  ({extra})" if extra else ""))
+
+
+def _score_text(score: dict | None) -> str:
+    """How the job ranks within its tier: the score and the parts it is made of."""
+    if not score:
+        return ""
+    w = score["weights"]
+    return (f"; within the tier, score {score['total']:.3f} = {w['fairshare']:g} x fair share "
+            f"{score['fairshare']:.3f} + {w['age']:g} x age {score['age']:.3f} (the user used "
+            f"{score['usage_card_hours']:.1f} card-hours lately, halving weekly)")
 
 
 def print_gpus(cards: list[dict[str, Any]]) -> None:

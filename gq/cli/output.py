@@ -36,8 +36,12 @@ def job_time(job: dict[str, Any], now: float | None = None) -> str:
     return format_duration(now - parse_iso(job["submitted_at"]))
 
 
-def job_rows(jobs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def job_rows(
+    jobs: list[dict[str, Any]], with_start: bool = False
+) -> tuple[list[str], list[list[str]]]:
     headers = ["ID", "NAME", "USER", "STATE", "PRI", "GPUS", "MEM", "CPUS", "TIME", "GPU_IDS/REASON"]
+    if with_start:
+        headers.insert(-1, "EXPECTED_START")
     rows = []
     for j in jobs:
         if j["state"] in ("pending", "held"):
@@ -51,6 +55,8 @@ def job_rows(jobs: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
             format_size(j["mem"]) if j["mem"] else ("whole" if j["gpus"] else "-"),
             str(j["cpus"]), job_time(j), where,
         ])
+        if with_start:
+            rows[-1].insert(-1, (j.get("expected_start") or "-").replace("T", " "))
     return headers, rows
 
 

@@ -14,7 +14,10 @@ from gq.daemon.supervisor import RunStatus, Shim, SpawnUnknown, Supervisor
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState
 from gq.layout import Layout
-from gq.policy import Card, Forecast, Host, Outcome, SchedulerInput, schedule
+from gq.policy import (
+    Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, schedule,
+)
+from gq.policy.fairshare import Score
 from gq.store import Store
 from gq.units import format_duration
 
@@ -48,6 +51,8 @@ class Daemon:
         # From the last pass: what each waiting job lacks, and when reserved jobs should start.
         self.shortfalls: dict[int, str] = {}
         self.forecasts: dict[int, Forecast] = {}
+        self.scores: dict[int, Score] = {}
+        self.usage: dict[str, float] = {}  # decayed card-seconds per user, refreshed each tick
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._pass_requested = False
@@ -61,6 +66,7 @@ class Daemon:
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.recover()
+        self.refresh_usage()
         self.request_pass()
 
     def close(self) -> None:
@@ -142,10 +148,25 @@ class Daemon:
     def _tick(self) -> None:
         self.supervisor.forget_finished()
         self.read_cards()
+        self.refresh_usage()
         for job_id in list(self.unadopted):
             self.settle(self.store.get_job(job_id))
         self.enforce_time_limits()
         self.run_pass()
+
+    def refresh_usage(self) -> None:
+        """Each user's decayed card-seconds, from ended runs and the jobs running now."""
+        now, half_life = self.clock(), self.config.fairshare.half_life
+        intervals = [
+            RunInterval(r["user"], r["weight"], r["started_at"], r["ended_at"])
+            for r in self.store.runs_since(now - 10 * half_life)  # older: under 0.1%
+        ]
+        intervals += [
+            RunInterval(j.user, self.card_weight(j), j.started_at, None)
+            for j in self.store.holding_jobs()
+            if j.started_at is not None and j.state in (JobState.RUNNING, JobState.PREEMPTING)
+        ]
+        self.usage = decayed_usage(intervals, now, half_life)
 
     def read_cards(self) -> None:
         try:
@@ -189,21 +210,24 @@ class Daemon:
     def _schedule_once(self) -> None:
         pending = self.store.queue()
         if not pending:
+            self.shortfalls, self.forecasts, self.scores = {}, {}, {}
             return
         running = self.store.holding_jobs()
         dep_ids = {i for job in pending for ids in job.deps.values() for i in ids}
         outcomes = {
-            j.id: Outcome(j.state, j.exit_code)
+            j.id: Outcome(j.state, j.exit_code, j.ended_at)
             for j in self.store.jobs(ids=dep_ids, light=True)
             if j.state in ENDED_STATES
         } if dep_ids else {}
         plan = schedule(SchedulerInput(
             self.host(), pending, running, outcomes, self.clock(),
             default_limit=self.config.default_time, max_reservations=self.config.reservations,
+            usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
         ))
         self.store.set_reasons(plan.reasons)
         self.shortfalls = plan.shortfalls
         self.forecasts = plan.forecasts
+        self.scores = plan.scores
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
 
@@ -277,6 +301,19 @@ class Daemon:
 
     def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
         """Record the end of a run: its exit status, or that it vanished or never began."""
+        with self.store.atomic():
+            self._finish(job_id, record, never_started)
+        self.supervisor.finished(job_id)
+        self.notify(job_id)
+
+    def card_weight(self, job: Job) -> float:
+        """How many cards the job holds, for fair share: slices count as their share."""
+        totals = {g.index: g.memory_total for g in self.cards}
+        if job.mem is None:
+            return float(len(job.gpu_ids))
+        return sum(min(1.0, job.mem / totals[i]) if totals.get(i) else 1.0 for i in job.gpu_ids)
+
+    def _finish(self, job_id: int, record: dict | None, never_started: bool) -> None:
         job = self.store.get_job(job_id)
         now = self.clock()
         code = record.get("exit_code") if record else None
@@ -305,8 +342,10 @@ class Daemon:
         else:  # stopped on request: the state is already final, only the facts are new
             self.store.update(job_id, exit_code=code, holding=0)
             self.store.note(job_id, now, f"stopped (exit code {code})")
-        self.supervisor.finished(job_id)
-        self.notify(job_id)
+        if not never_started:  # what the run cost, for fair share and stats
+            after = self.store.get_job(job_id).state
+            label = "requeued" if after == JobState.PENDING else str(after)
+            self.store.add_run(job, self.card_weight(job), ended_at, label)
 
     def stop(self, job: Job, new_state: JobState, reason: str) -> None:
         """Stop a running job: record the decision first, then have the shim kill the tree."""

@@ -82,7 +82,12 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     elif not args.get("all"):
         states = ACTIVE_STATES
     jobs = daemon.store.jobs(states=states, user=args.get("user") or None)
-    return [job_json(j) for j in jobs]
+    return [{**job_json(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs]
+
+
+def _expected_start(daemon: Daemon, job_id: int) -> str | None:
+    forecast = daemon.forecasts.get(job_id)
+    return iso(forecast.start) if forecast else None
 
 
 def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
@@ -91,7 +96,16 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     out = job_json(job)
     forecast = daemon.forecasts.get(job.id)
     out["why"] = why_sentence(job, daemon.shortfalls.get(job.id), forecast)
-    out["expected_start"] = iso(forecast.start) if forecast else None
+    out["expected_start"] = _expected_start(daemon, job.id)
+    score = daemon.scores.get(job.id) if job.state in (JobState.PENDING, JobState.HELD) else None
+    out["score"] = None if score is None else {
+        "total": round(score.total, 4),
+        "fairshare": round(score.fairshare, 4),
+        "age": round(score.age, 4),
+        "usage_card_hours": round(score.usage / 3600, 3),
+        "weights": {"fairshare": daemon.config.fairshare.weight_fairshare,
+                    "age": daemon.config.fairshare.weight_age},
+    }
     out["stdout"] = str(daemon.layout.stdout(job_id))
     out["stderr"] = str(daemon.layout.stderr(job_id))
     out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id))

@@ -68,6 +68,8 @@ def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | No
             text += f"; short of {shortfall}"
         elif job.reason == Reason.PRIORITY and shortfall:
             text = f"it would fit now, but only in {shortfall}"
+        elif job.reason == Reason.QUOTA_LIMIT and shortfall:
+            text = f"{shortfall} ([limits] in config.toml)"
         if forecast is not None:
             cards = ",".join(map(str, forecast.gpu_ids)) or "no GPU"
             text += (f". Expected to start by {iso(forecast.start)} (GPU {cards} reserved), "

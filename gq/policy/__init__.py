@@ -1,9 +1,12 @@
 """Pure scheduling: jobs, cards and the time in; decisions with reasons out. No IO, no clock."""
 
+from gq.policy.fairshare import FairShareConfig, RunInterval, Score, decayed_usage
+from gq.policy.quotas import Limits, UserLimits
 from gq.policy.schedule import queue_order, schedule
 from gq.policy.types import Card, Forecast, Host, Outcome, Plan, SchedulerInput, Start
 
 __all__ = [
-    "Card", "Forecast", "Host", "Outcome", "Plan", "SchedulerInput", "Start", "queue_order",
+    "Card", "FairShareConfig", "Forecast", "Host", "Limits", "Outcome", "Plan", "RunInterval",
+    "SchedulerInput", "Score", "Start", "UserLimits", "decayed_usage", "queue_order",
     "schedule",
 ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gq.model import Job, JobState
+from gq.policy.fairshare import FairShareConfig, Score
+from gq.policy.quotas import Limits
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Outcome:
 
     state: JobState
     exit_code: int | None = None
+    ended_at: float | None = None
 
 
 @dataclass
@@ -46,6 +49,10 @@ class SchedulerInput:
     default_limit: float = 24 * 3600.0
     # How many of the first jobs that cannot start get a reservation (backfill protects them).
     max_reservations: int = 8
+    # Each user's decayed card-seconds (fairshare.decayed_usage), and how to weigh it.
+    usage: dict[str, float] = field(default_factory=dict)
+    fairshare: FairShareConfig = FairShareConfig()
+    limits: Limits = Limits()
 
 
 @dataclass(frozen=True)
@@ -70,3 +77,5 @@ class Plan:
     shortfalls: dict[int, str] = field(default_factory=dict)
     # Jobs with a reservation: when (epoch seconds) and where they are expected to start.
     forecasts: dict[int, Forecast] = field(default_factory=dict)
+    # Every pending job's place within its tier, and why.
+    scores: dict[int, Score] = field(default_factory=dict)

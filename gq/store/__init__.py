@@ -66,6 +66,12 @@ class Store:
         self.db.close()
 
     @contextmanager
+    def atomic(self):
+        """One transaction around several changes (nested ones become savepoints)."""
+        with self.db.atomic():
+            yield self
+
+    @contextmanager
     def relaxed(self):
         """Commits made inside need not reach the disk before they return (WAL with
         synchronous=NORMAL): they survive a daemon crash but maybe not a power cut. For facts
@@ -185,6 +191,22 @@ class Store:
         state = self.db.execute("SELECT state FROM jobs WHERE id = ?", [job_id]).fetchone()[0]
         with self.db.atomic():
             self._event(job_id, at, state, state, None, detail)
+
+    def add_run(self, job: Job, weight: float, ended_at: float, state: str) -> None:
+        """Record a run that ended (relaxed or not, as the caller's transaction is)."""
+        if job.started_at is None:
+            return
+        with self.db.atomic():
+            self.db.execute(
+                "INSERT INTO runs (job_id, user, gpus, weight, started_at, ended_at, state) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [job.id, job.user, job.gpus, weight, job.started_at, ended_at, state],
+            )
+
+    def runs_since(self, since: float) -> list[dict[str, Any]]:
+        return list(self.db.query(
+            "SELECT user, weight, started_at, ended_at FROM runs WHERE ended_at >= ?", [since]
+        ))
 
     def events(self, job_id: int) -> list[dict[str, Any]]:
         return list(self.db.query("SELECT * FROM events WHERE job_id = ? ORDER BY id", [job_id]))

@@ -59,3 +59,23 @@ def m001_jobs_and_events(db: Database) -> None:
         """
     )
     db.execute("CREATE INDEX events_job ON events(job_id, id)")
+
+
+@migrations()
+def m002_runs(db: Database) -> None:
+    # One row per ended run of a job: what fair share charges, and what stats will report.
+    db.execute(
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            job_id INTEGER NOT NULL,
+            user TEXT NOT NULL,
+            gpus INTEGER NOT NULL,
+            weight REAL NOT NULL,   -- cards held: 1 per whole card, mem/card memory per slice
+            started_at REAL NOT NULL,
+            ended_at REAL NOT NULL,
+            state TEXT NOT NULL     -- how the run ended: completed, failed, requeued...
+        )
+        """
+    )
+    db.execute("CREATE INDEX runs_ended ON runs(ended_at)")
