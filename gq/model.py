@@ -140,3 +140,7 @@ class Gpu:
     processes: list[GpuProcess] = field(default_factory=list)
     parent_uuid: str | None = None  # the physical GPU of a MIG instance
     simulated: bool = False
+    # Cards with the same island number are linked (NVLink, or the same PCIe switch), so a
+    # multi-card job is faster on one island. None = unknown. MIG instances share their
+    # parent's island.
+    island: int | None = None

@@ -141,3 +141,16 @@ def test_backfill_never_delays_a_reservation(scenario):
             card = cap.cards[i]
             assert (not card.jobs) if reserved.mem is None else card.free >= reserved.mem
         earlier.append((reserved, forecast.gpu_ids))
+
+
+def test_multi_card_jobs_stay_within_linked_cards():
+    islands = (0, 0, 1, 1, 1, 1)  # a pair and a quad
+    h = Host(cpus=64, cards=tuple(Card(i, 80 * G, 0, isl) for i, isl in enumerate(islands)))
+    plan = run(h, [job(1, gpus=2), job(2, gpus=4)])
+    assert {s.job_id: s.gpu_ids for s in plan.starts} == {1: (0, 1), 2: (2, 3, 4, 5)}
+    busy = [job(9, started=0, gpu_ids=[0])]  # the pair is broken: 2 cards come from the quad
+    plan = run(h, [job(1, gpus=2)], busy)
+    assert plan.starts[0].gpu_ids == (2, 3)
+    spread = [job(8, started=0, gpu_ids=[2]), job(9, started=0, gpu_ids=[4])]
+    plan = run(h, [job(1, gpus=4)], spread)  # no island has 4 free: any 4 will do
+    assert plan.starts[0].gpu_ids == (0, 1, 3, 5)

@@ -223,3 +223,14 @@ def test_a_per_user_limit_holds_jobs_back_with_quota_limit(make_host):
     assert "may hold at most 1 GPU at once" in host.gq("why", str(second)).stdout
     gate.touch()
     assert host.wait_ended(second)["state"] == "completed"
+
+
+def test_two_card_jobs_get_linked_cards_on_a_simulated_topology(make_host):
+    host = make_host("4x80G/2")  # two linked pairs: cards 0-1 and 2-3
+    gate = host.work / "gate"
+    single = host.submit(*gated(gate))
+    assert host.wait_state(single, "running")["gpu_ids"] == [0]
+    pair = host.submit("-g", "2", *gated(gate))
+    assert host.wait_state(pair, "running")["gpu_ids"] == [2, 3]
+    assert [c["island"] for c in host.call("gpus")] == [0, 0, 1, 1]
+    gate.touch()

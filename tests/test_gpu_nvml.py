@@ -10,13 +10,18 @@ import pytest
 from fakes.fake_pynvml import (
     GIB,
     NVML_ERROR_DRIVER_NOT_LOADED,
+    NVML_ERROR_FUNCTION_NOT_FOUND,
     NVML_ERROR_GPU_IS_LOST,
     NVML_ERROR_LIBRARY_NOT_FOUND,
+    NVML_ERROR_NOT_SUPPORTED,
     NVML_ERROR_UNKNOWN,
+    NVML_NVLINK_DEVICE_TYPE_IBMNPU,
+    NVML_NVLINK_DEVICE_TYPE_SWITCH,
     FakeDevice,
     FakeNvml,
     FakeProcess,
     NVMLLibraryMismatchError,
+    bus_id,
     mig_instance,
 )
 from hypothesis import given
@@ -26,6 +31,7 @@ import gq
 from gq.gpu import NoCards, open_backend
 from gq.gpu.nvml import NvmlBackend, NvmlUnavailable
 from gq.gpu.sim import SimBackend
+from gq.gpu.topology import number_islands
 
 REPO = Path(gq.__file__).resolve().parent.parent
 UUID_A = "GPU-aaaaaaaa-1111-2222-3333-444444444444"
@@ -246,6 +252,240 @@ def test_switching_mig_off_gives_the_whole_card_back():
     backend.read()
     devices[1].mig_enabled = False
     assert [g.uuid for g in backend.read()] == [UUID_A, UUID_B, UUID_C]
+
+
+# --- topology: which cards are linked --------------------------------------------------------
+
+
+def gpus(n: int, **kw) -> list[FakeDevice]:
+    return [FakeDevice(f"GPU-{i:08x}-1111-2222-3333-444444444444", bus_id=bus_id(0x10 + i), **kw)
+            for i in range(n)]
+
+
+def nvlinked(devices: list[FakeDevice]) -> list[FakeDevice]:
+    """Two cards joined by one NVLink bridge."""
+    a, b = devices
+    a.bus_id, b.bus_id = bus_id(0x3B), bus_id(0x86)
+    a.nvlinks, b.nvlinks = [b.bus_id], [a.bus_id]
+    return devices
+
+
+def islands_of(devices: list[FakeDevice], nvml: FakeNvml | None = None) -> list[int | None]:
+    return [g.island for g in NvmlBackend(nvml or FakeNvml(devices)).read()]
+
+
+def test_cards_behind_one_pcie_switch_form_an_island():
+    devices = gpus(6)
+    devices[0].pcie = devices[1].pcie = ("node0", "bridge0", "switchA")  # PIX
+    devices[2].pcie = ("node0", "bridge0", "switchB")  # PXB with 3: two switches apart
+    devices[3].pcie = ("node0", "bridge0", "switchB", "switchC")
+    devices[4].pcie = ("node0", "bridge1")  # NODE from the others: through the CPU
+    devices[5].pcie = ("node1", "bridge2", "switchD")  # SYS: the other socket
+    assert islands_of(devices) == [0, 0, 1, 1, 2, 3]
+
+
+def test_cards_on_the_cpu_root_ports_are_not_linked():
+    # A workstation: every card on its own root port, PHB between any two.
+    assert islands_of(gpus(4)) == [0, 1, 2, 3]
+
+
+def test_two_gpus_on_one_board_are_linked():
+    devices = gpus(3)
+    devices[1].board = devices[2].board = "K80 #1"
+    assert islands_of(devices) == [0, 1, 1]
+
+
+def test_nvlink_bridges_make_islands_across_sockets():
+    devices = gpus(4)
+    for device, socket in zip(devices, ["node0", "node1", "node0", "node1"]):
+        device.pcie = (socket, f"bridge-{socket}")
+    devices[3].bus_id = "00000000:AF:00.0"
+    b = [d.bus_id for d in devices]
+    # Bridged pairs 0-3 and 1-2, four links each way; one link of 1's bridge is down. Between
+    # 0 and 3 the far end is written with a 4-digit domain and in lower case, as NVML does in
+    # places: the same bus all the same.
+    devices[0].nvlinks = ["0000:af:00.0"] * 4
+    devices[3].nvlinks = [b[0][4:]] * 4
+    devices[1].nvlinks = [b[2], b[2], None, b[2]]
+    devices[2].nvlinks = [b[1]] * 4
+    # Numbered by their lowest card: 0 and 3 are island 0.
+    assert islands_of(devices) == [0, 1, 1, 0]
+
+
+def test_a_link_that_is_down_links_nothing():
+    devices = gpus(2)
+    devices[0].nvlinks = [None, None]
+    devices[1].nvlinks = [None, None]
+    assert islands_of(devices) == [0, 1]
+
+
+def test_gpus_on_the_same_nvswitches_are_one_island():
+    devices = gpus(8)
+    switches = [bus_id(0xA0 + s) for s in range(4)]
+    for i, device in enumerate(devices):
+        device.pcie = (f"node{i // 4}", f"bridge{i // 2}")  # PCIe alone would link none
+        device.nvlinks = [s for s in switches for _ in range(4)] + [None, None]  # 18 links
+    nvml = FakeNvml(devices)
+    nvml.nvlink_endpoints = {s: NVML_NVLINK_DEVICE_TYPE_SWITCH for s in switches}
+    assert islands_of(devices, nvml) == [0] * 8
+
+
+def test_separate_nvlink_domains_stay_separate():
+    devices = gpus(4)
+    for device, switch in zip(devices, ["A", "A", "B", "B"]):
+        device.nvlinks = [f"0000000{ {'A': 1, 'B': 2}[switch]}:E0:00.0"]
+    assert islands_of(devices) == [0, 0, 1, 1]
+
+
+def test_an_nvlink_to_the_cpu_links_no_gpus():
+    # POWER9 hosts link GPUs to the CPU over NVLink; GPUs reaching the same CPU are not peers.
+    devices = gpus(2)
+    cpu = bus_id(0x04, domain=7)
+    devices[0].nvlinks = devices[1].nvlinks = [cpu, cpu]
+    nvml = FakeNvml(devices)
+    nvml.nvlink_endpoints = {cpu: NVML_NVLINK_DEVICE_TYPE_IBMNPU}
+    assert islands_of(devices, nvml) == [0, 1]
+
+
+def test_a_far_end_of_unknown_kind_counts_as_a_switch():
+    class NoDeviceTypes(FakeNvml):  # drivers before the call existed
+        def __getattribute__(self, name):
+            if name == "nvmlDeviceGetNvLinkRemoteDeviceType":
+                raise AttributeError(name)
+            return super().__getattribute__(name)
+
+    devices = gpus(3)
+    devices[0].nvlinks = devices[2].nvlinks = [bus_id(0xE0)]
+    assert islands_of(devices, NoDeviceTypes(devices)) == [0, 1, 0]
+
+
+def test_mig_instances_share_their_parents_island():
+    devices = mig_host()
+    devices[1].pcie = devices[2].pcie = ("node0", "bridge0", "switch")
+    assert islands_of(devices) == [0, 1, 1, 1]
+
+
+def test_a_lost_card_keeps_its_island():
+    devices = nvlinked(two_cards())
+    backend = NvmlBackend(FakeNvml(devices))
+    assert [g.island for g in backend.read()] == [0, 0]
+    devices[1].lost = True
+    lost = backend.read()[1]
+    assert (lost.memory_used, lost.island) == (None, 0)
+
+
+def test_topology_is_read_once_when_the_backend_starts():
+    devices = gpus(2)
+    backend = NvmlBackend(FakeNvml(devices))
+    for device in devices:
+        device.pcie = ("node0", "bridge0", "switch")
+    assert [g.island for g in backend.read()] == [0, 1]
+    devices[0].unsupported.add("nvmlDeviceGetTopologyCommonAncestor")
+    assert [g.island for g in backend.read()] == [0, 1]
+
+
+@pytest.mark.parametrize("code", [NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND,
+                                  NVML_ERROR_UNKNOWN])
+def test_pcie_topology_nvml_will_not_give_is_unknown(code):
+    nvml = FakeNvml(gpus(3))
+    nvml.ancestor_error = code
+    assert islands_of(nvml.devices, nvml) == [None, None, None]
+
+
+def test_nvlink_joining_every_card_needs_no_pcie_topology():
+    devices = gpus(3)
+    for device in devices:
+        device.nvlinks = [bus_id(0xE0)]
+    nvml = FakeNvml(devices)
+    nvml.ancestor_error = NVML_ERROR_NOT_SUPPORTED
+    assert islands_of(devices, nvml) == [0, 0, 0]
+
+
+def test_a_pair_nvml_cannot_place_makes_every_island_unknown():
+    devices = gpus(3)
+    devices[0].nvlinks, devices[1].nvlinks = [devices[1].bus_id], [devices[0].bus_id]
+    devices[2].unsupported = {"nvmlDeviceGetTopologyCommonAncestor"}
+    assert islands_of(devices) == [None, None, None]
+
+
+@pytest.mark.parametrize("function", ["nvmlDeviceGetPciInfo", "nvmlDeviceGetNvLinkState",
+                                      "nvmlDeviceGetNvLinkRemotePciInfo"])
+def test_a_topology_call_that_fails_leaves_islands_unknown_and_cards_listed(function):
+    class Failing(FakeNvml):
+        pass
+
+    def fail(self, *args):
+        raise NVMLLibraryMismatchError(f"{function} is not in this driver")
+
+    setattr(Failing, function, fail)
+    devices = nvlinked(two_cards())
+    cards = NvmlBackend(Failing(devices)).read()
+    assert [(g.uuid, g.island) for g in cards] == [(UUID_A, None), (UUID_B, None)]
+
+
+def test_a_bus_id_that_cannot_be_read_leaves_islands_unknown():
+    devices = nvlinked(two_cards())
+    devices[1].nvlinks = ["n/a"]
+    assert islands_of(devices) == [None, None]
+
+
+def test_a_card_lost_at_start_leaves_islands_unknown_and_the_others_listed():
+    devices = gpus(3)
+    devices[2].lost = True
+    assert islands_of(devices) == [None, None]
+
+
+def test_a_surprise_in_the_topology_code_does_not_stop_the_backend():
+    class Broken(FakeNvml):
+        def nvmlDeviceGetNvLinkState(self, handle, link):
+            raise RuntimeError("not what NVML raises")
+
+    assert islands_of(two_cards(), Broken(two_cards())) == [None, None]
+
+
+def test_a_single_card_is_an_island_of_its_own():
+    nvml = FakeNvml(gpus(1))
+    nvml.ancestor_error = NVML_ERROR_NOT_SUPPORTED  # never asked: there is no pair
+    assert islands_of(nvml.devices, nvml) == [0]
+
+
+def test_the_topology_calls_exist_in_the_real_pynvml():
+    pynvml = pytest.importorskip("pynvml")
+    for name in ("nvmlDeviceGetPciInfo", "nvmlDeviceGetTopologyCommonAncestor",
+                 "nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkRemotePciInfo",
+                 "nvmlDeviceGetNvLinkRemoteDeviceType", "NVMLError_NotSupported",
+                 "NVMLError_InvalidArgument"):
+        assert callable(getattr(pynvml, name)), name
+    assert (pynvml.NVML_TOPOLOGY_SINGLE, pynvml.NVML_TOPOLOGY_MULTIPLE) == (10, 20)
+    assert (pynvml.NVML_FEATURE_ENABLED, pynvml.NVML_NVLINK_DEVICE_TYPE_IBMNPU) == (1, 1)
+    assert pynvml.NVML_NVLINK_MAX_LINKS >= 18
+    assert "busId" in dict(pynvml.nvmlPciInfo_t._fields_)
+
+
+def _components(gpus: list[int], links: list[tuple[object, object]]) -> list[set[object]]:
+    """The obvious, slow way: grow each set until no link leaves it."""
+    groups: list[set[object]] = []
+    for a, b in links:
+        touching = [g for g in groups if a in g or b in g]
+        merged = {a, b}.union(*touching)
+        groups = [g for g in groups if g not in touching] + [merged]
+    return [g for g in groups if g & set(gpus)] + [{g} for g in gpus
+                                                   if not any(g in s for s in groups)]
+
+
+nodes = st.integers(0, 7) | st.integers(0, 3).map(lambda s: ("nvswitch", s))
+
+
+@given(st.lists(st.tuples(nodes, nodes), max_size=12))
+def test_islands_are_the_connected_components_numbered_by_lowest_card(links):
+    gpus = list(range(8))
+    islands = number_islands(gpus, links)
+    expected = sorted(sorted(g for g in c if isinstance(g, int)) for c in _components(gpus, links))
+    got: dict[int, list[int]] = {}
+    for gpu in gpus:
+        got.setdefault(islands[gpu], []).append(gpu)
+    assert sorted(got.values()) == expected
+    assert [islands[min(members)] for members in sorted(got.values())] == list(range(len(got)))
 
 
 # --- whatever the fields do, read() answers with stable identities ------------------------

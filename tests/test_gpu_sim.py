@@ -96,7 +96,7 @@ def released(sim: SimBackend, card: int, pid: int):
 
 def test_bare_sizes_give_generic_cards():
     cards = parse_sim_spec("4x80G")
-    assert cards == [SimCardSpec("SimGPU-80G", 80 * GIB)] * 4
+    assert cards == [SimCardSpec("SimGPU-80G", 80 * GIB, island=0)] * 4
 
 
 def test_models_mix_in_order_and_ignore_case():
@@ -121,6 +121,8 @@ def test_zero_cards_can_be_asked_for(spec):
 @pytest.mark.parametrize("spec", [
     "4y80G", "", "x80G", "4x", "0x80G", "2x80", "2xH900", "4x80G,", "4x80G;2xH100", "4x-80G",
     f"{MAX_SIM_CARDS + 1}x80G", "1x0G",
+    "6xH100/4", "4xH100/8", "8xH100/0", "8xH100/", "8xH100/x", "8xH100/2/2", "8xH100//2",
+    "8x/2", "/2", "8xH100/-2", "8xH100/2.0", "2xH900/2", f"{MAX_SIM_CARDS + 2}x80G/2",
 ])
 def test_bad_specs_are_refused_in_one_line(spec):
     with pytest.raises(ValueError) as e:
@@ -141,22 +143,76 @@ def test_an_unknown_model_lists_the_known_ones():
         parse_sim_spec("1xH900")
 
 
+# --- islands: which simulated cards are linked ------------------------------------------------
+
+
+def islands(spec: str) -> list[int | None]:
+    return [c.island for c in parse_sim_spec(spec)]
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ("4x80G", [0, 0, 0, 0]),  # one group: one island, as on an NVLink box
+    ("1xH100", [0]),
+    ("2xH100,2xA100-40G", [0, 0, 1, 1]),  # groups are separate islands
+    ("2xH100,2xH100", [0, 0, 1, 1]),  # same model, yet two islands
+    ("8xH100/2", [0, 0, 1, 1, 2, 2, 3, 3]),  # islands of two consecutive cards
+    ("4xRTX4090/1", [0, 1, 2, 3]),  # no card linked to another
+    ("4x80G/4", [0, 0, 0, 0]),
+    ("2xA6000/1, 4x 80g / 2 ,1xT4", [0, 1, 2, 2, 3, 3, 4]),  # numbers run on across groups
+])
+def test_islands_follow_the_groups_and_their_split(spec, expected):
+    assert islands(spec) == expected
+
+
+def test_splitting_into_islands_keeps_each_card_what_it_is():
+    pairs = parse_sim_spec("4xA100-40G/2")
+    assert [(c.name, c.memory_total, c.tdp_w) for c in pairs] == [
+        ("NVIDIA A100-SXM4-40GB", 40 * GIB, 400)] * 4
+
+
+def test_islands_that_do_not_divide_the_group_say_how_to_write_them():
+    with pytest.raises(ValueError) as e:
+        parse_sim_spec("10xH100/4")
+    assert str(e.value) == ("'10xH100/4': 10 cards do not split into islands of 4; write uneven "
+                            "islands as separate groups, e.g. 8xH100/4,2xH100")
+    # and the suggestion is itself a valid spec, with the islands asked for
+    assert islands("8xH100/4,2xH100") == [0] * 4 + [1] * 4 + [2] * 2
+
+
+def test_an_island_size_that_is_no_number_gets_an_example():
+    with pytest.raises(ValueError, match=r"'8xH100/x': after '/' comes the number of linked "
+                                         r"cards per island, e\.g\. 8xH100/2"):
+        parse_sim_spec("8xH100/x")
+
+
 card_kinds = st.sampled_from(sorted(MODELS)) | st.integers(1, 512).map(lambda n: f"{n}G")
 
 
-@given(st.lists(st.tuples(st.integers(1, 8), card_kinds), min_size=1, max_size=8))
+@st.composite
+def groups_with_islands(draw):
+    """(count, kind, island size or None), the size dividing the count."""
+    count = draw(st.integers(1, 8))
+    per = draw(st.none() | st.sampled_from([n for n in range(1, count + 1) if count % n == 0]))
+    return count, draw(card_kinds), per
+
+
+@given(st.lists(groups_with_islands(), min_size=1, max_size=8))
 def test_any_well_formed_spec_parses_to_its_cards(groups):
-    spec = ",".join(f"{count}x{kind}" for count, kind in groups)
-    if sum(count for count, _ in groups) > MAX_SIM_CARDS:
+    spec = ",".join(f"{count}x{kind}" + ("" if per is None else f"/{per}")
+                    for count, kind, per in groups)
+    if sum(count for count, _, _ in groups) > MAX_SIM_CARDS:
         with pytest.raises(ValueError):
             parse_sim_spec(spec)
         return
     cards = parse_sim_spec(spec)
-    expected = []
-    for count, kind in groups:
+    expected, expected_islands = [], []
+    for count, kind, per in groups:
         size = MODELS[kind].memory_total if kind in MODELS else int(kind[:-1]) * GIB
         expected += [size] * count
+        first = expected_islands[-1] + 1 if expected_islands else 0
+        expected_islands += [first + i // (per or count) for i in range(count)]
     assert [c.memory_total for c in cards] == expected
+    assert [c.island for c in cards] == expected_islands
 
 
 @given(st.text(max_size=30))
@@ -186,6 +242,31 @@ def test_cards_are_written_for_burn_and_stable_across_reads(sim: SimBackend):
         (g.uuid, g.memory_total) for g in first]
     assert sim.kind == "sim"
     assert sim.job_env() == {"GQ_SIM_DIR": str(sim.state_dir)}
+
+
+def test_islands_reach_the_cards_burn_and_every_read(tmp_path: Path):
+    backend = SimBackend(parse_sim_spec("2xH100/1,2x80G"), state_dir=tmp_path / "sim")
+    assert [g.island for g in backend.read()] == [0, 1, 2, 2]
+    assert [g.island for g in backend.read()] == [0, 1, 2, 2]
+    assert [g.island for g in load_cards(backend.state_dir)] == [0, 1, 2, 2]
+    records = json.loads((backend.state_dir / "cards.json").read_text())["cards"]
+    assert [r["island"] for r in records] == [0, 1, 2, 2]
+
+
+def test_cards_written_before_islands_existed_have_unknown_islands(tmp_path: Path):
+    state = tmp_path / "sim"
+    SimBackend(parse_sim_spec("2x80G"), state_dir=state)
+    data = json.loads((state / "cards.json").read_text())
+    for record in data["cards"]:
+        del record["island"]
+    (state / "cards.json").write_text(json.dumps(data))
+    assert [(g.uuid, g.island) for g in load_cards(state)] == [(sim_uuid(0), None),
+                                                                (sim_uuid(1), None)]
+
+
+def test_cards_made_without_a_topology_have_unknown_islands(tmp_path: Path):
+    backend = SimBackend([SimCardSpec("SimGPU-8G", 8 * GIB)] * 2, state_dir=tmp_path / "sim")
+    assert [g.island for g in backend.read()] == [None, None]
 
 
 def test_idle_cards_measure_zero_not_unknown(sim: SimBackend):

@@ -193,7 +193,8 @@ class Daemon:
 
     def host(self) -> Host:
         cards = tuple(
-            Card(g.index, g.memory_total, self.external.get(g.index, 0)) for g in self.cards
+            Card(g.index, g.memory_total, self.external.get(g.index, 0), g.island)
+            for g in self.cards
         )
         return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)
 

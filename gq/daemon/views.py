@@ -95,6 +95,7 @@ def gpu_json(gpu: Gpu, jobs_on_card: list[dict[str, Any]], external: int | None)
         "power_w": gpu.power_w,
         "simulated": gpu.simulated,
         "parent_uuid": gpu.parent_uuid,
+        "island": gpu.island,
         "jobs": jobs_on_card,
         "external_used": external,
         "processes": [{"pid": p.pid, "used_memory": p.used_memory} for p in gpu.processes],

@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from gq.gpu.base import CardBackend
+from gq.gpu.topology import read_islands
 from gq.model import Gpu, GpuProcess
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ class NvmlBackend(CardBackend):
         self._open = True
         # Identity seen on earlier reads, so that a card that stops answering is still listed.
         self._known: dict[CardKey, Gpu] = {}
+        # NVML index -> island; {} when the topology is unknown. Read once: links do not change.
+        self._islands: dict[int, int] = read_islands(self._nvml, self._errors)
 
     def close(self) -> None:
         if self._open:
@@ -130,7 +133,7 @@ class NvmlBackend(CardBackend):
                 return None  # without an identity and a capacity it cannot be scheduled
             known = Gpu(index=-1, uuid=uuid, name=name or "Unknown GPU",
                         memory_total=int(memory.total), visible_id=visible_id or uuid,
-                        parent_uuid=parent_uuid)
+                        parent_uuid=parent_uuid, island=self._islands.get(key[0]))
         util = self._call(n.nvmlDeviceGetUtilizationRates, handle)
         power_mw = self._call(n.nvmlDeviceGetPowerUsage, handle)
         card = _unmeasured(known)
@@ -196,7 +199,7 @@ def _available(value: int | None) -> int | None:
 def _unmeasured(card: Gpu) -> Gpu:
     """A copy holding only what does not change: every measurement unknown."""
     return Gpu(index=card.index, uuid=card.uuid, name=card.name, memory_total=card.memory_total,
-               visible_id=card.visible_id, parent_uuid=card.parent_uuid)
+               visible_id=card.visible_id, parent_uuid=card.parent_uuid, island=card.island)
 
 
 

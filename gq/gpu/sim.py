@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from gq.gpu.base import CardBackend
@@ -26,6 +26,7 @@ class SimCardSpec:
     name: str
     memory_total: int  # bytes
     tdp_w: float = 300.0  # board power at 100% utilisation
+    island: int | None = None  # cards with the same number are linked; None = unknown
 
 
 # Names as NVML reports them, so that the TUI and `gq gpus` look the same as on real hardware.
@@ -50,17 +51,21 @@ MODELS: dict[str, SimCardSpec] = {
     "T4": SimCardSpec("Tesla T4", 16 * GIB, 70),
 }
 
-_GROUP = re.compile(r"\s*(\d+)\s*[xX]\s*(\S+?)\s*")
+# COUNT x KIND, then optionally /N: the group's cards form islands of N consecutive cards.
+_GROUP = re.compile(r"\s*(\d+)\s*[xX]\s*([^\s/]+)\s*(?:/\s*(\S*)\s*)?")
 # A size must carry a unit: "2x80" is more likely a typo than two 80-byte cards.
 _SIZE = re.compile(r"\d+(\.\d+)?\s*[KMGT](i?B)?", re.IGNORECASE)
 _NO_CARDS = {"0", "none"}
 
 
 def parse_sim_spec(text: str) -> list[SimCardSpec]:
-    """'4x80G' or '2xH100,2xA100-40G' -> one spec per card, in order. '0' or 'none' -> no cards."""
+    """'4x80G' or '2xH100,2xA100-40G' or '8xH100/2' -> one spec per card, in order, with its
+    island: each comma group is one island of linked cards, or islands of N with '/N'.
+    '0' or 'none' -> no cards."""
     if text.strip().lower() in _NO_CARDS:
         return []
     cards: list[SimCardSpec] = []
+    next_island = 0
     for group in text.split(","):
         m = _GROUP.fullmatch(group)
         if not m:
@@ -68,10 +73,29 @@ def parse_sim_spec(text: str) -> list[SimCardSpec]:
         count, what = int(m.group(1)), m.group(2)
         if count < 1:
             raise ValueError(f"{text!r}: {group.strip()!r} has no cards; {SPEC_HELP}")
-        cards += [_card_for(what, text)] * count
+        model = _card_for(what, text)
+        per_island = count if m.group(3) is None else _island_size(m.group(3), count, what, text)
+        cards += [replace(model, island=next_island + i // per_island) for i in range(count)]
+        next_island += count // per_island
     if len(cards) > MAX_SIM_CARDS:
         raise ValueError(f"{text!r}: {len(cards)} cards; at most {MAX_SIM_CARDS} can be simulated")
     return cards
+
+
+def _island_size(size: str, count: int, what: str, text: str) -> int:
+    """The N of 'COUNTxKIND/N', which must split the group's cards evenly."""
+    if not size.isdecimal() or int(size) < 1:
+        raise ValueError(f"{text!r}: after '/' comes the number of linked cards per island, "
+                         f"e.g. 8xH100/2 for four linked pairs")
+    n = int(size)
+    if count % n:
+        whole, rest = count - count % n, count % n
+        example = f"{whole}x{what}" + (f"/{n}" if whole > n else "") + f",{rest}x{what}"
+        if not whole:
+            example = f"{count}x{what}"
+        raise ValueError(f"{text!r}: {count} cards do not split into islands of {n}; "
+                         f"write uneven islands as separate groups, e.g. {example}")
+    return n
 
 
 def _card_for(what: str, text: str) -> SimCardSpec:
@@ -122,13 +146,13 @@ def write_json_atomic(path: Path, data: object) -> None:
 def write_cards(state_dir: Path, specs: list[SimCardSpec]) -> list[Gpu]:
     cards = [
         Gpu(index=i, uuid=sim_uuid(i), name=s.name, memory_total=s.memory_total,
-            visible_id=str(i), simulated=True)
+            visible_id=str(i), simulated=True, island=s.island)
         for i, s in enumerate(specs)
     ]
     (state_dir / PROCS_DIR).mkdir(parents=True, exist_ok=True)
     records = [
         {"index": c.index, "uuid": c.uuid, "name": c.name, "memory_total": c.memory_total,
-         "visible_id": c.visible_id, "tdp_w": s.tdp_w}
+         "visible_id": c.visible_id, "tdp_w": s.tdp_w, "island": c.island}
         for c, s in zip(cards, specs)
     ]
     write_json_atomic(state_dir / CARDS_FILE, {"cards": records})
@@ -140,7 +164,7 @@ def load_cards(state_dir: Path) -> list[Gpu]:
     records = json.loads((state_dir / CARDS_FILE).read_text())["cards"]
     return [
         Gpu(index=r["index"], uuid=r["uuid"], name=r["name"], memory_total=r["memory_total"],
-            visible_id=r["visible_id"], simulated=True)
+            visible_id=r["visible_id"], simulated=True, island=r.get("island"))
         for r in records
     ]
 
@@ -263,7 +287,7 @@ class SimBackend(CardBackend):
         util = min(100, sum(h.proc.util for h in on_card if h.alive))
         return Gpu(
             index=card.index, uuid=card.uuid, name=card.name, memory_total=card.memory_total,
-            visible_id=card.visible_id, simulated=True,
+            visible_id=card.visible_id, simulated=True, island=card.island,
             memory_used=sum(h.proc.mem for h in on_card),
             utilization=util,
             temperature=_temperature(util),

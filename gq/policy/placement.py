@@ -12,6 +12,7 @@ from gq.policy.types import Host
 class CardLoad:
     total: int
     external: int | None
+    island: int | None = None
     declared: int = 0  # memory declared by gq jobs sharing the card
     whole_holders: int = 0  # whole-card jobs on it: more than one only in a look ahead
     jobs: set[int] = field(default_factory=set)
@@ -37,7 +38,9 @@ class Capacity:
     def __init__(self, host: Host, running: list[Job]):
         self.cpus_free = host.cpus
         self.ram_free = host.ram
-        self.cards = {c.index: CardLoad(c.memory_total, c.external_used) for c in host.cards}
+        self.cards = {
+            c.index: CardLoad(c.memory_total, c.external_used, c.island) for c in host.cards
+        }
         for job in running:
             self.take(job, job.gpu_ids)
 
@@ -101,4 +104,21 @@ class Capacity:
                 (i for i, c in self.cards.items() if c.free >= job.mem),
                 key=lambda i: (self.cards[i].free, i),
             )
-        return tuple(sorted(fitting[: job.gpus])) if len(fitting) >= job.gpus else None
+        if len(fitting) < job.gpus:
+            return None
+        return tuple(sorted(self._linked_first(fitting, job.gpus)))
+
+    def _linked_first(self, fitting: list[int], n: int) -> list[int]:
+        """n of the fitting cards (in order of preference), all in one island if any island
+        has enough of them: the smallest such island, so that big ones stay whole."""
+        if n == 1:
+            return fitting[:1]
+        islands: dict[int, list[int]] = {}
+        for i in fitting:
+            island = self.cards[i].island
+            if island is not None:
+                islands.setdefault(island, []).append(i)
+        enough = [cards for cards in islands.values() if len(cards) >= n]
+        if not enough:
+            return fitting[:n]
+        return min(enough, key=lambda cards: (len(cards), cards[0]))[:n]

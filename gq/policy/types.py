@@ -18,6 +18,8 @@ class Card:
     # Memory held by processes that gq did not start; None when it cannot be measured,
     # in which case the card is not used (fail closed).
     external_used: int | None = 0
+    # Cards with the same island are linked (NVLink, same PCIe switch); None = unknown.
+    island: int | None = None
 
 
 @dataclass(frozen=True)

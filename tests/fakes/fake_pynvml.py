@@ -3,7 +3,12 @@
 Names, error classes and return shapes follow nvidia-ml-py's pynvml.py: errors are NVMLError
 subclasses picked by code, names and UUIDs are str (or bytes, as old versions return), memory and
 utilisation come back as objects with .total/.free/.used and .gpu/.memory, processes as objects
-with .pid/.usedGpuMemory (None when not available).
+with .pid/.usedGpuMemory (None when not available), PCI addresses as objects with .busId (the
+domain written with 8 hex digits, as nvmlPciInfo_t's busId is) and .domain/.bus/.device.
+
+Topology: each device sits at a PCIe path (NUMA node, host bridge, then the PCIe switches from
+the host bridge down), from which nvmlDeviceGetTopologyCommonAncestor derives NVML's level as
+the driver does; and each device lists its NVLinks by the bus id at their far end.
 """
 
 from __future__ import annotations
@@ -15,6 +20,19 @@ NVML_SUCCESS = 0
 NVML_TEMPERATURE_GPU = 0
 NVML_DEVICE_MIG_DISABLE = 0
 NVML_DEVICE_MIG_ENABLE = 1
+NVML_FEATURE_DISABLED = 0
+NVML_FEATURE_ENABLED = 1
+NVML_NVLINK_MAX_LINKS = 36
+NVML_NVLINK_DEVICE_TYPE_GPU = 0x00
+NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01
+NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02
+NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF
+NVML_TOPOLOGY_INTERNAL = 0
+NVML_TOPOLOGY_SINGLE = 10
+NVML_TOPOLOGY_MULTIPLE = 20
+NVML_TOPOLOGY_HOSTBRIDGE = 30
+NVML_TOPOLOGY_NODE = 40
+NVML_TOPOLOGY_SYSTEM = 50
 
 # Codes and messages as in pynvml.
 NVML_ERROR_UNINITIALIZED = 1
@@ -112,6 +130,14 @@ class FakeDevice:
     lost: bool = False  # every call on it raises GpuIsLost
     unsupported: set[str] = field(default_factory=set)  # function names raising NotSupported
     as_bytes: bool = False  # name and UUID returned as bytes, as old pynvml did
+    # Where it sits: "" = a bus id of its own, given by FakeNvml from its position.
+    bus_id: str = ""
+    # (NUMA node, host bridge, PCIe switches from the top down). Same board = NVML "INTERNAL".
+    pcie: tuple[str, ...] = ("node0", "bridge0")
+    board: str | None = None
+    # One entry per NVLink: the bus id at the far end (a GPU, an NVSwitch), or None if down.
+    # Empty: the GPU has no NVLink, and every NVLink call says NotSupported.
+    nvlinks: list[str | None] = field(default_factory=list)
 
 
 def mig_instance(uuid: str, name: str, total: int, **kw) -> FakeDevice:
@@ -131,12 +157,17 @@ class FakeNvml:
         self.init_error = init_error  # an NVML_ERROR_* code nvmlInit raises
         self.count_error: int | None = None  # an NVML_ERROR_* code nvmlDeviceGetCount raises
         self.handle_errors: dict[int, int] = {}  # NVML index -> code GetHandleByIndex raises
+        self.ancestor_error: int | None = None  # a code TopologyCommonAncestor raises for any pair
+        # Bus ids of NVLink peers that are not GPUs: NVSwitches, IBM CPUs -> NVLINK_DEVICE_TYPE_*.
+        self.nvlink_endpoints: dict[str, int] = {}
+        for i, device in enumerate(devices):
+            device.bus_id = device.bus_id or bus_id(0x10 + i)
         self.initialised = 0
         self.shutdowns = 0
 
     def __getattr__(self, name: str):
-        # The error classes and codes, reachable as pynvml's module attributes are.
-        if name.startswith(("NVMLError_", "NVML_ERROR_")) and name in globals():
+        # The error classes and constants, reachable as pynvml's module attributes are.
+        if name.startswith(("NVMLError_", "NVML_")) and name in globals():
             return globals()[name]
         raise AttributeError(name)
 
@@ -228,6 +259,59 @@ class FakeNvml:
             raise NVMLError_NotFound()
         return handle.mig[index]
 
+    # --- topology ----------------------------------------------------------------------------
+
+    def nvmlDeviceGetPciInfo(self, handle: FakeDevice):
+        self._check(handle, "nvmlDeviceGetPciInfo")
+        return pci_info(handle.bus_id)
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, a: FakeDevice, b: FakeDevice) -> int:
+        self._check(a, "nvmlDeviceGetTopologyCommonAncestor")
+        self._check(b, "nvmlDeviceGetTopologyCommonAncestor")
+        if self.ancestor_error is not None:
+            raise NVMLError(self.ancestor_error)
+        if a.board is not None and a.board == b.board:
+            return NVML_TOPOLOGY_INTERNAL
+        if a.pcie[0] != b.pcie[0]:
+            return NVML_TOPOLOGY_SYSTEM
+        if a.pcie[1] != b.pcie[1]:
+            return NVML_TOPOLOGY_NODE
+        shared = 0
+        while shared < min(len(a.pcie), len(b.pcie)) and a.pcie[shared] == b.pcie[shared]:
+            shared += 1
+        if shared == 2:
+            return NVML_TOPOLOGY_HOSTBRIDGE
+        # Both right below the same switch cross one switch; any other path crosses several.
+        if shared == len(a.pcie) == len(b.pcie):
+            return NVML_TOPOLOGY_SINGLE
+        return NVML_TOPOLOGY_MULTIPLE
+
+    def nvmlDeviceGetNvLinkState(self, handle: FakeDevice, link: int) -> int:
+        self._nvlink(handle, link, "nvmlDeviceGetNvLinkState")
+        return NVML_FEATURE_DISABLED if handle.nvlinks[link] is None else NVML_FEATURE_ENABLED
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: FakeDevice, link: int):
+        remote = self._nvlink(handle, link, "nvmlDeviceGetNvLinkRemotePciInfo")
+        if remote is None:
+            raise NVMLError_NotSupported()  # nothing at the end of a link that is down
+        return pci_info(remote)
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: FakeDevice, link: int) -> int:
+        remote = self._nvlink(handle, link, "nvmlDeviceGetNvLinkRemoteDeviceType")
+        if remote is None:
+            raise NVMLError_NotSupported()
+        if any(d.bus_id == remote for d in self.devices):
+            return NVML_NVLINK_DEVICE_TYPE_GPU
+        return self.nvlink_endpoints.get(remote, NVML_NVLINK_DEVICE_TYPE_UNKNOWN)
+
+    def _nvlink(self, handle: FakeDevice, link: int, function: str) -> str | None:
+        self._check(handle, function)
+        if not handle.nvlinks:
+            raise NVMLError_NotSupported()
+        if not 0 <= link < len(handle.nvlinks):
+            raise NVMLError_InvalidArgument()
+        return handle.nvlinks[link]
+
     # --- checks ------------------------------------------------------------------------------
 
     def _check_init(self) -> None:
@@ -241,3 +325,19 @@ class FakeNvml:
         if function in handle.unsupported:
             raise NVMLError_NotSupported()
 
+
+
+def bus_id(bus: int, domain: int = 0) -> str:
+    """A PCI bus id as nvmlPciInfo_t.busId writes it: 8 hex digits of domain."""
+    return f"{domain:08X}:{bus:02X}:00.0"
+
+
+def pci_info(bus_id_text: str) -> SimpleNamespace:
+    """An nvmlPciInfo_t; a bus id that is not one (to test garbage) gives zeros for the numbers."""
+    try:
+        domain, bus, rest = bus_id_text.split(":")
+        numbers = int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16)
+    except ValueError:
+        numbers = 0, 0, 0
+    return SimpleNamespace(busId=bus_id_text, domain=numbers[0], bus=numbers[1],
+                           device=numbers[2])
