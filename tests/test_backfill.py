@@ -154,3 +154,20 @@ def test_multi_card_jobs_stay_within_linked_cards():
     spread = [job(8, started=0, gpu_ids=[2]), job(9, started=0, gpu_ids=[4])]
     plan = run(h, [job(1, gpus=4)], spread)  # no island has 4 free: any 4 will do
     assert plan.starts[0].gpu_ids == (0, 1, 3, 5)
+
+
+def test_a_cluster_places_jobs_within_one_host_and_reserves_where_earliest():
+    a = Host(cpus=8, cards=(Card(0, 80 * G), Card(1, 80 * G)), name="a")
+    b = Host(cpus=8, cards=(Card(0, 80 * G), Card(1, 80 * G)), name="b")
+    busy_a = job(9, limit=1 * H, started=0, gpu_ids=[0])
+    busy_a.host = "a"
+    plan = schedule(SchedulerInput((a, b), [job(1, gpus=2), job(2)], [busy_a], {}, 0))
+    assert [(s.job_id, s.host, s.gpu_ids) for s in plan.starts] == [(1, "b", (0, 1)),
+                                                                       (2, "a", (1,))]
+    late_b = job(8, gpus=2, limit=5 * H, started=0, gpu_ids=[0, 1])
+    late_b.host = "b"
+    plan = schedule(SchedulerInput((a, b), [job(1, gpus=2), job(2)], [busy_a, late_b], {}, 0))
+    assert plan.forecasts[1].host == "a" and plan.forecasts[1].start == 1 * H
+    assert plan.reasons[2] == Reason.PRIORITY  # card a:1 is reserved for job 1 from 1h
+    plan = schedule(SchedulerInput((a, b), [job(1, gpus=3)], [], {}, 0))
+    assert plan.reasons[1] == Reason.RESOURCES and plan.starts == []

@@ -31,6 +31,7 @@ class Holding:
 @dataclass
 class Reservation:
     job: Job
+    host: str
     start: float
     cards: tuple[int, ...]
     # What is left over at `start` once the job has what it needs: a backfilled job that runs
@@ -54,36 +55,41 @@ def reserve(
     reservations: list[Reservation],
     now: float,
 ) -> Reservation | None:
-    """The earliest reservation for `job`, or None if it would not fit even once every job
-    holding resources has ended (memory held outside gq, say)."""
+    """The earliest reservation for `job` on `host` (given what holds resources there and the
+    reservations on it), or None if it would not fit even once every job holding resources
+    has ended (memory held outside gq, say)."""
     future = Capacity(host, [])
     for h in holding:
         future.take(h.job, h.gpu_ids)
     # Pessimistic and simple: earlier reservations hold their resources from now on.
     for r in reservations:
-        future.take(r.job, r.cards)
+        if r.host == host.name:
+            future.take(r.job, r.cards)
     for h in sorted(holding, key=lambda h: h.end):
         future.release(h.job, h.gpu_ids)
         cards, _short = future.fit(job)
         if cards is not None:
-            return _with_slack(job, max(h.end, now), cards, future)
+            return _with_slack(job, host.name, max(h.end, now), cards, future)
     return None
 
 
-def _with_slack(job: Job, start: float, cards: tuple[int, ...], cap: Capacity) -> Reservation:
+def _with_slack(
+    job: Job, host: str, start: float, cards: tuple[int, ...], cap: Capacity
+) -> Reservation:
     slack = {}
     for i in cards:
         slack[i] = -1 if job.mem is None else cap.cards[i].free - job.mem
     ram_slack = None if cap.ram_free is None else cap.ram_free - (job.ram or 0)
-    return Reservation(job, start, cards, cap.cpus_free - job.cpus, ram_slack, slack)
+    return Reservation(job, host, start, cards, cap.cpus_free - job.cpus, ram_slack, slack)
 
 
 def delays_a_reservation(
-    job: Job, cards: tuple[int, ...], end: float, reservations: list[Reservation]
+    job: Job, host: str, cards: tuple[int, ...], end: float, reservations: list[Reservation]
 ) -> Reservation | None:
-    """The first reservation that starting `job` now on `cards`, until `end`, would delay."""
+    """The first reservation that starting `job` now on `cards` of `host`, until `end`, would
+    delay."""
     for r in reservations:
-        if end <= r.start:
+        if end <= r.start or r.host != host:
             continue
         if job.cpus > r.cpu_slack:
             return r
@@ -96,11 +102,11 @@ def delays_a_reservation(
 
 
 def consume_slack(
-    job: Job, cards: tuple[int, ...], end: float, reservations: list[Reservation]
+    job: Job, host: str, cards: tuple[int, ...], end: float, reservations: list[Reservation]
 ) -> None:
     """Record that a backfilled job uses part of the slack of the reservations it overlaps."""
     for r in reservations:
-        if end <= r.start:
+        if end <= r.start or r.host != host:
             continue
         r.cpu_slack -= job.cpus
         if r.ram_slack is not None and job.ram:

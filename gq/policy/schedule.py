@@ -15,7 +15,7 @@ from gq.policy.dependencies import DepStatus, dependency_status
 from gq.policy.fairshare import Score, fairshare_factors, score
 from gq.policy.placement import Capacity
 from gq.policy.quotas import QuotaBook
-from gq.policy.types import Forecast, Plan, SchedulerInput, Start
+from gq.policy.types import Forecast, Host, Plan, SchedulerInput, Start
 
 
 def eligible_since(job: Job, inp: SchedulerInput) -> float:
@@ -41,14 +41,23 @@ def queue_order(inp: SchedulerInput, by_score: dict[int, Score]) -> list[Job]:
     )
 
 
+class _HostState:
+    """One host during a pass: its free capacity and what holds resources on it."""
+
+    def __init__(self, host: Host, inp: SchedulerInput):
+        self.host = host
+        running = inp.running_on(host)
+        self.capacity = Capacity(host, running)
+        self.holding = [
+            Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.default_limit))
+            for j in running
+        ]
+
+
 def schedule(inp: SchedulerInput) -> Plan:
     plan = Plan(scores=scores(inp))
-    capacity = Capacity(inp.host, inp.running)
-    quota = QuotaBook(inp.limits, inp.running, len(inp.host.cards))
-    holding = [
-        Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.default_limit))
-        for j in inp.running
-    ]
+    hosts = [_HostState(h, inp) for h in inp.hosts]
+    quota = QuotaBook(inp.limits, inp.running, sum(len(h.cards) for h in inp.hosts))
     reservations: list[Reservation] = []
     for job in queue_order(inp, plan.scores):
         reason = _waiting_reason(job, inp)
@@ -60,31 +69,55 @@ def schedule(inp: SchedulerInput) -> Plan:
             plan.reasons[job.id] = Reason.QUOTA_LIMIT
             plan.shortfalls[job.id] = over
             continue
-        cards, short = capacity.fit(job)
-        if cards is None:
-            plan.reasons[job.id] = Reason.RESOURCES
-            plan.shortfalls[job.id] = short
-            if len(reservations) < inp.max_reservations:
-                r = reserve(job, inp.host, holding, reservations, inp.now)
-                if r is not None:
-                    reservations.append(r)
-                    plan.forecasts[job.id] = Forecast(r.start, r.cards)
-            continue
         end = inp.now + (job.time_limit or inp.default_limit)
-        blocking = delays_a_reservation(job, cards, end, reservations)
-        if blocking is not None:
+        placed, blocking, short = _place(job, hosts, end, reservations)
+        if placed is not None:
+            state, cards = placed
+            consume_slack(job, state.host.name, cards, end, reservations)
+            state.capacity.take(job, cards)
+            state.holding.append(Holding(job, cards, end))
+            quota.take(job)
+            plan.starts.append(Start(job.id, cards, state.host.name))
+        elif blocking is not None:
             plan.reasons[job.id] = Reason.PRIORITY
             plan.shortfalls[job.id] = (
                 f"a slot that stays free until job {blocking.job.id} starts, which it would "
                 "delay (give it a shorter --time to fit in before)"
             )
-            continue
-        consume_slack(job, cards, end, reservations)
-        capacity.take(job, cards)
-        quota.take(job)
-        holding.append(Holding(job, cards, end))
-        plan.starts.append(Start(job.id, cards))
+        else:
+            plan.reasons[job.id] = Reason.RESOURCES
+            plan.shortfalls[job.id] = short
+            if len(reservations) < inp.max_reservations:
+                r = _earliest_reservation(job, hosts, reservations, inp.now)
+                if r is not None:
+                    reservations.append(r)
+                    plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host)
     return plan
+
+
+def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Reservation]):
+    """The first host (in order: earlier hosts fill up first) where the job fits now without
+    delaying a reservation: ((host, cards), None, None); else (None, the reservation it would
+    delay, None), or (None, None, what is short on the first host)."""
+    blocking, short = None, None
+    for state in hosts:
+        cards, missing = state.capacity.fit(job)
+        if cards is None:
+            short = short or missing
+            continue
+        delayed = delays_a_reservation(job, state.host.name, cards, end, reservations)
+        if delayed is None:
+            return (state, cards), None, None
+        blocking = blocking or delayed
+    return None, blocking, short
+
+
+def _earliest_reservation(
+    job: Job, hosts: list[_HostState], reservations: list[Reservation], now: float
+) -> Reservation | None:
+    found = [reserve(job, s.host, s.holding, reservations, now) for s in hosts]
+    found = [r for r in found if r is not None]
+    return min(found, key=lambda r: r.start) if found else None
 
 
 def _waiting_reason(job: Job, inp: SchedulerInput) -> str | None:
@@ -96,6 +129,7 @@ def _waiting_reason(job: Job, inp: SchedulerInput) -> str | None:
         return Reason.DEPENDENCY_NEVER_SATISFIED
     if deps is DepStatus.WAITING:
         return Reason.DEPENDENCY
-    if job.gpus > len(inp.host.cards):
-        return Reason.NO_GPUS if not inp.host.cards else Reason.RESOURCES
+    most = max(len(h.cards) for h in inp.hosts)
+    if job.gpus > most:
+        return Reason.NO_GPUS if most == 0 else Reason.RESOURCES
     return None

@@ -27,6 +27,7 @@ class Host:
     cpus: int
     ram: int | None = None  # None: do not account host memory
     cards: tuple[Card, ...] = ()
+    name: str = ""  # in a cluster, what running jobs' `host` refers to
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,8 @@ class Outcome:
 
 @dataclass
 class SchedulerInput:
-    host: Host
+    # One host (the daemon), or a cluster of them (gq sim): a job runs within one host.
+    host: Host | tuple[Host, ...]
     pending: list[Job]  # pending and held jobs
     running: list[Job]  # every job that holds resources now, with its gpu_ids
     # Final outcome of each job named in a dependency that has ended; a dependency that is
@@ -56,11 +58,21 @@ class SchedulerInput:
     fairshare: FairShareConfig = FairShareConfig()
     limits: Limits = Limits()
 
+    @property
+    def hosts(self) -> tuple[Host, ...]:
+        return self.host if isinstance(self.host, tuple) else (self.host,)
+
+    def running_on(self, host: Host) -> list[Job]:
+        if len(self.hosts) == 1:
+            return list(self.running)
+        return [j for j in self.running if j.host == host.name]
+
 
 @dataclass(frozen=True)
 class Start:
     job_id: int
     gpu_ids: tuple[int, ...]
+    host: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,7 @@ class Forecast:
 
     start: float
     gpu_ids: tuple[int, ...]
+    host: str = ""
 
 
 @dataclass
