@@ -52,7 +52,8 @@ class Daemon:
         self.shortfalls: dict[int, str] = {}
         self.forecasts: dict[int, Forecast] = {}
         self.scores: dict[int, Score] = {}
-        self.usage: dict[str, float] = {}  # decayed card-seconds per user, refreshed each tick
+        self.usage: dict[str, float] = {}  # decayed card-seconds per user (refresh_usage)
+        self._usage_at = float("-inf")
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
         self._pass_requested = False
@@ -154,9 +155,14 @@ class Daemon:
         self.enforce_time_limits()
         self.run_pass()
 
-    def refresh_usage(self) -> None:
-        """Each user's decayed card-seconds, from ended runs and the jobs running now."""
+    def refresh_usage(self, every: float = 60.0) -> None:
+        """Each user's decayed card-seconds, from ended runs and the jobs running now. At most
+        once a minute: it reads weeks of runs, and fair share needs no second-by-second
+        accuracy (Slurm recalculates every five minutes)."""
         now, half_life = self.clock(), self.config.fairshare.half_life
+        if now - self._usage_at < every:
+            return
+        self._usage_at = now
         intervals = [
             RunInterval(r["user"], r["weight"], r["started_at"], r["ended_at"])
             for r in self.store.runs_since(now - 10 * half_life)  # older: under 0.1%
