@@ -186,6 +186,38 @@ def gpus(json: Json = False) -> None:
     print_gpus(cards)
 
 
+# ---- gq sim: options here, the work in gq/cli/sim_cmd.py (imported only when it runs) ----
+@app.command("sim")
+def sim(
+    trace: Annotated[Optional[str], typer.Argument(
+        help="a trace CSV (Alibaba openb, Philly, or gq's own format: docs/traces.md)",
+        metavar="TRACE.csv", show_default=False)] = None,
+    cluster: Annotated[Optional[str], typer.Option(
+        "--cluster", help="HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 "
+        "[default: 4x8x80G; with --from-history, this host's cards]", metavar="SPEC",
+        show_default=False)] = None,
+    policy: Annotated[str, typer.Option(
+        "--policy", help="gq, fifo (strict first in, first out), greedy (start whatever "
+        "fits, no reservations), or all", metavar="POLICY")] = "gq",
+    fmt: Annotated[str, typer.Option(
+        "--format", help="auto (from the header), alibaba, philly or gq",
+        metavar="FORMAT")] = "auto",
+    time_factor: Annotated[float, typer.Option(
+        "--time-factor", help="jobs declare a time limit of this many times their run time "
+        "(when the trace gives none); 0: none", metavar="X")] = 2.0,
+    cpus_per_host: Annotated[int, typer.Option(
+        "--cpus-per-host", help="CPU cores of each simulated host", metavar="N")] = 128,
+    from_history: Annotated[bool, typer.Option(
+        "--from-history", help="replay this host's own ended jobs instead of a file")] = False,
+    json: Json = False,
+) -> int:
+    """Replay a job trace offline on a described cluster, with the daemon's policy code."""
+    from gq.cli.sim_cmd import run_sim
+
+    return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json)
+# ---- end of gq sim ----
+
+
 @daemon_app.command("run")
 def daemon_run() -> int:
     """Run the daemon in the foreground (logs to stderr)."""

@@ -59,8 +59,9 @@ def schedule(inp: SchedulerInput) -> Plan:
     hosts = [_HostState(h, inp) for h in inp.hosts]
     quota = QuotaBook(inp.limits, inp.running, sum(len(h.cards) for h in inp.hosts))
     reservations: list[Reservation] = []
+    most_cards = max(len(h.cards) for h in inp.hosts)
     for job in queue_order(inp, plan.scores):
-        reason = _waiting_reason(job, inp)
+        reason = waiting_reason(job, inp, most_cards)
         if reason is not None:
             plan.reasons[job.id] = reason
             continue
@@ -120,8 +121,8 @@ def _earliest_reservation(
     return min(found, key=lambda r: r.start) if found else None
 
 
-def _waiting_reason(job: Job, inp: SchedulerInput) -> str | None:
-    """Why the job cannot be considered at all, or None."""
+def waiting_reason(job: Job, inp: SchedulerInput, most_cards: int) -> str | None:
+    """Why the job cannot be considered at all, or None. `most_cards`: the biggest host's."""
     if job.state == JobState.HELD:
         return Reason.HELD
     deps = dependency_status(job, inp.outcomes)
@@ -129,7 +130,6 @@ def _waiting_reason(job: Job, inp: SchedulerInput) -> str | None:
         return Reason.DEPENDENCY_NEVER_SATISFIED
     if deps is DepStatus.WAITING:
         return Reason.DEPENDENCY
-    most = max(len(h.cards) for h in inp.hosts)
-    if job.gpus > most:
-        return Reason.NO_GPUS if most == 0 else Reason.RESOURCES
+    if job.gpus > most_cards:
+        return Reason.NO_GPUS if most_cards == 0 else Reason.RESOURCES
     return None

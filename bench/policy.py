@@ -1,0 +1,233 @@
+"""Benchmark the scheduling policy: gq against fifo and greedy on the shared traces (what `gq sim`
+prints), the issue's targets as ratios, and how the cost of one pass grows with the queue."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from _harness import machine, verdict
+
+from gq.model import Job, JobState, Tier
+from gq.policy import RunInterval, SchedulerInput, decayed_usage, schedule
+from gq.sim.cluster import describe_cluster, parse_cluster
+from gq.sim.metrics import metrics
+from gq.sim.replay import POLICIES, ReplayTimeout, replay
+from gq.sim.traces import read_trace
+from gq.units import format_duration
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+CASES = [("alibaba-openb-2023-a.csv", "3x8x80G"), ("philly-mix1-a.csv", "4x8x80G")]
+BUDGET = 60.0  # s: a full replay of either trace finishes in under a minute
+CAP = 3 * BUDGET  # s: a replay predicted to take longer is not run, and one that does is stopped
+PROBES = (1000, 3000)  # jobs: replayed first, to predict the full replay's time
+TARGET_WAIT = 1 / 3  # gq's average wait at most a third of fifo's
+TARGET_LARGEST = 2.0  # gq's worst wait of the largest (8-GPU) jobs at most 2x fifo's
+TARGET_PASS = 12.0  # a pass over 10,000 pending jobs at most 12x one over 1,000
+
+
+def timed_replay(jobs, hosts, policy, cap):
+    """(metrics, None) or (None, why it stopped)."""
+    try:
+        return metrics(replay(jobs, hosts, policy, max_wall_s=cap)), None
+    except ReplayTimeout as e:
+        return None, str(e)
+
+
+def run_case(name: str, cluster: str, quick: int | None, full: bool) -> dict:
+    """Replay one trace under every policy. A replay predicted to take over CAP is not run:
+    the comparison is then also made on the first PROBES[-1] jobs, which every policy ran."""
+    trace = read_trace(TRACES / name)
+    jobs = list(trace.jobs[:quick] if quick else trace.jobs)
+    hosts = parse_cluster(cluster)
+    case = {"trace": name, "cluster": cluster, "hosts": describe_cluster(hosts),
+            "jobs": len(jobs), "quick": quick, "results": {}, "prefix": {}, "timing": {}}
+    for policy in POLICIES:
+        t = case["timing"][policy] = {}
+        if quick or full or len(jobs) <= PROBES[0]:
+            m, stopped = timed_replay(jobs, hosts, policy, None)
+            case["results"][policy] = m
+            t["full_s"] = m["sim_seconds"]
+            continue
+        probes = {}
+        for n in PROBES:
+            probes[n], _ = timed_replay(jobs[:n], hosts, policy, None)
+            t[f"first_{n}_s"] = probes[n]["sim_seconds"]
+            if n == PROBES[0] and t[f"first_{n}_s"] * (len(jobs) / n) ** 2 <= BUDGET:
+                break  # even a quadratic growth stays in budget: no need to probe further
+        case["prefix"][policy] = probes.get(PROBES[-1])
+        t["predicted_s"] = predict(t, len(jobs))
+        if t["predicted_s"] > CAP:
+            t["not_run"] = (f"predicted {t['predicted_s']:.0f}s (over {CAP:.0f}s): "
+                            f"{t['growth']}")
+            continue
+        m, stopped = timed_replay(jobs, hosts, policy, CAP)
+        case["results"][policy] = m
+        if m is not None:
+            t["full_s"] = m["sim_seconds"]
+        else:
+            t["not_run"] = f"stopped: {stopped}"
+    if any(m is None for m in case["results"].values()) or len(case["results"]) < len(POLICIES):
+        for policy in POLICIES:  # the comparison on what every policy could replay
+            if case["prefix"].get(policy) is None:
+                case["prefix"][policy], _ = timed_replay(jobs[:PROBES[-1]], hosts, policy, None)
+    else:
+        case["prefix"] = {}
+    return case
+
+
+def predict(t: dict, n: int) -> float:
+    """Extrapolate from the probes: time ~ jobs^k, k from the two probes (at least 1), else 2."""
+    a, b = PROBES
+    t1, t2 = t.get(f"first_{a}_s"), t.get(f"first_{b}_s")
+    if t2 is None:
+        t["growth"] = f"{t1:.2f}s for the first {a:,} jobs, assumed ~ jobs^2"
+        return t1 * (n / a) ** 2
+    k = max(1.0, math.log(t2 / t1) / math.log(b / a)) if t1 > 0 else 2.0
+    t["growth"] = (f"{t1:.1f}s for the first {a:,} jobs, {t2:.1f}s for {b:,}: "
+                   f"time ~ jobs^{k:.2f}")
+    return t2 * (n / b) ** k
+
+
+def targets(case: dict) -> list[dict]:
+    full = case["results"]
+    complete = len(full) == len(POLICIES) and all(full.values())
+    res = full if complete else case["prefix"]
+    scope = f"first {PROBES[-1]:,} jobs"
+    if complete:
+        scope = f"first {case['jobs']:,} jobs" if case["quick"] else "full trace"
+    gq, fifo, greedy = res["gq"], res["fifo"], res["greedy"]
+    out = [
+        _target("gq avg wait / fifo's", gq["avg_wait_s"], fifo["avg_wait_s"], "<=", TARGET_WAIT,
+                scope),
+        _target(f"gq worst wait of {gq['largest_gpus']}-GPU jobs / fifo's",
+                gq["max_wait_largest_s"], fifo["max_wait_largest_s"], "<=", TARGET_LARGEST, scope),
+        _target("gq allocation / greedy's", gq["allocation_rate"], greedy["allocation_rate"],
+                ">=", 1.0, scope),
+    ]
+    for policy, t in case["timing"].items():
+        seconds = t.get("full_s", t.get("predicted_s"))
+        measured = "full_s" in t
+        what = "replay" if case["quick"] else "full replay"
+        out.append({"target": f"{policy} {what} < {BUDGET:.0f}s", "value": seconds,
+                    "ok": measured and seconds < BUDGET,
+                    "scope": "measured" if measured else f"not run; {t.get('not_run', '')}"})
+    return out
+
+
+def _target(name, value, base, op, limit, scope) -> dict:
+    ratio = value / base if base else (0.0 if value == 0 else math.inf)
+    ok = ratio <= limit if op == "<=" else ratio >= limit
+    return {"target": f"{name} {op} {limit:.3g}", "value": ratio, "ok": ok, "scope": scope}
+
+
+# ---- one pass over a long queue ------------------------------------------------------------
+
+def pass_input(n_pending: int, cluster: str, seed: int = 7) -> SchedulerInput:
+    """A full cluster (4 cards left free) and a long queue: mixed sizes, slices, tiers, users."""
+    rng = random.Random(seed)
+    hosts = parse_cluster(cluster)
+    running, job_id = [], 0
+    for h in hosts:
+        for card in h.cards[: len(h.cards) - (4 if h is hosts[0] else 0)]:
+            job_id += 1
+            running.append(Job(id=job_id, user=f"u{job_id % 10}", command=[], cwd="",
+                               state=JobState.RUNNING, host=h.name, gpus=1,
+                               gpu_ids=[card.index], started_at=rng.uniform(0, 3600),
+                               time_limit=rng.choice([3600.0, 7200.0, 86400.0])))
+    pending = []
+    for _ in range(n_pending):
+        job_id += 1
+        gpus = rng.choice([1, 1, 1, 1, 1, 1, 2, 2, 4, 8])
+        mem = rng.choice([10, 20, 40]) << 30 if gpus == 1 and rng.random() < 0.3 else None
+        pending.append(Job(id=job_id, user=f"u{rng.randrange(10)}", command=[], cwd="",
+                           gpus=gpus, mem=mem, cpus=rng.choice([1, 4, 8]),
+                           priority=rng.choice(list(Tier)),
+                           time_limit=rng.choice([600.0, 3600.0, 14400.0, None]),
+                           submitted_at=rng.uniform(0, 3600)))
+    runs = [RunInterval(j.user, 1.0, j.started_at, None) for j in running]
+    return SchedulerInput(hosts, pending, running, now=3600.0,
+                          usage=decayed_usage(runs, 3600.0, 7 * 86400.0))
+
+
+def pass_scaling(cluster: str, rounds: int) -> dict:
+    small, big = pass_input(1000, cluster), pass_input(10000, cluster)
+    times = {1000: [], 10000: []}
+    for _ in range(rounds):  # interleaved, so that noise hits both alike
+        for n, inp in ((1000, small), (10000, big)):
+            began = time.perf_counter()
+            schedule(inp)
+            times[n].append(time.perf_counter() - began)
+    t1, t10 = statistics.median(times[1000]), statistics.median(times[10000])
+    return {"cluster": cluster, "rounds": rounds, "pass_1000_ms": t1 * 1e3,
+            "pass_10000_ms": t10 * 1e3, "ratio": t10 / t1, "ok": t10 / t1 <= TARGET_PASS}
+
+
+# ---- output --------------------------------------------------------------------------------
+
+def print_case(case: dict) -> None:
+    print(f"\n{case['trace']} at {case['cluster']} ({case['hosts']}), {case['jobs']:,} jobs")
+    whole = f"first {case['jobs']:,} jobs" if case["quick"] else "full trace"
+    for label, res in ((whole, case["results"]),
+                       (f"first {PROBES[-1]:,} jobs (every policy)", case["prefix"])):
+        rows = [(p, m) for p, m in res.items() if m is not None]
+        if not rows:
+            continue
+        print(f"  {label}:")
+        print(f"    {'policy':<7} {'jobs':>6} {'avg wait':>9} {'p95 wait':>9} {'avg JCT':>9} "
+              f"{'alloc':>6} {'makespan':>9} {'worst wait, largest':>22} {'replay':>8}")
+        for p, m in rows:
+            d = format_duration
+            largest = f"{d(m['max_wait_largest_s'])} ({m['largest_gpus']} GPUs)"
+            print(f"    {p:<7} {m['jobs']:>6} {d(m['avg_wait_s']):>9} {d(m['p95_wait_s']):>9} "
+                  f"{d(m['avg_jct_s']):>9} {m['allocation_rate']:>6.1%} "
+                  f"{d(m['makespan_s']):>9} {largest:>22} {m['sim_seconds']:>7.1f}s")
+    for p, t in case["timing"].items():
+        if "not_run" in t:
+            print(f"  {p}: full replay not run: {t['not_run']}")
+    print("  targets:")
+    for t in case["targets"]:
+        value = f"{t['value']:.5f}" if "replay" not in t["target"] else f"{t['value']:.1f}s"
+        print(f"    {t['target']:<44} {value:>9}  {verdict(t['ok']):<6}  ({t['scope']})")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", type=int, nargs="?", const=1000, metavar="N",
+                    help="replay only the first N jobs of each trace (default 1000)")
+    ap.add_argument("--full", action="store_true",
+                    help="replay every trace in full, however long it takes")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args()
+    report = {"machine": machine(), "cases": [], "passes": []}
+    for name, cluster in CASES:
+        case = run_case(name, cluster, args.quick, args.full)
+        case["targets"] = targets(case)
+        report["cases"].append(case)
+        if not args.json:
+            print_case(case)
+            sys.stdout.flush()
+    rounds = 3 if args.quick else 9
+    for cluster in ("8x8x80G", "1x64x80G"):
+        report["passes"].append(pass_scaling(cluster, rounds))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"\none scheduling pass (gq), median of {rounds}:")
+    for p in report["passes"]:
+        print(f"  {p['cluster']:<9} 1,000 pending {p['pass_1000_ms']:7.1f} ms   10,000 pending "
+              f"{p['pass_10000_ms']:8.1f} ms   ratio {p['ratio']:5.1f} (target <= "
+              f"{TARGET_PASS:g})  {verdict(p['ok'])}")
+    m = report["machine"]
+    print(f"\n{m['date']}, Python {m['python']}, {m['cores']} cores")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""`gq sim`: replay a trace (or this host's history) offline and print what each policy did.
+
+Offline: the replay runs in this process, with the policy code the daemon runs. Only
+--from-history talks to the daemon, through the same `list` and `gpus` requests as `gq ls
+--all` and `gq gpus`; it never opens the daemon's database.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gq.protocol import BadInput
+
+POLICY_CHOICES = ("gq", "fifo", "greedy", "all")
+
+
+def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
+            time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool) -> int:
+    from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
+    from gq.sim.metrics import metrics
+    from gq.sim.replay import POLICIES, replay
+
+    if policy not in POLICY_CHOICES:
+        raise BadInput(f"--policy {policy}: expected one of {', '.join(POLICY_CHOICES)}")
+    if time_factor < 0 or time_factor != time_factor:
+        raise BadInput(f"--time-factor {time_factor}: expected 0 (no limits) or more")
+    if from_history == (trace is not None):
+        raise BadInput("give a trace file or --from-history (one of them)")
+    try:
+        if from_history:
+            jobs, source, this_host = history_trace(cpus_per_host)
+        else:
+            jobs, source, this_host = *read(trace, fmt), None
+        if from_history and cluster is None and this_host is None:
+            raise ValueError("--from-history: this host has no cards; describe some with "
+                             "--cluster")
+        if cluster is not None or this_host is None:
+            hosts = parse_cluster(cluster or DEFAULT_CLUSTER, cpus_per_host)
+        else:
+            hosts = (this_host,)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    names = list(POLICIES) if policy == "all" else [policy]
+    results = [metrics(replay(jobs, hosts, name, time_factor)) for name in names]
+    if as_json:
+        from gq.cli.output import print_json
+
+        print_json(results if len(results) > 1 else results[0])
+        return 0
+    print(f"{source}: {len(jobs)} jobs on {describe_cluster(hosts)}, time limits "
+          + (f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)"))
+    print_tables(results)
+    return 0
+
+
+def read(trace: str, fmt: str) -> tuple[list, str]:
+    from gq.sim.traces import read_trace
+
+    t = read_trace(trace, fmt)
+    skipped = sum(t.skipped.values())
+    return list(t.jobs), f"{trace} ({t.format}" + (f", {skipped} rows skipped)" if skipped
+                                                   else ")")
+
+
+def history_trace(cpus: int) -> tuple[list, str, Any]:
+    """This host's ended jobs as trace jobs, and this host's cards as a policy Host."""
+    from gq.cli.client import call
+    from gq.model import Tier
+    from gq.policy import Card, Host
+    from gq.sim.traces import TraceJob
+    from gq.units import parse_iso
+
+    ran = [j for j in call("list", all=True) if j["started_at"] and j["ended_at"]]
+    if not ran:
+        raise ValueError("--from-history: no job of this host has run yet")
+    origin = min(parse_iso(j["submitted_at"]) for j in ran)
+    jobs = sorted((TraceJob(
+        job_id=str(j["id"]), submit_time=parse_iso(j["submitted_at"]) - origin,
+        duration=parse_iso(j["ended_at"]) - parse_iso(j["started_at"]), user=j["user"],
+        gpus=j["gpus"], mem=j["mem"], tier=Tier(j["priority"]), cpus=j["cpus"], ram=j["ram"],
+        time_limit=j["time_limit"], name=j["name"]) for j in ran),
+        key=lambda tj: (tj.submit_time, int(tj.job_id)))
+    cards = tuple(Card(c["index"], c["memory_total"], 0, c["island"]) for c in call("gpus"))
+    host = Host(cpus=cpus, cards=cards, name="host0") if cards else None
+    return jobs, f"history of this host ({len(ran)} ended jobs)", host
+
+
+def print_tables(results: list[dict[str, Any]]) -> None:
+    from gq.cli.output import table
+    from gq.units import format_duration as d
+
+    headers = ["POLICY", "JOBS", "AVG_WAIT", "P95_WAIT", "AVG_JCT", "ALLOC", "MAKESPAN",
+               "MAX_WAIT_LARGEST", "REPLAY"]
+    rows = [[m["policy"], str(m["jobs"]), d(m["avg_wait_s"]), d(m["p95_wait_s"]),
+             d(m["avg_jct_s"]), f"{m['allocation_rate']:.1%}", d(m["makespan_s"]),
+             largest(m), f"{m['sim_seconds']:.1f}s"] for m in results]
+    print(table(headers, rows))
+    print()
+    tier_rows = [[m["policy"], tier, str(t["jobs"]), d(t["avg_wait_s"]), d(t["p95_wait_s"]),
+                  d(t["avg_jct_s"]), f"{t['allocation_rate']:.1%}", largest(t)]
+                 for m in results for tier, t in m["by_tier"].items()]
+    print(table(["POLICY", "TIER", "JOBS", "AVG_WAIT", "P95_WAIT", "AVG_JCT", "ALLOC",
+                 "MAX_WAIT_LARGEST"], tier_rows))
+    notes = [f"dropped {n} job(s) that {why}" for why, n in results[0]["dropped_reasons"].items()]
+    notes += [f"{m['policy']}: {m['unfinished']} job(s) never started" for m in results
+              if m["unfinished"]]
+    if notes:
+        print("\n" + "\n".join(notes))
+
+
+def largest(m: dict[str, Any]) -> str:
+    from gq.units import format_duration
+
+    n = m["largest_gpus"]
+    return f"{format_duration(m['max_wait_largest_s'])} ({n} GPU{'s' * (n != 1)})"

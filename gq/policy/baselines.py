@@ -1,0 +1,104 @@
+"""Baseline policies that `gq sim` compares gq against: strict FIFO, and greedy first fit.
+
+Both take the same SchedulerInput and return the same Plan as `schedule`, so that one replay
+loop runs any of them, and both place a job the way `schedule` does (on the first host where
+it fits, cards chosen by the same Capacity), so that a comparison measures the order jobs run
+in, not a different packing. Neither has tiers, fair share, reservations or quotas:
+
+- `fifo`: jobs in submit order; the first one that does not fit blocks every job behind it
+  (reason Priority), as a plain FIFO queue does.
+- `greedy`: jobs in submit order; every job that fits somewhere now starts. Big jobs can starve
+  behind a stream of small ones: that is the point of comparing with it.
+
+Jobs that cannot be considered (held, waiting on a dependency, more GPUs than any host has)
+never block a FIFO queue: they wait with the reason `schedule` gives them.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+from gq.model import Job, JobState, Reason
+from gq.policy.placement import Capacity
+from gq.policy.schedule import waiting_reason
+from gq.policy.types import Plan, SchedulerInput, Start
+
+
+def fifo(inp: SchedulerInput) -> Plan:
+    return _in_submit_order(inp, stop_at_first_blocked=True)
+
+
+def greedy(inp: SchedulerInput) -> Plan:
+    return _in_submit_order(inp, stop_at_first_blocked=False)
+
+
+def submit_order(pending: list[Job]) -> list[Job]:
+    return sorted(pending, key=_SUBMIT_ORDER)
+
+
+_SUBMIT_ORDER = attrgetter("submitted_at", "id")
+_SHAPE = attrgetter("gpus", "mem", "cpus", "ram")  # what fit() looks at
+
+
+def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool) -> Plan:
+    plan = Plan()
+    reasons, shortfalls = plan.reasons, plan.shortfalls
+    hosts = [(h.name, Capacity(h, inp.running_on(h))) for h in inp.hosts]
+    most_cards = max(len(h.cards) for h in inp.hosts)
+    # A pass only takes resources away, so a request that did not fit once in this pass will
+    # not fit later in it: remember it, which keeps a pass over a long queue cheap per job.
+    short_of: dict[tuple, str] = {}
+    ordered = submit_order(inp.pending)
+    for n, job in enumerate(ordered):
+        # _regular(), inlined: this loop runs over the whole queue on every pass.
+        if job.state is not JobState.PENDING or job.deps or job.gpus > most_cards:
+            reason = waiting_reason(job, inp, most_cards)
+            if reason is not None:
+                reasons[job.id] = reason
+                continue
+        shape = _SHAPE(job)
+        short = short_of.get(shape)
+        if short is None:
+            placed, short = _first_fit(job, hosts)
+            if placed is not None:
+                name, capacity, cards = placed
+                capacity.take(job, cards)
+                plan.starts.append(Start(job.id, cards, name))
+                continue
+            short_of[shape] = short
+        reasons[job.id] = Reason.RESOURCES
+        shortfalls[job.id] = short
+        if stop_at_first_blocked:
+            _behind(job, ordered[n + 1:], plan, inp, most_cards)
+            break
+    return plan
+
+
+def _regular(job: Job, most_cards: int) -> bool:
+    """Pending, no dependencies, fits a host's card count: the common case."""
+    return job.state is JobState.PENDING and not job.deps and job.gpus <= most_cards
+
+
+def _behind(head: Job, rest: list[Job], plan: Plan, inp: SchedulerInput, most_cards: int):
+    """Reasons for the jobs behind a blocked FIFO head, in bulk: the queue behind it can be
+    thousands long, and this runs on every pass."""
+    ids = [j.id for j in rest]
+    plan.reasons.update(dict.fromkeys(ids, Reason.PRIORITY))
+    plan.shortfalls.update(dict.fromkeys(ids, f"first in, first out: job {head.id} starts first"))
+    for job in [j for j in rest if not _regular(j, most_cards)]:
+        reason = waiting_reason(job, inp, most_cards)
+        if reason is not None:
+            plan.reasons[job.id] = reason
+            del plan.shortfalls[job.id]
+
+
+def _first_fit(job: Job, hosts: list[tuple[str, Capacity]]):
+    """((host name, its capacity, cards), None) on the first host where the job fits now, or
+    (None, what is short on the first host)."""
+    first_short = None
+    for name, capacity in hosts:
+        cards, short = capacity.fit(job)
+        if cards is not None:
+            return (name, capacity, cards), None
+        first_short = first_short or short
+    return None, first_short
