@@ -60,6 +60,9 @@ def schedule(inp: SchedulerInput) -> Plan:
     quota = QuotaBook(inp.limits, inp.running, sum(len(h.cards) for h in inp.hosts))
     reservations: list[Reservation] = []
     most_cards = max(len(h.cards) for h in inp.hosts)
+    # Requests that fit no host now, with what is short: a pass only takes resources, so the
+    # answer holds for the rest of it, and a long queue repeats a few shapes many times.
+    fits_nowhere: dict[tuple, str | None] = {}
     for job in queue_order(inp, plan.scores):
         reason = waiting_reason(job, inp, most_cards)
         if reason is not None:
@@ -71,7 +74,13 @@ def schedule(inp: SchedulerInput) -> Plan:
             plan.shortfalls[job.id] = over
             continue
         end = inp.now + (job.time_limit or inp.default_limit)
-        placed, blocking, short = _place(job, hosts, end, reservations)
+        shape = (job.gpus, job.mem, job.cpus, job.ram)
+        if shape in fits_nowhere:
+            placed, blocking, short = None, None, fits_nowhere[shape]
+        else:
+            placed, blocking, short = _place(job, hosts, end, reservations)
+            if placed is None and blocking is None:
+                fits_nowhere[shape] = short
         if placed is not None:
             state, cards = placed
             consume_slack(job, state.host.name, cards, end, reservations)
