@@ -23,6 +23,7 @@ class Config:
     kill_wait: float = 30.0  # seconds between SIGTERM and SIGKILL on cancel, as Slurm's KillWait
     tick: float = 1.0  # seconds between the daemon's housekeeping rounds
     default_time: float = 24 * 3600.0  # how long a job without --time is assumed to run
+    default_time_by_tier: dict[str, float] = field(default_factory=dict)
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
@@ -88,7 +89,13 @@ def _apply(config: Config, data: dict) -> None:
         config.kill_wait = _duration("[daemon] kill_wait", daemon["kill_wait"])
     if "tick" in daemon:
         config.tick = _duration("[daemon] tick", daemon["tick"])
-    if "default_time" in sched:
+    if isinstance(sched.get("default_time"), dict):  # per tier: {high = "4h", low = "3d"}
+        for tier, value in sched["default_time"].items():
+            if tier not in ("high", "normal", "low"):
+                raise ValueError(f"[scheduler] default_time.{tier}: expected high, normal or low")
+            config.default_time_by_tier[tier] = _duration(f"[scheduler] default_time.{tier}",
+                                                          value)
+    elif "default_time" in sched:
         config.default_time = _duration("[scheduler] default_time", sched["default_time"])
     if "reservations" in sched:
         config.reservations = _whole("[scheduler] reservations", sched["reservations"], 0)

@@ -171,3 +171,11 @@ def test_a_cluster_places_jobs_within_one_host_and_reserves_where_earliest():
     assert plan.reasons[2] == Reason.PRIORITY  # card a:1 is reserved for job 1 from 1h
     plan = schedule(SchedulerInput((a, b), [job(1, gpus=3)], [], {}, 0))
     assert plan.reasons[1] == Reason.RESOURCES and plan.starts == []
+
+
+def test_the_assumed_limit_can_depend_on_the_tier():
+    running = [job(9, started=0, gpu_ids=[0], tier=Tier.LOW)]  # no --time: low runs 3 days
+    plan = run(host(1), [job(1)], running, tier_limits={"low": 72 * H})
+    assert plan.forecasts[1].start == 72 * H
+    plan = run(host(1), [job(1)], running)
+    assert plan.forecasts[1].start == 24 * H

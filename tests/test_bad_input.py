@@ -123,3 +123,11 @@ def test_a_bad_sim_spec_is_refused_at_start(make_host):
     host = make_host("4y80G", start=False)
     proc = host.gq("ls", check=False)
     assert proc.returncode == 1 and "GQ_SIM_GPUS='4y80G'" in proc.stderr
+
+
+def test_per_tier_default_times_are_read_and_checked(make_host):
+    host = make_host("1x80G", start=False)
+    with open(host.home / "config.toml", "a") as config:
+        config.write('\n[scheduler]\ndefault_time = { low = "3d", urgent = "1h" }\n')
+    proc = host.gq("ls", check=False)
+    assert proc.returncode == 1 and "default_time.urgent: expected high, normal or low" in proc.stderr

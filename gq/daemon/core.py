@@ -228,7 +228,9 @@ class Daemon:
         } if dep_ids else {}
         plan = schedule(SchedulerInput(
             self.host(), pending, running, outcomes, self.clock(),
-            default_limit=self.config.default_time, max_reservations=self.config.reservations,
+            default_limit=self.config.default_time,
+            tier_limits=self.config.default_time_by_tier,
+            max_reservations=self.config.reservations,
             usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
         ))
         self.store.set_reasons(plan.reasons)

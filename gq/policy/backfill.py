@@ -42,8 +42,8 @@ class Reservation:
     card_slack: dict[int, int] = field(default_factory=dict)
 
 
-def expected_end(job: Job, now: float, default_limit: float) -> float:
-    limit = job.time_limit or default_limit
+def expected_end(job: Job, now: float, limit: float) -> float:
+    """When a job holding resources should end, given its (declared or assumed) limit."""
     end = (job.started_at if job.started_at is not None else now) + limit
     return max(end, now + OVERDUE_GRACE) if end <= now else end
 

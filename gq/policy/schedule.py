@@ -49,7 +49,7 @@ class _HostState:
         running = inp.running_on(host)
         self.capacity = Capacity(host, running)
         self.holding = [
-            Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.default_limit))
+            Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.limit_of(j)))
             for j in running
         ]
 
@@ -73,7 +73,7 @@ def schedule(inp: SchedulerInput) -> Plan:
             plan.reasons[job.id] = Reason.QUOTA_LIMIT
             plan.shortfalls[job.id] = over
             continue
-        end = inp.now + (job.time_limit or inp.default_limit)
+        end = inp.now + inp.limit_of(job)
         shape = (job.gpus, job.mem, job.cpus, job.ram)
         if shape in fits_nowhere:
             placed, blocking, short = None, None, fits_nowhere[shape]

@@ -49,8 +49,10 @@ class SchedulerInput:
     # absent here has not ended yet.
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     now: float = 0.0
-    # How long a job without --time is assumed to run, when reserving resources for others.
+    # How long a job without --time is assumed to run, when reserving resources for others;
+    # tier_limits overrides it per tier ("low" work tends to run longer, say).
     default_limit: float = 24 * 3600.0
+    tier_limits: dict[str, float] = field(default_factory=dict)
     # How many of the first jobs that cannot start get a reservation (backfill protects them).
     max_reservations: int = 8
     # Each user's decayed card-seconds (fairshare.decayed_usage), and how to weigh it.
@@ -61,6 +63,10 @@ class SchedulerInput:
     @property
     def hosts(self) -> tuple[Host, ...]:
         return self.host if isinstance(self.host, tuple) else (self.host,)
+
+    def limit_of(self, job: Job) -> float:
+        """The job's time limit, or the one assumed for its tier."""
+        return job.time_limit or self.tier_limits.get(str(job.priority), self.default_limit)
 
     def running_on(self, host: Host) -> list[Job]:
         if len(self.hosts) == 1:
