@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from gq.model import Job
 from gq.policy.placement import Capacity
-from gq.policy.types import Host
 
 # A job past its expected end is assumed to end this much later: it is overdue, not gone.
 OVERDUE_GRACE = 60.0
@@ -49,27 +48,20 @@ def expected_end(job: Job, now: float, limit: float) -> float:
 
 
 def reserve(
-    job: Job,
-    host: Host,
-    holding: list[Holding],
-    reservations: list[Reservation],
-    now: float,
+    job: Job, host: str, base: Capacity, by_end: list[Holding], now: float
 ) -> Reservation | None:
-    """The earliest reservation for `job` on `host` (given what holds resources there and the
-    reservations on it), or None if it would not fit even once every job holding resources
-    has ended (memory held outside gq, say)."""
-    future = Capacity(host, [])
-    for h in holding:
-        future.take(h.job, h.gpu_ids)
-    # Pessimistic and simple: earlier reservations hold their resources from now on.
-    for r in reservations:
-        if r.host == host.name:
-            future.take(r.job, r.cards)
-    for h in sorted(holding, key=lambda h: h.end):
+    """The earliest reservation for `job` on `host`, or None if it would not fit even once
+    every job holding resources there has ended (memory held outside gq, say).
+
+    `base`: the host with everything that holds resources on it taken, and, pessimistic and
+    simple, the earlier reservations on it too, as if they held theirs from now on. `by_end`:
+    what holds resources, soonest end first."""
+    future = base.copy()
+    for h in by_end:
         future.release(h.job, h.gpu_ids)
         cards, _short = future.fit(job)
         if cards is not None:
-            return _with_slack(job, host.name, max(h.end, now), cards, future)
+            return _with_slack(job, host, max(h.end, now), cards, future)
     return None
 
 

@@ -44,6 +44,15 @@ class Capacity:
         for job in running:
             self.take(job, job.gpu_ids)
 
+    def copy(self) -> Capacity:
+        other = Capacity.__new__(Capacity)
+        other.cpus_free, other.ram_free = self.cpus_free, self.ram_free
+        other.cards = {
+            i: CardLoad(c.total, c.external, c.island, c.declared, c.whole_holders, set(c.jobs))
+            for i, c in self.cards.items()
+        }
+        return other
+
     def release(self, job: Job, gpu_ids) -> None:
         """Undo take(): the job has ended (in a look into the future)."""
         self.cpus_free += job.cpus

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import insort
+
 from gq.model import Job, JobState, Reason
 from gq.policy.backfill import (
     Holding,
@@ -20,6 +22,8 @@ from gq.policy.types import Forecast, Host, Plan, SchedulerInput, Start
 
 def eligible_since(job: Job, inp: SchedulerInput) -> float:
     """When the job could first have run: its age does not grow while it waits on others."""
+    if not job.deps:
+        return job.submitted_at
     ends = [inp.outcomes[i].ended_at for ids in job.deps.values() for i in ids
             if i in inp.outcomes and inp.outcomes[i].ended_at is not None]
     return max([job.submitted_at, *ends])
@@ -42,16 +46,24 @@ def queue_order(inp: SchedulerInput, by_score: dict[int, Score]) -> list[Job]:
 
 
 class _HostState:
-    """One host during a pass: its free capacity and what holds resources on it."""
+    """One host during a pass: its free capacity, what holds resources on it (soonest end
+    first), and the look-ahead base for reservations (that, plus the reservations on it)."""
 
     def __init__(self, host: Host, inp: SchedulerInput):
         self.host = host
         running = inp.running_on(host)
         self.capacity = Capacity(host, running)
-        self.holding = [
-            Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.limit_of(j)))
-            for j in running
-        ]
+        self.by_end = sorted(
+            (Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.limit_of(j)))
+             for j in running),
+            key=lambda h: h.end,
+        )
+        self.reserved = self.capacity.copy()
+
+    def start(self, job: Job, cards: tuple[int, ...], end: float) -> None:
+        self.capacity.take(job, cards)
+        self.reserved.take(job, cards)
+        insort(self.by_end, Holding(job, cards, end), key=lambda h: h.end)
 
 
 def schedule(inp: SchedulerInput) -> Plan:
@@ -84,8 +96,7 @@ def schedule(inp: SchedulerInput) -> Plan:
         if placed is not None:
             state, cards = placed
             consume_slack(job, state.host.name, cards, end, reservations)
-            state.capacity.take(job, cards)
-            state.holding.append(Holding(job, cards, end))
+            state.start(job, cards, end)
             quota.take(job)
             plan.starts.append(Start(job.id, cards, state.host.name))
         elif blocking is not None:
@@ -98,7 +109,7 @@ def schedule(inp: SchedulerInput) -> Plan:
             plan.reasons[job.id] = Reason.RESOURCES
             plan.shortfalls[job.id] = short
             if len(reservations) < inp.max_reservations:
-                r = _earliest_reservation(job, hosts, reservations, inp.now)
+                r = _earliest_reservation(job, hosts, inp.now)
                 if r is not None:
                     reservations.append(r)
                     plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host)
@@ -122,12 +133,15 @@ def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Res
     return None, blocking, short
 
 
-def _earliest_reservation(
-    job: Job, hosts: list[_HostState], reservations: list[Reservation], now: float
-) -> Reservation | None:
-    found = [reserve(job, s.host, s.holding, reservations, now) for s in hosts]
-    found = [r for r in found if r is not None]
-    return min(found, key=lambda r: r.start) if found else None
+def _earliest_reservation(job: Job, hosts: list[_HostState], now: float) -> Reservation | None:
+    """The host where the job could start soonest; its resources are then set aside there."""
+    found = [(reserve(job, s.host.name, s.reserved, s.by_end, now), s) for s in hosts]
+    found = [(r, s) for r, s in found if r is not None]
+    if not found:
+        return None
+    r, state = min(found, key=lambda pair: pair[0].start)
+    state.reserved.take(job, r.cards)
+    return r
 
 
 def waiting_reason(job: Job, inp: SchedulerInput, most_cards: int) -> str | None:
