@@ -33,7 +33,7 @@ _KNOWN = {
     "host": {"cpus", "ram"},
     "daemon": {"kill_wait", "tick"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
-                  "weight_age"},
+                  "weight_age", "weight_short"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
 }
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -109,6 +109,8 @@ def _apply(config: Config, data: dict) -> None:
                                   1e6) if "weight_fairshare" in sched else fs.weight_fairshare),
         weight_age=(_number("[scheduler] weight_age", sched["weight_age"], 0, 1e6)
                     if "weight_age" in sched else fs.weight_age),
+        weight_short=(_number("[scheduler] weight_short", sched["weight_short"], 0, 1e6)
+                      if "weight_short" in sched else fs.weight_short),
     )
     default = _user_limits("[limits]", {k: v for k, v in limits.items() if k != "users"},
                            UserLimits())

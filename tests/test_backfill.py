@@ -37,9 +37,9 @@ def test_best_fit_keeps_whole_cards_free():
 
 def test_the_head_job_gets_a_reservation_and_only_short_jobs_backfill():
     running = [job(9, limit=1 * H, started=0, gpu_ids=[0])]
-    big, long_small, short_small = job(1, gpus=2), job(2), job(3, limit=0.5 * H)
-    plan = run(host(2), [big, long_small, short_small], running, now=60)
-    assert plan.forecasts[1].start == 1 * H and plan.forecasts[1].gpu_ids == (0, 1)
+    big, long_small, short_small = job(1, gpus=3), job(2), job(3, limit=0.5 * H)
+    plan = run(host(3), [big, long_small, short_small], running, now=60)
+    assert plan.forecasts[1].start == 1 * H and plan.forecasts[1].gpu_ids == (0, 1, 2)
     assert plan.reasons[1] == Reason.RESOURCES
     assert plan.reasons[2] == Reason.PRIORITY and "job 1" in plan.shortfalls[2]
     assert [s.job_id for s in plan.starts] == [3]
@@ -70,8 +70,9 @@ def test_no_reservation_when_memory_outside_gq_never_frees():
 
 
 def test_a_big_job_does_not_starve_behind_a_stream_of_small_ones():
-    """Replay: 4 cards, one-card jobs with 1h limits arriving every 10 minutes, for ever;
-    a 4-card job queued at t=5m must start once the jobs running when it arrived have ended."""
+    """Replay: 4 cards, one-card jobs with 1h limits arriving every 10 minutes, for ever, and
+    ranking above it (they are shorter); a 4-card job queued at t=5m with a 2h limit must start
+    once it has waited its own limit and the jobs running then have ended."""
     h = host(4)
     running: list[Job] = []
     pending: list[Job] = [job(1000, gpus=4, limit=2 * H, at=300)]
@@ -91,7 +92,7 @@ def test_a_big_job_does_not_starve_behind_a_stream_of_small_ones():
                 big_started = now
         if big_started is not None:
             break
-    assert big_started is not None and big_started <= 300 + 1 * H + 600
+    assert big_started is not None and big_started <= 300 + 2 * H + 1 * H + 600
 
 
 # ---- the invariant, over random inputs -----------------------------------------------------

@@ -47,14 +47,14 @@ def test_running_intervals_charge_until_now_and_slices_charge_their_share():
 
 
 def test_factors():
-    f = fairshare_factors({"ann": 30.0, "bob": 10.0}, {"cat"})
-    assert f["cat"] == 1.0  # used nothing
-    assert f["ann"] == pytest.approx(2 ** -(0.75 * 3)) and f["ann"] < f["bob"] < 1
+    f = fairshare_factors({"ann": 30.0, "bob": 10.0})
+    assert "cat" not in f  # used nothing: the policy takes 1
+    assert f["ann"] == pytest.approx(2 ** -(0.75 * 2)) and f["ann"] < f["bob"] < 1
 
 
 def test_the_lighter_user_goes_first_within_a_tier():
     usage = {"ann": 100 * 3600.0}
-    first, plan = order([job(1, "ann", at=0), job(2, "bob", at=5)], usage=usage)
+    first, plan = order([job(1, "ann", at=0), job(2, "bob", at=5)], usage=usage, now=60)
     assert first == 2
     assert plan.scores[2].fairshare == 1.0 and plan.scores[1].fairshare < 1.0
     assert plan.scores[1].usage == usage["ann"]

@@ -54,7 +54,8 @@ def _score_text(score: dict | None) -> str:
         return ""
     w = score["weights"]
     return (f"; within the tier, score {score['total']:.3f} = {w['fairshare']:g} x fair share "
-            f"{score['fairshare']:.3f} + {w['age']:g} x age {score['age']:.3f} (the user used "
+            f"{score['fairshare']:.3f} + {w['age']:g} x age {score['age']:.3f} + {w['short']:g} "
+            f"x length {score['short']:.3f} (the user used "
             f"{score['usage_card_hours']:.1f} card-hours lately, halving weekly)")
 
 

@@ -232,6 +232,7 @@ class Daemon:
             tier_limits=self.config.default_time_by_tier,
             max_reservations=self.config.reservations,
             usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
+            score_time=self._usage_at,
         ))
         self.store.set_reasons(plan.reasons)
         self.shortfalls = plan.shortfalls

@@ -102,9 +102,11 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
         "total": round(score.total, 4),
         "fairshare": round(score.fairshare, 4),
         "age": round(score.age, 4),
+        "short": round(score.short, 4),
         "usage_card_hours": round(score.usage / 3600, 3),
         "weights": {"fairshare": daemon.config.fairshare.weight_fairshare,
-                    "age": daemon.config.fairshare.weight_age},
+                    "age": daemon.config.fairshare.weight_age,
+                    "short": daemon.config.fairshare.weight_short},
     }
     out["stdout"] = str(daemon.layout.stdout(job_id))
     out["stderr"] = str(daemon.layout.stderr(job_id))

@@ -2,11 +2,12 @@
 
 from gq.policy.fairshare import FairShareConfig, RunInterval, Score, decayed_usage
 from gq.policy.quotas import Limits, UserLimits
-from gq.policy.schedule import queue_order, schedule
+from gq.policy.queue import PendingQueue
+from gq.policy.schedule import schedule
 from gq.policy.types import Card, Forecast, Host, Outcome, Plan, SchedulerInput, Start
 
 __all__ = [
     "Card", "FairShareConfig", "Forecast", "Host", "Limits", "Outcome", "Plan", "RunInterval",
-    "SchedulerInput", "Score", "Start", "UserLimits", "decayed_usage", "queue_order",
+    "SchedulerInput", "Score", "Start", "UserLimits", "decayed_usage", "PendingQueue",
     "schedule",
 ]

@@ -9,6 +9,7 @@ of what that reservation needs (its slack). This is EASY backfill with several r
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from gq.model import Job
@@ -48,21 +49,49 @@ def expected_end(job: Job, now: float, limit: float) -> float:
 
 
 def reserve(
-    job: Job, host: str, base: Capacity, by_end: list[Holding], now: float
+    job: Job, host: str, base: Capacity, by_end: list[Holding], now: float,
+    before: float = math.inf,
 ) -> Reservation | None:
-    """The earliest reservation for `job` on `host`, or None if it would not fit even once
-    every job holding resources there has ended (memory held outside gq, say).
+    """The earliest reservation for `job` on `host` that starts before `before`, or None if
+    there is none (it would not fit even once every job holding resources there has ended:
+    memory held outside gq, say).
 
     `base`: the host with everything that holds resources on it taken, and, pessimistic and
     simple, the earlier reservations on it too, as if they held theirs from now on. `by_end`:
-    what holds resources, soonest end first."""
-    future = base.copy()
-    for h in by_end:
-        future.release(h.job, h.gpu_ids)
-        cards, _short = future.fit(job)
-        if cards is not None:
-            return _with_slack(job, host, max(h.end, now), cards, future)
-    return None
+    what holds resources, soonest end first. `base` is released into in place, one holding at a
+    time, and restored before returning."""
+    cards_for = _cards_usable_by(job, base, base.cards)
+    released = 0
+    try:
+        for h in by_end:
+            start = max(h.end, now)
+            if start >= before:
+                return None
+            base.release(h.job, h.gpu_ids)
+            released += 1
+            cards_for |= _cards_usable_by(job, base, h.gpu_ids)
+            # Cheap necessary conditions first: fit() sorts and weighs islands.
+            if len(cards_for) < job.gpus or job.cpus > base.cpus_free:
+                continue
+            cards, _short = base.fit(job)
+            if cards is not None:
+                return _with_slack(job, host, start, cards, base)
+        return None
+    finally:
+        for h in reversed(by_end[:released]):
+            base.take(h.job, h.gpu_ids)
+
+
+def _cards_usable_by(job: Job, cap: Capacity, indices) -> set[int]:
+    """Which of `indices` could take the job as the cards stand (what find_cards accepts)."""
+    out = set()
+    for i in indices:
+        c = cap.cards.get(i)
+        if c is None:
+            continue
+        if c.usable and not c.jobs and c.external == 0 if job.mem is None else c.free >= job.mem:
+            out.add(i)
+    return out
 
 
 def _with_slack(

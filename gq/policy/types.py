@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from gq.model import Job, JobState
 from gq.policy.fairshare import FairShareConfig, Score
+from gq.policy.queue import PendingQueue
 from gq.policy.quotas import Limits
 
 
@@ -43,7 +44,8 @@ class Outcome:
 class SchedulerInput:
     # One host (the daemon), or a cluster of them (gq sim): a job runs within one host.
     host: Host | tuple[Host, ...]
-    pending: list[Job]  # pending and held jobs
+    # Pending and held jobs: a list, or a PendingQueue that the caller keeps between passes.
+    pending: list[Job] | PendingQueue
     running: list[Job]  # every job that holds resources now, with its gpu_ids
     # Final outcome of each job named in a dependency that has ended; a dependency that is
     # absent here has not ended yet.
@@ -56,9 +58,21 @@ class SchedulerInput:
     # How many of the first jobs that cannot start get a reservation (backfill protects them).
     max_reservations: int = 8
     # Each user's decayed card-seconds (fairshare.decayed_usage), and how to weigh it.
+    # The caller replaces the dict when it recalculates usage; it never edits one in place.
     usage: dict[str, float] = field(default_factory=dict)
     fairshare: FairShareConfig = FairShareConfig()
     limits: Limits = Limits()
+    # When usage was last recalculated: scores (age included) are evaluated then, so the
+    # order is stable between recalculations. None: now.
+    score_time: float | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.pending, PendingQueue):
+            self.pending = PendingQueue(self.pending)
+
+    @property
+    def scored_at(self) -> float:
+        return self.now if self.score_time is None else self.score_time
 
     @property
     def hosts(self) -> tuple[Host, ...]:

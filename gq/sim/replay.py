@@ -38,6 +38,7 @@ from gq.policy import (
     FairShareConfig,
     Host,
     Limits,
+    PendingQueue,
     Plan,
     RunInterval,
     SchedulerInput,
@@ -49,8 +50,14 @@ from gq.policy.placement import Capacity
 from gq.policy.quotas import UserLimits
 from gq.sim.traces import TraceJob
 
+def _gq(inp: SchedulerInput) -> Plan:
+    """The daemon's policy, reading the queue only as far as a start is still possible (a
+    replay needs the starts, not every waiting job's reason)."""
+    return schedule(inp, explain=False)
+
+
 POLICIES: dict[str, Callable[[SchedulerInput], Plan]] = {
-    "gq": schedule, "fifo": fifo, "greedy": greedy,
+    "gq": _gq, "fifo": fifo, "greedy": greedy,
 }
 USAGE_REFRESH = 300.0  # simulated seconds between fair-share recalculations
 MIN_TIME_LIMIT = 60.0  # a declared limit is at least a minute, as Slurm's --time granularity
@@ -149,7 +156,7 @@ class _Replay:
         self.result = ReplayResult(policy, self.hosts, [])
         self.trace_ids: dict[int, TraceJob] = {}
         self.run_time: dict[int, float] = {}
-        self.pending: dict[int, Job] = {}
+        self.pending = PendingQueue()  # kept sorted between fair-share recalculations
         self.running: dict[int, Job] = {}
         self.completions: list[tuple[float, int]] = []
         # Pending requests by shape, and whether each fits somewhere now (see the docstring).
@@ -211,7 +218,7 @@ class _Replay:
         return self.result
 
     def arrive(self, job: Job) -> None:
-        self.pending[job.id] = job
+        self.pending.add(job)
         entry = self.shapes.get(shape := _shape(job))
         if entry is None:
             self.shapes[shape] = [1, job]
@@ -243,16 +250,17 @@ class _Replay:
 
     def run_pass(self, now: float) -> None:
         self.result.passes += 1
+        usage = self.usage_now(now)
         plan = self.policy(SchedulerInput(
-            self.hosts, list(self.pending.values()), list(self.running.values()), now=now,
+            self.hosts, self.pending, list(self.running.values()), now=now,
             default_limit=self.default_limit, max_reservations=self.max_reservations,
-            usage=self.usage_now(now), fairshare=self.fairshare, limits=self.limits,
+            usage=usage, fairshare=self.fairshare, limits=self.limits, score_time=self.usage_at,
         ))
         for start in plan.starts:
             self.start(start.job_id, start.host, start.gpu_ids, now)
 
     def start(self, job_id: int, host: str, gpu_ids: tuple[int, ...], now: float) -> None:
-        job = self.pending.pop(job_id)
+        job = self.pending.remove(job_id)
         entry = self.shapes[shape := _shape(job)]
         entry[0] -= 1
         if entry[0] == 0:

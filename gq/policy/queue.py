@@ -1,0 +1,192 @@
+"""The waiting jobs in scheduling order, kept sorted between passes when the caller can.
+
+Scores are evaluated at `SchedulerInput.score_time`, the moment usage was last recalculated (as
+Slurm recalculates priorities every PriorityCalcPeriod), so between two recalculations a job's
+score does not change and the order only gains and loses jobs. A caller that keeps one
+`PendingQueue` across passes (the replay of `gq sim`) therefore pays for a sort once per
+recalculation, and a pass that stops early reads only the head of the queue. A caller that
+passes a plain list (the daemon, the tests) gets the same order, sorted for that pass.
+
+Within a tier the score decides, except for one job: the one that has waited longest (among
+those that could run) comes first once it has waited longer than its own time limit. A score
+that favours light users and short jobs must not let a stream of them overtake a job for ever,
+and the first job of a tier is the first one backfill protects: no job waits much longer than
+it asks to run before the queue makes room for it.
+
+Jobs with dependencies are kept apart and sorted at each pass: their age counts from when their
+dependencies ended, which can change between recalculations.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from gq.model import Job
+from gq.policy.fairshare import Score, fairshare_factors, score
+
+if TYPE_CHECKING:
+    from gq.policy.types import SchedulerInput
+
+Key = tuple  # (tier rank, -score, submitted_at, id): ascending is scheduling order
+
+
+def shape(job: Job) -> tuple:
+    """What a job asks for, as placement sees it."""
+    return job.gpus, job.mem, job.cpus, job.ram
+
+
+def eligible_since(job: Job, inp: SchedulerInput) -> float:
+    """When the job could first have run: its age does not grow while it waits on others."""
+    if not job.deps:
+        return job.submitted_at
+    ends = [inp.outcomes[i].ended_at for ids in job.deps.values() for i in ids
+            if i in inp.outcomes and inp.outcomes[i].ended_at is not None]
+    return max([job.submitted_at, *ends])
+
+
+class PendingQueue:
+    """Pending and held jobs: add and remove as they come and go; `ordered` yields them in
+    scheduling order. Also counts the shapes waiting, so that a pass can tell when nothing
+    left could start."""
+
+    def __init__(self, jobs: Iterable[Job] = ()):
+        self.jobs: dict[int, Job] = {}
+        self.shapes: dict[tuple, int] = {}
+        # Per shape, the declared time limits waiting (sorted) and how many declare none.
+        self._limits: dict[tuple, list[float]] = {}
+        self._undeclared: dict[tuple, int] = {}
+        self._sorted: list[Key] = []  # jobs without dependencies, by key at _scored
+        self._keys: dict[int, Key] = {}
+        self._with_deps: dict[int, Job] = {}
+        self._by_age: dict[int, list[tuple[float, int]]] = {}  # tier rank -> (submitted, id)
+        # What the keys were computed from: (score_time, fair-share settings, assumed limits),
+        # and the usage (the caller replaces it when it recalculates, never edits it).
+        self._scored: tuple | None = None
+        self._usage: dict | None = None
+        for job in jobs:
+            self.add(job)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self.jobs.values())
+
+    def add(self, job: Job) -> None:
+        self.jobs[job.id] = job
+        s = shape(job)
+        self.shapes[s] = self.shapes.get(s, 0) + 1
+        if job.time_limit:
+            insort(self._limits.setdefault(s, []), job.time_limit)
+        else:
+            self._undeclared[s] = self._undeclared.get(s, 0) + 1
+        if job.deps:
+            self._with_deps[job.id] = job
+            return
+        insort(self._by_age.setdefault(job.priority.rank, []), (job.submitted_at, job.id))
+        if self._scored is not None:
+            key = self._keys[job.id] = self._key(job, self._factors, self._inp)
+            insort(self._sorted, key)
+
+    def remove(self, job_id: int) -> Job:
+        job = self.jobs.pop(job_id)
+        s = shape(job)
+        if self.shapes[s] == 1:
+            del self.shapes[s]
+        else:
+            self.shapes[s] -= 1
+        if job.time_limit:
+            limits = self._limits[s]
+            del limits[bisect_left(limits, job.time_limit)]
+        else:
+            self._undeclared[s] -= 1
+        if self._with_deps.pop(job_id, None) is not None:
+            return job
+        by_age = self._by_age[job.priority.rank]
+        del by_age[bisect_left(by_age, (job.submitted_at, job_id))]
+        if self._scored is not None:
+            key = self._keys.pop(job_id)
+            del self._sorted[bisect_left(self._sorted, key)]
+        return job
+
+    def shortest_limit(self, request: tuple, inp: SchedulerInput) -> float:
+        """The shortest time limit (declared, or assumed for its tier) among the jobs of this
+        shape: a bound below which no job of the shape asks to run."""
+        limits = self._limits.get(request)
+        best = limits[0] if limits else math.inf
+        if self._undeclared.get(request):
+            best = min(best, inp.default_limit, *inp.tier_limits.values())
+        return best
+
+    def ordered(self, inp: SchedulerInput, scores: dict[int, Score],
+                could_run: Callable[[Job], bool]) -> Iterator[Job]:
+        """The jobs in scheduling order: tier first; within a tier, the job that has waited
+        longest of those that `could_run` if it has waited longer than its time limit, then
+        the others by score, highest first (fair share, age, length), then submit time. Fills
+        `scores` as jobs are read."""
+        self._rescore_if_stale(inp)
+        deps = sorted(self._key(j, self._factors, inp) for j in self._with_deps.values())
+        keys = heapq.merge(self._sorted, deps) if deps else self._sorted
+        tier, first = None, None
+        for key in keys:
+            if key[0] != tier:
+                tier = key[0]
+                first = self._overdue(tier, inp, could_run)
+                if first is not None:
+                    scores[first.id] = self._score_of(first, inp)
+                    yield first
+            job = self.jobs[key[-1]]
+            if job is first:
+                continue
+            scores[job.id] = self._score_of(job, inp)
+            yield job
+
+    def _overdue(self, rank: int, inp: SchedulerInput,
+                 could_run: Callable[[Job], bool]) -> Job | None:
+        """The tier's job that became eligible first, among those that could run, if it has
+        waited longer than its time limit."""
+        best = None
+        for _at, job_id in self._by_age.get(rank, ()):
+            if could_run(job := self.jobs[job_id]):
+                best = (job.submitted_at, job.id, job)
+                break
+        for job in self._with_deps.values():
+            if job.priority.rank == rank and could_run(job):
+                cand = (eligible_since(job, inp), job.id, job)
+                if best is None or cand[:2] < best[:2]:
+                    best = cand
+        if best is None or inp.now - best[0] <= inp.limit_of(best[2]):
+            return None
+        return best[2]
+
+    # ---- scores -------------------------------------------------------------------------
+
+    def _rescore_if_stale(self, inp: SchedulerInput) -> None:
+        stamp = (inp.scored_at, inp.fairshare, inp.default_limit,
+                 tuple(sorted(inp.tier_limits.items())))
+        if stamp == self._scored and inp.usage is self._usage:
+            return
+        self._factors = fairshare_factors(inp.usage)
+        self._inp = inp
+        self._scores: dict[int, Score] = {}
+        self._keys = {j.id: self._key(j, self._factors, inp)
+                      for j in self.jobs.values() if not j.deps}
+        self._sorted = sorted(self._keys.values())
+        self._scored, self._usage = stamp, inp.usage
+
+    def _score_of(self, job: Job, inp: SchedulerInput) -> Score:
+        return self._scores.get(job.id) or self._score(job, self._factors, inp)
+
+    def _score(self, job: Job, factors: dict[str, float], inp: SchedulerInput) -> Score:
+        return score(job, eligible_since(job, inp), inp.limit_of(job), factors, inp.usage,
+                     inp.scored_at, inp.fairshare)
+
+    def _key(self, job: Job, factors: dict[str, float], inp: SchedulerInput) -> Key:
+        s = self._score(job, factors, inp)
+        if not job.deps:
+            self._scores[job.id] = s
+        return job.priority.rank, -s.total, job.submitted_at, job.id

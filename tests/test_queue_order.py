@@ -1,0 +1,162 @@
+"""The queue's order (length and overdue jobs), the kept queue of the replay, and the pass that
+stops reading the queue early: each must decide exactly what the plain pass decides."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gq.sim.replay as sim
+from gq.model import DepKind, Job, JobState, Reason, Tier
+from gq.policy import Card, FairShareConfig, Host, Outcome, PendingQueue, SchedulerInput, schedule
+from gq.policy.fairshare import shortness
+from gq.sim.cluster import parse_cluster
+from gq.sim.traces import TraceJob
+
+H, G = 3600.0, 1 << 30
+
+
+def job(id, user="ann", tier=Tier.NORMAL, at=0.0, gpus=1, limit=None, deps=None, held=False,
+        started=None, gpu_ids=()):
+    state = JobState.HELD if held else JobState.PENDING
+    if started is not None:
+        state = JobState.RUNNING
+    return Job(id=id, user=user, command=["x"], cwd="/", priority=tier, submitted_at=at,
+               gpus=gpus, time_limit=limit, deps=deps or {}, state=state, started_at=started,
+               gpu_ids=list(gpu_ids))
+
+
+def one_card() -> Host:
+    return Host(cpus=64, cards=(Card(0, 80 * G),))
+
+
+def test_shorter_jobs_rank_higher_within_a_tier_and_the_score_says_so():
+    pending = [job(1, limit=20 * H, at=0), job(2, limit=10 * 60, at=5)]
+    plan = schedule(SchedulerInput(one_card(), pending, [], {}, 60.0))
+    assert [s.job_id for s in plan.starts] == [2]
+    assert plan.scores[2].short > plan.scores[1].short
+    assert plan.scores[2].total - plan.scores[1].total == pytest.approx(
+        0.25 * (shortness(600, FairShareConfig()) - shortness(20 * H, FairShareConfig())),
+        abs=1e-4)  # less 5 s of age
+    off = FairShareConfig(weight_short=0.0)  # the issue's formula: age alone decides here
+    plan = schedule(SchedulerInput(one_card(), pending, [], {}, 60.0, fairshare=off))
+    assert [s.job_id for s in plan.starts] == [1]
+
+
+def test_shortness_is_log_scaled_between_a_minute_and_a_week():
+    cfg = FairShareConfig()
+    assert shortness(30, cfg) == 1.0 and shortness(8 * 86400, cfg) == 0.0
+    assert 0 < shortness(7 * 86400 / 2, cfg) < shortness(H, cfg) < shortness(120, cfg) < 1
+
+
+def test_a_job_that_waited_longer_than_its_limit_goes_first_in_its_tier():
+    usage = {"ann": 100 * H}  # ann is the heavy user: bob ranks above her by fair share
+    pending = [job(1, "ann", at=0, limit=1 * H), job(2, "bob", at=100, limit=1 * H)]
+    early = schedule(SchedulerInput(one_card(), pending, [], {}, 0.5 * H, usage=usage))
+    assert [s.job_id for s in early.starts] == [2]
+    late = schedule(SchedulerInput(one_card(), pending, [], {}, 1.5 * H, usage=usage))
+    assert [s.job_id for s in late.starts] == [1]  # overdue: waited 1.5h for a 1h job
+    # ...but not ahead of a higher tier, and a held job is passed over.
+    urgent = job(3, "bob", Tier.HIGH, at=1 * H, limit=1 * H)
+    plan = schedule(SchedulerInput(one_card(), [*pending, urgent], [], {}, 1.5 * H, usage=usage))
+    assert [s.job_id for s in plan.starts] == [3]
+    pending[0].state = JobState.HELD
+    plan = schedule(SchedulerInput(one_card(), pending, [], {}, 1.5 * H, usage=usage))
+    assert [s.job_id for s in plan.starts] == [2] and plan.reasons[1] == Reason.HELD
+
+
+# ---- a kept queue orders like a fresh one ---------------------------------------------------
+
+ops = st.lists(st.tuples(
+    st.sampled_from(["add", "add", "add", "remove", "rescore"]),
+    st.integers(0, 5000), st.sampled_from(list(Tier)), st.sampled_from(["ann", "bob", "cy"]),
+    st.sampled_from([None, 60.0, H, 30 * H]), st.booleans(),
+), min_size=1, max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops)
+def test_a_kept_queue_orders_like_one_sorted_afresh(steps):
+    kept, next_id, now, usage = PendingQueue(), 1, 0.0, {}
+    outcomes = {}
+    for op, at, tier, user, limit, with_dep in steps:
+        now += 7.0
+        if op == "add":
+            deps = {DepKind.AFTER: [max(next_id - 1, 1)]} if with_dep else None
+            kept.add(job(next_id, user, tier, at=float(at), limit=limit, deps=deps))
+            outcomes[next_id] = Outcome(JobState.COMPLETED, 0, float(at) + 50)
+            next_id += 1
+        elif op == "remove" and len(kept):
+            kept.remove(sorted(j.id for j in kept)[at % len(kept)])
+        elif op == "rescore":
+            usage = {user: float(at) * 100}  # a new dict: the caller recalculated
+        inp = SchedulerInput(one_card(), kept, [], outcomes, now, usage=usage, score_time=now - 3)
+        fresh = SchedulerInput(one_card(), list(kept), [], outcomes, now, usage=usage,
+                               score_time=now - 3)
+        could_run = lambda j: True  # noqa: E731
+        assert [j.id for j in kept.ordered(inp, {}, could_run)] == \
+            [j.id for j in fresh.pending.ordered(fresh, {}, could_run)]
+
+
+# ---- the pass that stops early ----------------------------------------------------------------
+
+@st.composite
+def clusters(draw):
+    hosts = tuple(
+        Host(cpus=draw(st.integers(2, 8)), name=f"h{n}",
+             cards=tuple(Card(i, 80 * G) for i in range(draw(st.integers(1, 3)))))
+        for n in range(draw(st.integers(1, 3))))
+    running, busy = [], set()
+    for i in range(draw(st.integers(0, 5))):
+        h = draw(st.sampled_from(hosts))
+        free = [c.index for c in h.cards if (h.name, c.index) not in busy]
+        if not free:
+            continue
+        busy.add((h.name, free[0]))
+        r = job(100 + i, started=0, gpu_ids=[free[0]], limit=draw(st.sampled_from([None, H, 5 * H])))
+        r.host = h.name
+        running.append(r)
+    pending = [job(i, draw(st.sampled_from(["ann", "bob"])), draw(st.sampled_from(list(Tier))),
+                   at=float(draw(st.integers(0, 3000))), gpus=draw(st.integers(0, 3)),
+                   limit=draw(st.sampled_from([None, 300.0, H, 10 * H])))
+               for i in range(1, draw(st.integers(1, 30)) + 1)]
+    return hosts, running, pending, draw(st.integers(0, 4))
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters())
+def test_stopping_early_starts_and_reserves_exactly_what_the_full_pass_does(case):
+    hosts, running, pending, reservations = case
+    inp = lambda: SchedulerInput(hosts, list(pending), running, {}, 3600.0,  # noqa: E731
+                                 max_reservations=reservations)
+    full, quick = schedule(inp()), schedule(inp(), explain=False)
+    assert quick.starts == full.starts
+    assert quick.forecasts == full.forecasts
+
+
+def test_a_replay_that_explains_every_pass_starts_the_same_jobs(monkeypatch):
+    monkeypatch.setitem(sim.POLICIES, "explained", lambda inp: schedule(inp))
+    trace = [TraceJob(job_id=f"{i:03d}", submit_time=float(i * 7 % 400),
+                      duration=30.0 + i * 13 % 500, gpus=1 + i % 3,
+                      user=["ann", "bob", "cy"][i % 3], tier=list(Tier)[i % 3])
+             for i in range(150)]
+    trace.sort(key=lambda j: (j.submit_time, j.job_id))
+    hosts = parse_cluster("2x4x80G")
+    key = lambda r: sorted((j.job_id, j.start, j.host) for j in r.jobs)  # noqa: E731
+    assert key(sim.replay(trace, hosts, "gq")) == key(sim.replay(trace, hosts, "explained"))
+
+
+def test_stopping_early_still_finds_a_short_job_behind_a_blocked_long_one():
+    # Card 1 is free but reserved from 1h for job 1; job 2 (long) would delay it; job 3, behind
+    # it (its user is heavier), is short enough to run before: the quick pass must reach it.
+    hosts = (Host(cpus=8, cards=(Card(0, 80 * G), Card(1, 80 * G)), name="h0"),)
+    busy = job(9, started=0, gpu_ids=[0], limit=1 * H)
+    busy.host = "h0"
+    pending = [job(1, "ann", gpus=2, at=0, limit=1 * H), job(2, "bob", at=10, limit=10 * H),
+               job(3, "cy", at=20, limit=600.0)]
+    for explain in (True, False):
+        plan = schedule(SchedulerInput(hosts, list(pending), [busy], {}, 60.0,
+                                       max_reservations=1, usage={"cy": 1e6}), explain=explain)
+        assert [s.job_id for s in plan.starts] == [3]
+        assert plan.forecasts[1].start == 1 * H
