@@ -166,10 +166,11 @@ class Supervisor:
         except (OSError, ValueError):
             return None
 
-    def stop(self, shim: Shim) -> None:
-        """Ask the shim to stop the job: it sends SIGTERM to the tree, then SIGKILL after grace."""
+    def ask(self, shim: Shim, request: signal.Signals) -> None:
+        """Send the shim a request (shim.CANCEL, PREEMPT or TIME_UP): it acts on it, the daemon
+        learns of the end through the pidfd."""
         try:
-            signal.pidfd_send_signal(shim.pidfd, signal.SIGTERM)
+            signal.pidfd_send_signal(shim.pidfd, request)
         except ProcessLookupError:
             pass
 
