@@ -114,7 +114,8 @@ class Job:
     gpu_ids: list[int] = field(default_factory=list)
     # Preemption (docs/preemption.md). `signal` is the checkpoint signal's name, sent to the
     # job's main process (its process group with signal_group) on preemption and, with
-    # signal_before, that many seconds before the time limit. grace None: the configured one.
+    # signal_before, that many seconds before the time limit. grace: fixed at submit from
+    # [preemption] grace unless given; None only for jobs queued before preemption existed.
     preemptible: bool = False
     signal: str = "SIGTERM"
     signal_before: float | None = None

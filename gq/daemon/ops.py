@@ -63,6 +63,7 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         ram=daemon.config.host_ram,
         card_memory=tuple(g.memory_total for g in daemon.cards),
         preemptible_tiers=daemon.config.preemption.preemptible,
+        grace=daemon.config.preemption.grace,
     )
     job = build_job(
         args, caller, limits, lambda t, f: resolve_id(daemon, caller, t, f), daemon.clock()

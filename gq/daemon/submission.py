@@ -25,7 +25,9 @@ class HostLimits:
     cpus: int
     ram: int | None
     card_memory: tuple[int, ...]  # memory_total of each schedulable card
-    preemptible_tiers: frozenset[str] = frozenset({"low"})  # [preemption] preemptible
+    # [preemption] defaults, fixed into each job when it is submitted
+    preemptible_tiers: frozenset[str] = frozenset({"low"})
+    grace: float = 60.0
 
 
 def _int(args: dict[str, Any], key: str, flag: str, default: int) -> int:
@@ -117,7 +119,8 @@ def _flag(args: dict[str, Any], key: str, flag: str) -> bool | None:
     return value
 
 
-def check_preemption(args: dict[str, Any], gpus: int, time_limit: float | None) -> dict[str, Any]:
+def check_preemption(args: dict[str, Any], gpus: int, time_limit: float | None,
+                     default_grace: float) -> dict[str, Any]:
     """The checkpoint signal, grace and out-of-memory retries, checked against each other."""
     out: dict[str, Any] = {"signal_group": bool(_flag(args, "signal_group", "--signal-group"))}
     try:
@@ -134,11 +137,10 @@ def check_preemption(args: dict[str, Any], gpus: int, time_limit: float | None) 
         if before >= time_limit:
             raise BadInput(f"{shown}: must be shorter than --time {format_duration(time_limit)}")
         out["signal_before"] = float(before)
-    grace = args.get("grace")
-    if grace is not None:
-        if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
-            raise BadInput(f"--grace {grace!r}: must be 0 or more seconds")
-        out["grace"] = float(grace)
+    grace = args.get("grace", default_grace)
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
+        raise BadInput(f"--grace {grace!r}: must be 0 or more seconds")
+    out["grace"] = float(grace)
     retry = _int(args, "retry_oom", "--retry-oom", 0)
     if retry < 0:
         raise BadInput(f"--retry-oom {retry}: must be 0 or more")
@@ -200,5 +202,5 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         submitted_at=now,
         preemptible=(str(priority) in host.preemptible_tiers if preemptible is None
                      else preemptible),
-        **check_preemption(args, gpus, time_limit),
+        **check_preemption(args, gpus, time_limit, host.grace),
     )
