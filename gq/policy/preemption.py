@@ -20,6 +20,11 @@ from gq.model import Job, JobState, Tier
 from gq.policy.placement import Capacity
 from gq.policy.types import Host
 
+# Fit checks a search for a cheaper set than the greedy one may make, per waiting job and host;
+# and on how many of the hosts where the greedy pass found victims (the cheapest) it searches.
+SEARCH_BUDGET = 200
+SEARCHED_HOSTS = 3
+
 
 @dataclass(frozen=True)
 class Victim:
@@ -98,32 +103,56 @@ def plan_preemptions(
         if considered == max_waiting:
             break
         considered += 1
-        if _take_where_it_fits(job, hosts, futures):  # room is already being made
-            plan.notes[job.id] = Note("jobs being stopped will free what it needs")
-            continue
-        choices, notes = [], []
-        for host in hosts:
-            victims, note = _victims_on(host, job, futures[host.name], candidates[host.name],
-                                        ctx)
-            if victims is not None:
-                choices.append((_set_cost(victims, host, ctx), host, victims))
-            elif len(hosts) == 1:
-                notes.append(note)
-            else:
-                notes.append(Note(f"on {host.name}: {note.text}", note.exempt_until))
-        if not choices:
-            until = [n.exempt_until for n in notes if n.exempt_until is not None]
-            plan.notes[job.id] = Note("; ".join(n.text for n in notes), min(until, default=None))
-            continue
-        _cost, host, victims = min(choices, key=lambda c: c[0])
-        future = futures[host.name]
-        for v in victims:
-            future.release(v, v.gpu_ids)
-            candidates[host.name].remove(v)
-        future.take(job, future.fit(job)[0])
-        plan.preemptions.append(
-            Preemption(job.id, host.name, tuple(_victim(v, host, ctx) for v in victims)))
+        outcome = _serve(job, hosts, futures, candidates, ctx)
+        if isinstance(outcome, Note):
+            plan.notes[job.id] = outcome
+        else:
+            plan.preemptions.append(outcome)
     return plan
+
+
+def _serve(job: Job, hosts: tuple[Host, ...], futures: dict[str, Capacity],
+           candidates: dict[str, list[Job]], ctx: _Context) -> Preemption | Note:
+    """Make room for one waiting job: the victims on the host where they cost least (taken
+    out of `candidates`, and the job's resources out of that host's future), or a Note."""
+    if _take_where_it_fits(job, hosts, futures):
+        return Note("jobs being stopped will free what it needs")
+    choices, notes = [], {}
+    for host in hosts:
+        victims, note = _victims_on(host, job, futures[host.name], candidates[host.name], ctx)
+        if victims is not None:
+            choices.append((_set_cost(victims, host, ctx), host, victims))
+        else:
+            notes.setdefault(note.text, []).append((host, note))
+    if not choices:
+        return _summary(notes, len(hosts))
+    # The greedy answers rank the hosts; a search for a cheaper set is worth it on the few
+    # best (on a workstation, its one host).
+    choices.sort(key=lambda c: c[0])
+    for k, (_cost, host, victims) in enumerate(choices[:SEARCHED_HOSTS]):
+        if len(victims) > 1:  # one victim, the cheapest that will do, is the best already
+            ready = _ready(host, job, candidates[host.name], ctx)
+            better = _cheapest(job, futures[host.name], ready, victims, host, ctx)
+            choices[k] = (_set_cost(better, host, ctx), host, better)
+    _cost, host, victims = min(choices, key=lambda c: c[0])
+    future = futures[host.name]
+    for v in victims:
+        future.release(v, v.gpu_ids)
+        candidates[host.name].remove(v)
+    future.take(job, future.fit(job)[0])
+    return Preemption(job.id, host.name, tuple(_victim(v, host, ctx) for v in victims))
+
+
+def _summary(notes: dict[str, list[tuple[Host, Note]]], n_hosts: int) -> Note:
+    """One note from each host's: the same words once, with how many hosts they are about."""
+    until = [n.exempt_until for pairs in notes.values() for _h, n in pairs
+             if n.exempt_until is not None]
+    if n_hosts == 1:
+        text = next(iter(notes))
+    else:
+        text = "; ".join(f"on {len(pairs)} of {n_hosts} hosts: {text}"
+                         for text, pairs in notes.items())
+    return Note(text, min(until, default=None))
 
 
 @dataclass(frozen=True)
@@ -161,11 +190,10 @@ def _victims_on(host: Host, job: Job, future: Capacity, running: list[Job], ctx:
     lower = [j for j in running if j.priority.rank > job.priority.rank]
     if not lower:
         return None, Note("no job of a lower tier that may be preempted is running")
-    ready = [j for j in lower if ctx.now - _started(j, ctx.now) >= ctx.exempt]
-    ready.sort(key=lambda j: _cost(j, host, ctx))
+    ready = _ready(host, job, running, ctx)
     found = _greedy(job, future, ready)
     if found is not None:
-        return _cheapest(job, future, ready, found, host, ctx), None
+        return found, None
     exempt_ones = [j for j in lower if j not in ready]
     if exempt_ones and _fits_without(job, future, lower):
         ids = ",".join(str(j.id) for j in exempt_ones)
@@ -174,6 +202,13 @@ def _victims_on(host: Host, job: Job, future: Capacity, running: list[Job], ctx:
                           "first minutes", until)
     return None, Note("stopping every job of a lower tier that may be preempted would not "
                       "free enough")
+
+
+def _ready(host: Host, job: Job, running: list[Job], ctx: _Context) -> list[Job]:
+    """The jobs that may be stopped for `job` now, the cheapest first."""
+    ready = [j for j in running if j.priority.rank > job.priority.rank
+             and ctx.now - _started(j, ctx.now) >= ctx.exempt]
+    return sorted(ready, key=lambda j: _cost(j, host, ctx))
 
 
 def _greedy(job: Job, future: Capacity, ready: list[Job]) -> list[Job] | None:
@@ -194,33 +229,30 @@ def _greedy(job: Job, future: Capacity, ready: list[Job]) -> list[Job] | None:
     return chosen
 
 
-# Fit checks a search for a cheaper set than the greedy one may make (per waiting job and
-# host): enough for the few candidates of a workstation, bounded on a big simulated cluster.
-SEARCH_BUDGET = 400
-
-
 def _cheapest(job: Job, future: Capacity, ready: list[Job], greedy: list[Job], host: Host,
               ctx: _Context) -> list[Job]:
     """The set of candidates of least _set_cost that makes room: branch and bound from the
     greedy answer. Adding a victim only ever raises the cost, so a set that makes room is
     never extended, and the best set is minimal: every victim in it is needed."""
+    costs = [_set_cost([v], host, ctx) for v in ready]  # the cost is a sum over victims
     best = [_set_cost(greedy, host, ctx), greedy]
     checks = 0
 
-    def search(i: int, chosen: list[Job]) -> None:
+    def search(i: int, chosen: list[Job], cost: tuple) -> None:
         nonlocal checks
-        if checks >= SEARCH_BUDGET or _set_cost(chosen, host, ctx) >= best[0]:
+        if checks >= SEARCH_BUDGET or cost >= best[0]:
             return
         if chosen:
             checks += 1
             if _fits_without(job, future, chosen):
-                best[:] = [_set_cost(chosen, host, ctx), list(chosen)]
+                best[:] = [cost, list(chosen)]
                 return
         if i < len(ready):
-            search(i + 1, chosen + [ready[i]])
-            search(i + 1, chosen)
+            with_it = tuple(a + b for a, b in zip(cost, costs[i]))
+            search(i + 1, chosen + [ready[i]], with_it)
+            search(i + 1, chosen, cost)
 
-    search(0, [])
+    search(0, [], (0,) * len(costs[0]))
     return best[1]
 
 
