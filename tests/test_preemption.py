@@ -239,3 +239,31 @@ def test_a_preemption_recorded_but_not_yet_sent_is_sent_by_the_next_daemon(make_
     again = host.job(job)
     assert (again["restarts"], again["preemptions"]) == (1, 1)
     assert requeue_event(host, job)["detail"] == "requeued: killed, still running 1s after SIGTERM"
+
+
+def test_a_shim_of_an_older_gq_is_asked_with_sigterm(tmp_path):
+    """A shim started before preemption existed ignores SIGUSR1 and SIGUSR2: re-adopted, it is
+    asked to stop the one way it understands, so a time limit or preemption still stops it."""
+    import subprocess
+
+    from gq.daemon import shim as requests
+    from gq.daemon.supervisor import Supervisor
+
+    supervisor = Supervisor(tmp_path)
+    old_shim = subprocess.Popen([sys.executable, "-c", f"""
+import fcntl, json, os, signal, sys, time
+fd = os.open({str(supervisor.lock_path(7))!r}, os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, lambda *a: (open({str(tmp_path / 'term')!r}, 'w'), sys.exit(0)))
+os.pwrite(fd, json.dumps({{"pid": os.getpid(), "run": 0}}).encode(), 0)
+time.sleep(60)
+"""])
+    wait_for(lambda: supervisor.lock_path(7).exists() and supervisor.lock_path(7).read_text(),
+             what="the old shim's pid")
+    shim = supervisor.adopt(7)
+    assert shim is not None and shim.takes_requests is False
+    supervisor.ask(shim, requests.PREEMPT)
+    assert old_shim.wait(timeout=10) == 0 and (tmp_path / "term").exists()
+    supervisor.release(shim)

@@ -92,7 +92,9 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
     _prctl_setup(spec["job_id"])
     # Not fsynced: after a power cut the job's processes are gone anyway, and without the pid
     # the daemon simply queues the job again.
-    os.pwrite(lock_fd, json.dumps({"pid": os.getpid(), "run": spec["run"]}).encode(), 0)
+    # "requests": this shim takes PREEMPT and TIME_UP (one of an older gq took SIGTERM only).
+    os.pwrite(lock_fd, json.dumps({"pid": os.getpid(), "run": spec["run"], "requests": 1}
+                                  ).encode(), 0)
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stop, wait, err_offset = None, spec["kill_wait"], None
