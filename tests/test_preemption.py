@@ -267,3 +267,17 @@ time.sleep(60)
     supervisor.ask(shim, requests.PREEMPT)
     assert old_shim.wait(timeout=10) == 0 and (tmp_path / "term").exists()
     supervisor.release(shim)
+
+
+def test_cancel_during_the_grace_stops_the_job_at_once(make_host):
+    host = host_with(make_host, "1x80G", exempt="0s")  # kill_wait: 2s
+    low = host.submit("-p", "low", "--grace", "60s", *STUBBORN)
+    wait_for(lambda: "ready" in host.log(low), what="the job to ignore SIGTERM")
+    high = host.submit("-p", "high", "--", "true")
+    host.wait_state(low, "preempting")
+    asked = time.monotonic()
+    host.gq("cancel", str(low))
+    ended = host.wait_ended(low, timeout=30)
+    assert time.monotonic() - asked < 2 + 5  # the kill wait, not what is left of 60s
+    assert (ended["state"], ended["exit_code"]) == ("cancelled", 137)
+    assert host.wait_ended(high)["state"] == "completed"

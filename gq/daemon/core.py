@@ -29,6 +29,7 @@ from gq.store import Store
 
 log = logging.getLogger("gq.daemon")
 
+
 class Daemon(Recovery, Ending, Preempting):
     def __init__(
         self,
