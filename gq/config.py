@@ -16,6 +16,16 @@ from gq.protocol import GqError
 from gq.units import parse_duration, parse_size
 
 
+@dataclass(frozen=True)
+class PreemptionConfig:
+    """[preemption]: who may be stopped for higher-tier work, and how gently."""
+
+    exempt: float = 600.0  # a run cannot be preempted in its first seconds, so nothing thrashes
+    grace: float = 60.0  # default seconds between the checkpoint signal and SIGKILL
+    max_requeues: int = 5  # preemptions of one job before it is held instead of requeued
+    preemptible: frozenset[str] = frozenset({"low"})  # tiers preemptible unless told otherwise
+
+
 @dataclass
 class Config:
     host_cpus: int
@@ -27,6 +37,7 @@ class Config:
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
+    preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
 
 
 _KNOWN = {
@@ -35,7 +46,9 @@ _KNOWN = {
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
                   "weight_age", "weight_short"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
+    "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
 }
+_TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
 
 
@@ -51,9 +64,9 @@ def _number(where: str, value: Any, low: float, high: float) -> float:
     return float(value)
 
 
-def _duration(where: str, value: Any) -> float:
+def _duration(where: str, value: Any, allow_zero: bool = False) -> float:
     try:
-        return parse_duration(str(value))
+        return parse_duration(str(value), allow_zero)
     except ValueError as e:
         raise ValueError(f"{where} = {e}") from None
 
@@ -91,7 +104,7 @@ def _apply(config: Config, data: dict) -> None:
         config.tick = _duration("[daemon] tick", daemon["tick"])
     if isinstance(sched.get("default_time"), dict):  # per tier: {high = "4h", low = "3d"}
         for tier, value in sched["default_time"].items():
-            if tier not in ("high", "normal", "low"):
+            if tier not in _TIERS:
                 raise ValueError(f"[scheduler] default_time.{tier}: expected high, normal or low")
             config.default_time_by_tier[tier] = _duration(f"[scheduler] default_time.{tier}",
                                                           value)
@@ -119,6 +132,24 @@ def _apply(config: Config, data: dict) -> None:
         for name, table in limits.get("users", {}).items()
     }
     config.limits = Limits(default=default, users=users)
+    if "preemption" in data:
+        config.preemption = _preemption(data["preemption"], config.preemption)
+
+
+def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
+    tiers = table.get("preemptible", sorted(base.preemptible))
+    if not isinstance(tiers, list) or any(t not in _TIERS for t in tiers):
+        raise ValueError(f"[preemption] preemptible = {tiers!r}: expected a list of tiers, "
+                         'e.g. ["low"] or ["normal", "low"]')
+    return PreemptionConfig(
+        exempt=(_duration("[preemption] exempt", table["exempt"], allow_zero=True)
+                if "exempt" in table else base.exempt),
+        grace=(_duration("[preemption] grace", table["grace"], allow_zero=True)
+               if "grace" in table else base.grace),
+        max_requeues=(_whole("[preemption] max_requeues", table["max_requeues"], 0)
+                      if "max_requeues" in table else base.max_requeues),
+        preemptible=frozenset(tiers),
+    )
 
 
 def _host_ram() -> int | None:

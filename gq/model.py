@@ -112,6 +112,19 @@ class Job:
     exit_code: int | None = None
     restarts: int = 0
     gpu_ids: list[int] = field(default_factory=list)
+    # Preemption (docs/preemption.md). `signal` is the checkpoint signal's name, sent to the
+    # job's main process (its process group with signal_group) on preemption and, with
+    # signal_before, that many seconds before the time limit. grace: fixed at submit from
+    # [preemption] grace unless given; None only for jobs queued before preemption existed.
+    preemptible: bool = False
+    signal: str = "SIGTERM"
+    signal_before: float | None = None
+    signal_group: bool = False
+    grace: float | None = None
+    preemptions: int = 0  # times requeued by preemption; over max_requeues the job is held
+    retry_oom: int = 0  # how many times an out-of-memory death is retried with more memory
+    oom_retries: int = 0  # how many of those retries were used
+    peak_mem: int | None = None  # the most GPU memory its processes were seen to hold, bytes
 
     @property
     def whole_cards(self) -> bool:

@@ -21,7 +21,7 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, allow_zero: bool = False) -> float:
     """'90m', '2h', '1d12h', '45s', '1:30:00', or plain minutes as in Slurm ('30')."""
     s = text.strip().lower()
     if re.fullmatch(r"\d+(?:\.\d+)?", s):
@@ -36,9 +36,29 @@ def parse_duration(text: str) -> float:
         if not parts or "".join(v + u for v, u in parts) != s:
             raise ValueError(f"{text!r}: expected a duration like 90m, 2h, 1d12h or 45s")
         seconds = sum(float(v) * _DUR_UNITS[u] for v, u in parts)
-    if seconds <= 0:
+    if seconds < 0 or (seconds == 0 and not allow_zero):
         raise ValueError(f"{text!r}: a duration must be positive")
     return seconds
+
+
+# Signals a job cannot catch, or that stop it instead of asking it to save its work.
+_UNCATCHABLE = {"SIGKILL", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGCHLD", "SIGCONT"}
+
+
+def parse_signal(text: str) -> str:
+    """'USR1', 'sigusr1', 'SIGTERM' or '10' -> the signal's name, 'SIGUSR1'."""
+    import signal
+
+    s = text.strip().upper()
+    try:
+        sig = signal.Signals(int(s)) if s.isdigit() else signal.Signals[
+            s if s.startswith("SIG") else "SIG" + s]
+    except (KeyError, ValueError):
+        raise ValueError(f"{text!r}: expected a signal name like USR1, TERM or INT") from None
+    if sig.name in _UNCATCHABLE:
+        raise ValueError(f"{text!r}: a job cannot catch {sig.name} to save its work; use USR1, "
+                         "TERM or INT")
+    return sig.name
 
 
 def format_size(n: int | None) -> str:

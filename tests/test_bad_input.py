@@ -31,6 +31,20 @@ BAD_SUBMITS = {
     "bad env": (["--env", "NOEQUALS", "--", "true"], "KEY=VALUE"),
     "cpus over the host": (["-c", "999", "--", "true"], "--cpus 999"),
     "option without value": (["--mem"], "--mem needs a value"),
+    "unknown signal": (["--signal", "FOO", "--", "true"], "--signal 'FOO': expected a signal"),
+    "uncatchable signal": (["--signal", "KILL", "--", "true"], "cannot catch SIGKILL"),
+    "signal before no limit": (["--signal", "USR1@5m", "--", "true"], "needs --time"),
+    "signal before the start": (["-t", "1h", "--signal", "USR1@2h", "--", "true"],
+                                "--signal USR1@2h00m: must be shorter than --time 1h00m"),
+    "signal with a bad duration": (["--signal", "USR1@soon", "--", "true"],
+                                   "--signal USR1@soon: after @"),
+    "negative grace": (["--grace=-5s", "--", "true"], "--grace '-5s'"),
+    "grace not a duration": (["--grace", "long", "--", "true"], "--grace 'long'"),
+    "negative retry-oom": (["--retry-oom", "-1", "--", "true"], "--retry-oom -1: must be 0"),
+    "retry-oom without a GPU": (["-g", "0", "--retry-oom", "1", "--", "true"],
+                                "--retry-oom retries with more GPU memory"),
+    "preemptible both ways": (["--preemptible", "--no-preemptible", "--", "true"],
+                              "contradict"),
 }
 
 
@@ -109,6 +123,11 @@ def test_oversized_request_is_refused(host):
     ("[host\n", "config.toml: Expected ']'"),
     ('[daemon]\nkill_wait = "soon"\n', "expected a duration"),
     ("[hots]\ncpus = 4\n", "unknown setting [hots]"),
+    ('[preemption]\nexempt = "soon"\n', "[preemption] exempt = 'soon': expected a duration"),
+    ('[preemption]\ngrace = "-1s"\n', "[preemption] grace = '-1s'"),
+    ("[preemption]\nmax_requeues = -1\n", "[preemption] max_requeues = -1"),
+    ('[preemption]\npreemptible = ["urgent"]\n', "expected a list of tiers"),
+    ("[preemption]\nenabled = false\n", "unknown setting [preemption] enabled"),
 ])
 def test_a_bad_config_file_is_refused_at_start_with_the_reason(make_host, config, needle):
     host = make_host("1x80G", start=False)

@@ -16,6 +16,9 @@ CASES = [
     ["--gpus=0", "--name", "prep", "--env", "A=1", "--env", "B=x=y", "--hold", "--", "x"],
     ["-g0", "--after", "1,2", "--afterok", "3", "--afternotok", "4", "--cwd", "/tmp", "x"],
     ["--priority", "LOW", "--time", "90m", "x", "-g", "3"],
+    ["-p", "low", "--no-preemptible", "--signal", "usr1@5m", "--signal-group", "--grace", "0",
+     "--retry-oom", "2", "-t", "1h", "--", "x"],
+    ["--preemptible", "--signal=10", "--grace=90s", "x"],
 ]
 
 

@@ -69,7 +69,7 @@ def test_reopening_applies_no_migration_twice(tmp_path):
     Store(tmp_path / "gq.db").close()
     store = Store(tmp_path / "gq.db")
     assert [m.name for m in migrations.applied(store.db)] == ["m001_jobs_and_events",
-                                                              "m002_runs"]
+                                                              "m002_runs", "m003_preemption"]
     assert migrations.pending(store.db) == []
 
 
@@ -90,3 +90,23 @@ def test_a_database_from_before_runs_is_upgraded_with_its_jobs(tmp_path):
     (job,) = store.queue()
     assert (job.user, job.command, job.submitted_at) == ("ann", [], 5.0)  # light: no command
     assert store.get_job(job.id).command == ["x"]
+
+
+def test_a_database_from_before_preemption_is_upgraded_with_tier_defaults(tmp_path):
+    from sqlite_utils import Database
+
+    old = Database(tmp_path / "gq.db")
+    migrations.apply(old, stop_before="m003_preemption")
+    for tier in ("low", "high"):
+        old.execute(
+            "INSERT INTO jobs (user, uid, state, priority, gpus, mem, cpus, command, cwd, env, "
+            "deps, submitted_at) VALUES ('ann', 1000, 'pending', ?, 1, 1024, 1, '[\"x\"]', "
+            "'/', '{}', '{}', 5.0)", [tier])
+    old.conn.commit()
+    old.close()
+    store = Store(tmp_path / "gq.db")
+    low, high = sorted(store.queue(), key=lambda j: j.id)
+    assert (low.preemptible, high.preemptible) == (True, False)  # the tier defaults
+    assert (low.signal, low.grace, low.preemptions, low.retry_oom, low.peak_mem) == (
+        "SIGTERM", None, 0, 0, None)
+    assert low.mem == 1024 and store.get_job(low.id).command == ["x"]

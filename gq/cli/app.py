@@ -54,6 +54,12 @@ def submit(
     ram: Annotated[Optional[str], _opt("ram")] = None,
     priority: Annotated[Optional[str], _opt("priority")] = None,
     time: Annotated[Optional[str], _opt("time")] = None,
+    preemptible: Annotated[bool, _opt("preemptible")] = False,
+    no_preemptible: Annotated[bool, _opt("no_preemptible")] = False,
+    signal: Annotated[Optional[str], _opt("signal")] = None,
+    signal_group: Annotated[bool, _opt("signal_group")] = False,
+    grace: Annotated[Optional[str], _opt("grace")] = None,
+    retry_oom: Annotated[Optional[str], _opt("retry_oom")] = None,
     after: Annotated[Optional[list[str]], _opt("after")] = None,
     afterok: Annotated[Optional[list[str]], _opt("afterok")] = None,
     afternotok: Annotated[Optional[list[str]], _opt("afternotok")] = None,
@@ -155,7 +161,9 @@ def release(ids: Ids) -> int:
 
 @app.command("requeue")
 def requeue(ids: Ids) -> int:
-    """Stop running jobs and queue them again with the same id (also ended jobs)."""
+    """Queue jobs again with the same id: a running one is stopped as for preemption (its
+    checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR; an ended
+    one is queued as it was."""
     return _act("requeue", ids)
 
 

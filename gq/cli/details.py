@@ -24,6 +24,8 @@ def print_job(job: dict[str, Any]) -> None:
         ("cpus", str(job["cpus"])),
         ("ram", format_size(job["ram"]) if job["ram"] else "-"),
         ("time limit", format_duration(job["time_limit"]) if job["time_limit"] else "-"),
+        ("preemption", _preemption_text(job)),
+        ("peak gpu mem", format_size(job["peak_mem"]) if job.get("peak_mem") else "-"),
         ("command", shlex.join(job["command"])),
         ("cwd", job["cwd"]),
         ("depends on", ", ".join(f"{k} {','.join(map(str, v))}" for k, v in job["deps"].items())
@@ -46,6 +48,21 @@ def print_job(job: dict[str, Any]) -> None:
             f"{e['old_state']} -> {e['new_state']}")
         extra = "; ".join(x for x in (e["reason"], e["detail"]) if x)
         print(f"  {iso(e['at'])}  {change}" + (f"  ({extra})" if extra else ""))
+
+
+def _preemption_text(job: dict[str, Any]) -> str:
+    """Whether it may be preempted, and how it is asked to save its work."""
+    where = "its process group" if job["signal_group"] else "its main process"
+    grace = "the configured grace" if job["grace"] is None else format_duration(job["grace"])
+    text = (f"{'preemptible' if job['preemptible'] else 'not preemptible'}; {job['signal']} to "
+            f"{where}, SIGKILL {grace} later")
+    if job["signal_before"]:
+        text += f"; also {format_duration(job['signal_before'])} before the time limit"
+    if job["preemptions"]:
+        text += f"; preempted {job['preemptions']} time{'s' * (job['preemptions'] != 1)}"
+    if job["retry_oom"]:
+        text += f"; out-of-memory retries {job['oom_retries']} of {job['retry_oom']}"
+    return text
 
 
 def _score_text(score: dict | None) -> str:

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from gq.protocol import BadInput
-from gq.units import parse_duration, parse_size
+from gq.units import parse_duration, parse_signal, parse_size
 
 
 class Opt:
@@ -34,6 +34,19 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--ram", None, "ram", "value", "SIZE", "host memory, e.g. 32G"),
     Opt("--priority", "-p", "priority", "value", "TIER", "high | normal | low  [default: normal]"),
     Opt("--time", "-t", "time", "value", "DUR", "wall-time limit, e.g. 90m, 2h, 1d12h"),
+    Opt("--preemptible", None, "preemptible", "flag", "",
+        "may be stopped and requeued for higher-tier work  [default: low tier yes, others no]"),
+    Opt("--no-preemptible", None, "no_preemptible", "flag", "",
+        "never stop it for other work, whatever its tier"),
+    Opt("--signal", None, "signal", "value", "SIG[@DUR]",
+        "checkpoint signal, sent to the job's main process on preemption and DUR before the "
+        "--time limit, e.g. USR1@5m  [default: TERM]"),
+    Opt("--signal-group", None, "signal_group", "flag", "",
+        "send the checkpoint signal to the job's whole process group, not its main process"),
+    Opt("--grace", None, "grace", "value", "DUR",
+        "time between the checkpoint signal and SIGKILL  [default: 60s]"),
+    Opt("--retry-oom", None, "retry_oom", "value", "N",
+        "after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem"),
     Opt("--after", None, "after", "multi", "ID[,ID]", "start after these jobs end, any outcome"),
     Opt("--afterok", None, "afterok", "multi", "ID[,ID]", "start after these jobs complete"),
     Opt("--afternotok", None, "afternotok", "multi", "ID[,ID]",
@@ -110,6 +123,38 @@ def _env(values: list[str]) -> dict[str, str]:
     return out
 
 
+def _signal_spec(text: str) -> tuple[str, float | None]:
+    """'USR1@5m' -> ('SIGUSR1', 300.0); 'USR1' -> ('SIGUSR1', None)."""
+    name, at, before = text.partition("@")
+    sig = _parsed("--signal", name, parse_signal)
+    if not at:
+        return sig, None
+    try:
+        return sig, parse_duration(before)
+    except ValueError as e:
+        raise BadInput(f"--signal {text}: after @, {e}") from None
+
+
+def _preemption_args(values: dict[str, Any]) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    if values.get("preemptible") and values.get("no_preemptible"):
+        raise BadInput("--preemptible and --no-preemptible contradict each other; give one")
+    if values.get("preemptible") or values.get("no_preemptible"):
+        args["preemptible"] = bool(values.get("preemptible"))
+    if values.get("signal") is not None:
+        args["signal"], before = _signal_spec(values["signal"])
+        if before is not None:
+            args["signal_before"] = before
+    if values.get("signal_group"):
+        args["signal_group"] = True
+    if values.get("grace") is not None:
+        args["grace"] = _parsed("--grace", values["grace"],
+                                lambda t: parse_duration(t, allow_zero=True))
+    if values.get("retry_oom") is not None:
+        args["retry_oom"] = _whole("--retry-oom", values["retry_oom"])
+    return args
+
+
 def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
     """Option values as typed (strings) -> the arguments of the daemon's submit operation."""
     for arg in command:
@@ -141,6 +186,7 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
         args["time_limit"] = _parsed("--time", values["time"], parse_duration)
     if values.get("name") is not None:
         args["name"] = values["name"]
+    args.update(_preemption_args(values))
     for kind in ("after", "afterok", "afternotok"):
         if values.get(kind):
             args[kind] = _ids(values[kind])

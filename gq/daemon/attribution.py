@@ -20,23 +20,25 @@ def job_of(pid: int, shim_pids: dict[int, int]) -> int | None:
     return None
 
 
-def external_memory(cards: list[Gpu], shim_pids: dict[int, int]) -> dict[int, int | None]:
-    """Per card index: bytes held by processes that are not gq jobs; None when not measurable.
+def split_memory(
+    cards: list[Gpu], shim_pids: dict[int, int]
+) -> tuple[dict[int, int | None], dict[int, int]]:
+    """Card memory by owner: per card index, the bytes held by processes that are not gq jobs
+    (None when not measurable); per job id, the bytes its processes hold over all cards.
 
     A process whose memory the driver cannot report makes the whole card unknown: the
     scheduler then keeps new jobs off it rather than guess (fail closed)."""
-    out: dict[int, int | None] = {}
+    external: dict[int, int | None] = {}
+    per_job: dict[int, int] = {}
     for card in cards:
-        if card.memory_used is None:
-            out[card.index] = None
-            continue
-        total: int | None = 0
+        total: int | None = None if card.memory_used is None else 0
         for proc in card.processes:
-            if job_of(proc.pid, shim_pids) is not None:
-                continue
-            if proc.used_memory is None:
+            job_id = job_of(proc.pid, shim_pids)
+            if job_id is not None:
+                per_job[job_id] = per_job.get(job_id, 0) + (proc.used_memory or 0)
+            elif proc.used_memory is None:
                 total = None
-                break
-            total += proc.used_memory
-        out[card.index] = total
-    return out
+            elif total is not None:
+                total += proc.used_memory
+        external[card.index] = total
+    return external, per_job

@@ -1,16 +1,23 @@
-"""The daemon's state and its actions: schedule, start, stop, finish and re-adopt jobs."""
+"""The daemon's state and its actions: schedule and start jobs, watch their shims.
+
+Stopping and ending runs are in ending.py, preemption in preempting.py, what a starting daemon
+does in recovery.py: parts of the one Daemon class, each with its own reason to change."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import time
 from typing import Callable
 
 from gq.config import Config
-from gq.daemon.attribution import external_memory
+from gq.daemon.attribution import split_memory
+from gq.daemon.ending import Ending
+from gq.daemon.preempting import Preempting
+from gq.daemon.recovery import Recovery
 from gq.daemon.shim import ShimSpec
-from gq.daemon.supervisor import RunStatus, Shim, SpawnUnknown, Supervisor
+from gq.daemon.supervisor import Shim, SpawnUnknown, Supervisor
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState
 from gq.layout import Layout
@@ -19,14 +26,11 @@ from gq.policy import (
 )
 from gq.policy.fairshare import Score
 from gq.store import Store
-from gq.units import format_duration
 
 log = logging.getLogger("gq.daemon")
 
-STOPPING_STATES = (JobState.CANCELLED, JobState.TIMEOUT, JobState.PREEMPTING)
 
-
-class Daemon:
+class Daemon(Recovery, Ending, Preempting):
     def __init__(
         self,
         layout: Layout,
@@ -78,70 +82,6 @@ class Daemon:
         self.store.close()
         self.backend.close()
 
-    def recover(self) -> None:
-        """Re-adopt the shims of an earlier daemon and record what ended while none ran."""
-        with self.store.relaxed():
-            self._recover_holding()
-            self._recover_unrecorded_runs()
-
-    def _recover_holding(self) -> None:
-        for job in self.store.holding_jobs():
-            self.settle(job)
-
-    def settle(self, job: Job) -> None:
-        """For a job holding resources whose shim we do not watch: adopt the shim if it lives,
-        else record what its run files say happened."""
-        status = self.supervisor.status(job.id)
-        if status is RunStatus.ALIVE:
-            self.adopt(job)
-            return
-        self.unadopted.discard(job.id)
-        if status is RunStatus.EXITED:
-            self.finish(job.id, self.supervisor.exit_record(job.id))
-        elif status is RunStatus.VANISHED:
-            self.finish(job.id, None)
-        else:
-            self.finish(job.id, None, never_started=True)
-
-    def _recover_unrecorded_runs(self) -> None:
-        """Run directories of jobs the store does not know to be running: after a power cut
-        the store may have lost a relaxed commit (see Store.relaxed) that the run's own files
-        still witness."""
-        for job_id in self.supervisor.run_ids():
-            job = self.store.get_job(job_id)
-            if job is not None and self.store.is_holding(job_id):
-                continue
-            run = self.supervisor.run_number(job_id)
-            if job is None or job.state != JobState.PENDING or (run is not None and
-                                                                 run < job.restarts):
-                self.supervisor.forget(job_id)  # an earlier run, already recorded
-                continue
-            now = self.clock()
-            status = self.supervisor.status(job_id)
-            if status in (RunStatus.ALIVE, RunStatus.EXITED):
-                self.store.transition(job_id, JobState.RUNNING, now, detail="recovered from "
-                                      "its run directory", started_at=now, holding=1)
-                if status is RunStatus.ALIVE:
-                    self.adopt(self.store.get_job(job_id))
-                else:
-                    self.finish(job_id, self.supervisor.exit_record(job_id))
-            else:
-                if status is RunStatus.VANISHED:
-                    self.store.update(job_id, restarts=job.restarts + 1)
-                    self.store.note(job_id, now, "its run was lost in a crash; queued again")
-                self.supervisor.forget(job_id)
-
-    def adopt(self, job: Job) -> None:
-        shim = self.supervisor.adopt(job.id)
-        if shim is None:
-            self.unadopted.add(job.id)  # its shim has not written its pid yet: next tick
-            return
-        self.unadopted.discard(job.id)
-        log.info("re-adopted job %s (shim pid %s)", job.id, shim.pid)
-        self.watch(shim)
-        if job.state in STOPPING_STATES:
-            self.supervisor.stop(shim)  # the stop was asked of the daemon that died
-
     def tick(self) -> None:
         with self.store.relaxed():
             self._tick()
@@ -180,7 +120,10 @@ class Daemon:
         except Exception:  # a card backend must never take the daemon down
             log.exception("reading the cards failed; keeping the last reading")
         shim_pids = {shim.pid: job_id for job_id, shim in self.shims.items()}
-        self.external = external_memory(self.cards, shim_pids)
+        self.external, used = split_memory(self.cards, shim_pids)
+        for job in self.store.holding_jobs():  # the peak of each run, for out-of-memory reasons
+            if used.get(job.id, 0) > (job.peak_mem or 0):
+                self.store.update(job.id, peak_mem=used[job.id])
 
     # ---- scheduling ---------------------------------------------------------------------
 
@@ -226,20 +169,22 @@ class Daemon:
             for j in self.store.jobs(ids=dep_ids, light=True)
             if j.state in ENDED_STATES
         } if dep_ids else {}
-        plan = schedule(SchedulerInput(
+        inp = SchedulerInput(
             self.host(), pending, running, outcomes, self.clock(),
             default_limit=self.config.default_time,
             tier_limits=self.config.default_time_by_tier,
             max_reservations=self.config.reservations,
             usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
             score_time=self._usage_at,
-        ))
+        )
+        plan = schedule(inp)
         self.store.set_reasons(plan.reasons)
         self.shortfalls = plan.shortfalls
         self.forecasts = plan.forecasts
         self.scores = plan.scores
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
+        self.preempt_for_waiting(inp, plan)
 
     # ---- acting on jobs -----------------------------------------------------------------
 
@@ -265,8 +210,11 @@ class Daemon:
         # with no shim, and requeues it, so it never runs twice.
         self.store.transition(
             job.id, JobState.RUNNING, now, started_at=now, gpu_ids=gpu_ids, holding=1,
-            ended_at=None, exit_code=None,
+            ended_at=None, exit_code=None, peak_mem=None,
         )
+        warn_after = None
+        if job.time_limit and job.signal_before:
+            warn_after = job.time_limit - job.signal_before
         spec = ShimSpec(
             job_id=job.id,
             run=job.restarts,
@@ -277,7 +225,11 @@ class Daemon:
             stderr=str(self.layout.stderr(job.id)),
             checkpoint_dir=str(self.layout.checkpoint_dir(job.id)),
             exit_path=str(self.supervisor.exit_path(job.id)),
-            grace=self.config.kill_wait,
+            kill_wait=self.config.kill_wait,
+            grace=self.grace_of(job),
+            checkpoint_signal=int(signal.Signals[job.signal]),
+            signal_group=job.signal_group,
+            warn_after=warn_after,
         )
         try:
             shim = self.supervisor.spawn(spec)
@@ -309,72 +261,12 @@ class Daemon:
             self.finish(job_id, self.supervisor.exit_record(job_id))
         self.request_pass(freed=True)
 
-    def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
-        """Record the end of a run: its exit status, or that it vanished or never began."""
-        with self.store.atomic():
-            self._finish(job_id, record, never_started)
-        self.supervisor.finished(job_id)
-        self.notify(job_id)
-
     def card_weight(self, job: Job) -> float:
         """How many cards the job holds, for fair share: slices count as their share."""
         totals = {g.index: g.memory_total for g in self.cards}
         if job.mem is None:
             return float(len(job.gpu_ids))
         return sum(min(1.0, job.mem / totals[i]) if totals.get(i) else 1.0 for i in job.gpu_ids)
-
-    def _finish(self, job_id: int, record: dict | None, never_started: bool) -> None:
-        job = self.store.get_job(job_id)
-        now = self.clock()
-        code = record.get("exit_code") if record else None
-        ended_at = record.get("ended_at", now) if record else now
-        if job.state == JobState.RUNNING and never_started:
-            self.store.transition(
-                job_id, JobState.PENDING, now, detail="requeued: the daemon stopped before "
-                "the job began", started_at=None, gpu_ids=[], holding=0,
-            )
-        elif job.state == JobState.RUNNING:
-            if record is None:
-                new, reason = JobState.LOST, "its shim died without recording an exit status"
-            elif code == 0:
-                new, reason = JobState.COMPLETED, None
-            else:
-                new, reason = JobState.FAILED, _failure_reason(record)
-            self.store.transition(
-                job_id, new, now, reason=reason, ended_at=ended_at, exit_code=code, holding=0
-            )
-        elif job.state == JobState.PREEMPTING:
-            restarts = job.restarts + (0 if never_started else 1)
-            self.store.transition(
-                job_id, JobState.PENDING, now, detail=f"requeued (exit code {code})",
-                restarts=restarts, started_at=None, gpu_ids=[], holding=0, exit_code=None,
-            )
-        else:  # stopped on request: the state is already final, only the facts are new
-            self.store.update(job_id, exit_code=code, holding=0)
-            self.store.note(job_id, now, f"stopped (exit code {code})")
-        if not never_started:  # what the run cost, for fair share and stats
-            after = self.store.get_job(job_id).state
-            label = "requeued" if after == JobState.PENDING else str(after)
-            self.store.add_run(job, self.card_weight(job), ended_at, label)
-
-    def stop(self, job: Job, new_state: JobState, reason: str) -> None:
-        """Stop a running job: record the decision first, then have the shim kill the tree."""
-        now = self.clock()
-        fields = {} if new_state == JobState.PREEMPTING else {"ended_at": now}
-        self.store.transition(job.id, new_state, now, reason=reason, **fields)
-        shim = self.shims.get(job.id)
-        if shim is not None:
-            self.supervisor.stop(shim)
-        # else: not adopted yet; adopt() sends the stop when it finds the shim
-
-    def enforce_time_limits(self) -> None:
-        now = self.clock()
-        for job in self.store.holding_jobs():
-            if job.state != JobState.RUNNING or not job.time_limit or job.started_at is None:
-                continue
-            if now - job.started_at >= job.time_limit:
-                limit = format_duration(job.time_limit)
-                self.stop(job, JobState.TIMEOUT, f"time limit {limit} reached")
 
     # ---- waiting ------------------------------------------------------------------------
 
@@ -387,12 +279,4 @@ class Daemon:
         fut = self.loop.create_future()
         self.waiters.setdefault(job_id, []).append(fut)
         return fut
-
-
-def _failure_reason(record: dict) -> str | None:
-    if record.get("signal"):
-        return f"killed by signal {record['signal']}"
-    if record.get("exit_code") is None:
-        return "exit status unknown"
-    return None
 

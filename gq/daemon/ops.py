@@ -12,7 +12,7 @@ from gq.daemon.submission import Caller, HostLimits, build_job
 from gq.daemon.views import gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, BadInput, GqError
-from gq.units import iso
+from gq.units import format_duration, iso
 
 
 def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") -> int:
@@ -62,6 +62,8 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         cpus=daemon.config.host_cpus,
         ram=daemon.config.host_ram,
         card_memory=tuple(g.memory_total for g in daemon.cards),
+        preemptible_tiers=daemon.config.preemption.preemptible,
+        grace=daemon.config.preemption.grace,
     )
     job = build_job(
         args, caller, limits, lambda t, f: resolve_id(daemon, caller, t, f), daemon.clock()
@@ -95,7 +97,8 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job = daemon.store.get_job(job_id)
     out = job_json(job)
     forecast = daemon.forecasts.get(job.id)
-    out["why"] = why_sentence(job, daemon.shortfalls.get(job.id), forecast)
+    out["why"] = why_sentence(job, daemon.shortfalls.get(job.id), forecast,
+                              daemon.config.preemption.max_requeues)
     out["expected_start"] = _expected_start(daemon, job.id)
     score = daemon.scores.get(job.id) if job.state in (JobState.PENDING, JobState.HELD) else None
     out["score"] = None if score is None else {
@@ -123,7 +126,8 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
 def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
     forecast = daemon.forecasts.get(job.id)
-    why = why_sentence(job, daemon.shortfalls.get(job.id), forecast)
+    why = why_sentence(job, daemon.shortfalls.get(job.id), forecast,
+                       daemon.config.preemption.max_requeues)
     return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why,
             "expected_start": iso(forecast.start) if forecast else None}
 
@@ -200,7 +204,9 @@ def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
     detail = f"requeued by {caller.user}"
     if job.state == JobState.RUNNING:
         daemon.stop(job, JobState.PREEMPTING, detail)
-        return True, "stopping; it will be requeued"
+        grace = format_duration(daemon.grace_of(job))
+        return True, (f"sent {job.signal}; requeued once it exits (SIGKILL if it still runs "
+                      f"after {grace})")
     if job.state in ENDED_STATES:
         daemon.store.transition(
             job.id, JobState.PENDING, now, detail=detail, restarts=job.restarts + 1,

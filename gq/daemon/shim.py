@@ -23,6 +23,19 @@ IGNORED_BY_US = (
 )
 
 
+# What the daemon asks of a shim, by the signal it sends it (through a pidfd, so never to a
+# reused pid). The shim keeps them blocked and takes them with sigtimedwait: no handler can
+# interrupt it halfway through reaping. The same request twice is harmless, so a restarted
+# daemon may repeat whatever it finds recorded.
+CANCEL = signal.SIGTERM  # SIGTERM to the tree, SIGKILL after kill_wait
+PREEMPT = signal.SIGUSR1  # the checkpoint signal to the job, SIGTERM+SIGKILL after its grace
+TIME_UP = signal.SIGUSR2  # SIGTERM to the tree, SIGKILL after the job's grace
+REQUESTS = {CANCEL: "cancel", PREEMPT: "preempt", TIME_UP: "time_up"}
+WATCHED = (signal.SIGCHLD, *REQUESTS)
+# When a preempted job's grace is over: SIGTERM to what is left, SIGKILL this much later.
+LAST_WORDS = 1.0
+
+
 class ShimSpec(TypedDict):
     """What a shim needs, as plain JSON: it travels from the daemon to the spawner."""
 
@@ -35,11 +48,11 @@ class ShimSpec(TypedDict):
     stderr: str
     checkpoint_dir: str
     exit_path: str  # where the shim records the exit status
-    grace: float  # seconds between SIGTERM and SIGKILL when the job is stopped
-
-
-class StopRequested(Exception):
-    pass
+    kill_wait: float  # seconds between SIGTERM and SIGKILL when the job is cancelled
+    grace: float  # seconds between the checkpoint signal (or the time limit) and SIGKILL
+    checkpoint_signal: int  # sent to the main process (its group with signal_group)
+    signal_group: bool
+    warn_after: float | None  # seconds after the start to send the checkpoint signal
 
 
 def write_json_durably(path: str, data: dict) -> None:
@@ -64,6 +77,7 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
 
     `lock_fd` is the run's lock file, locked by the daemon and inherited: the shim holds the
     lock for as long as it lives, and writes its pid into the file."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)  # the spawner forked us with them blocked
     os.setsid()
     _close_fds_except((lock_fd,))
     # stdout and stderr stay the daemon's, for a traceback should the shim itself fail.
@@ -71,42 +85,93 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
     os.dup2(devnull, 0)
     os.close(devnull)
     signal.set_wakeup_fd(-1)
-    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_IGN)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-
-    def on_term(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop is enough
-        raise StopRequested()
-
-    signal.signal(signal.SIGTERM, on_term)
+    for sig in WATCHED:  # blocked, and taken by sigtimedwait; a blocked SIGCHLD stays pending
+        signal.signal(sig, signal.SIG_DFL)
     _prctl_setup(spec["job_id"])
     # Not fsynced: after a power cut the job's processes are gone anyway, and without the pid
     # the daemon simply queues the job again.
-    os.pwrite(lock_fd, json.dumps({"pid": os.getpid(), "run": spec["run"]}).encode(), 0)
+    # "requests": this shim takes PREEMPT and TIME_UP (one of an older gq took SIGTERM only).
+    os.pwrite(lock_fd, json.dumps({"pid": os.getpid(), "run": spec["run"], "requests": 1}
+                                  ).encode(), 0)
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
-    stopped = False
+    stop, wait, err_offset = None, spec["kill_wait"], None
     try:
-        job["pid"] = _start_job(spec)
-        _wait_for(job)
-    except StopRequested:
-        stopped = True
+        if CANCEL in signal.sigpending():  # cancelled before it began: do not begin
+            stop = "cancel"
+        else:
+            err_offset = _log_size(spec["stderr"])
+            job["pid"] = _start_job(spec)
+            stop, wait = _supervise(spec, job)
     except OSError as e:  # no log file, no checkpoint directory, out of processes...
         _note_start_failure(spec, e)
         job["status"] = 127 << 8  # a wait status: exited with 127, as a shell says "not found"
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # Stop everything that is left: on cancel the whole tree, after a normal end any
+    # Stop everything that is left: on a stop the whole tree, after a normal end any
     # leftovers (as Slurm does), so no process keeps holding the job's cards.
+    killed = False
     try:
-        _kill_tree(spec["grace"], job)
+        killed = _kill_tree(wait, job)
     finally:
         code, sig = _decode(job.get("status"))
         write_json_durably(
             spec["exit_path"],
-            {"exit_code": code, "signal": sig, "ended_at": time.time(), "stopped": stopped,
-             "run": spec["run"]},
+            {"exit_code": code, "signal": sig, "ended_at": time.time(),
+             "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
+             "stderr_offset": err_offset},
         )
+
+
+def _supervise(spec: ShimSpec, job: dict[str, int]) -> tuple[str | None, float]:
+    """Reap until the job's main process ends or a stop says to kill the tree; answer the
+    daemon's requests meanwhile. Returns the stop (None: the job ended by itself) and how long
+    what is left of the tree may take to go before SIGKILL."""
+    now = time.monotonic()
+    warn_at = None if spec["warn_after"] is None else now + spec["warn_after"]
+    stop, deadline = None, None
+    while True:
+        _reap(job)
+        now = time.monotonic()
+        if "status" in job:  # after a preemption, leftovers get what remains of the grace
+            return stop, (spec["kill_wait"] if deadline is None else max(0.0, deadline - now))
+        if deadline is not None and now >= deadline:
+            return stop, LAST_WORDS  # the grace is over
+        if warn_at is not None and now >= warn_at:
+            _checkpoint_signal(spec, job)
+            warn_at = None
+        wake = min((t for t in (warn_at, deadline) if t is not None), default=None)
+        if wake is None:
+            info = signal.sigwaitinfo(WATCHED)
+        else:
+            info = signal.sigtimedwait(WATCHED, max(0.0, wake - now))
+        request = REQUESTS.get(info.si_signo) if info is not None else None
+        if request == "cancel":
+            return request, spec["kill_wait"]
+        if request == "time_up" and stop is None:
+            return request, spec["grace"]
+        if request == "preempt" and stop is None:
+            stop, deadline = request, now + spec["grace"]
+            _signal_all(_descendants(), signal.SIGCONT)  # a stopped job could not checkpoint
+            _checkpoint_signal(spec, job)
+
+
+def _checkpoint_signal(spec: ShimSpec, job: dict[str, int]) -> None:
+    try:
+        if spec["signal_group"]:
+            os.killpg(job["pid"], spec["checkpoint_signal"])
+        else:
+            os.kill(job["pid"], spec["checkpoint_signal"])
+    except ProcessLookupError:  # it has just ended; the next reap sees it
+        pass
+
+
+def _log_size(path: str) -> int | None:
+    """Where this run's output starts in a log that earlier runs appended to."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
 
 
 def _note_start_failure(spec: ShimSpec, error: OSError) -> None:
@@ -172,14 +237,6 @@ def _start_job(spec: ShimSpec) -> int:
     return pid
 
 
-def _wait_for(job: dict[str, int]) -> None:
-    """Reap every descendant that ends (we are their subreaper) until the job's own process does."""
-    while "status" not in job:
-        pid, status = os.waitpid(-1, 0)
-        if pid == job["pid"]:
-            job["status"] = status
-
-
 def _descendants() -> list:
     import psutil
 
@@ -217,16 +274,17 @@ def _has_children() -> bool:
     return True
 
 
-def _kill_tree(grace: float, job: dict[str, int]) -> None:
-    """SIGTERM (and SIGCONT, for stopped ones) to every descendant, SIGKILL after grace."""
+def _kill_tree(grace: float, job: dict[str, int]) -> bool:
+    """SIGTERM (and SIGCONT, for stopped ones) to every descendant, SIGKILL after grace.
+    Whether anything had to be killed."""
     _reap(job)
     # We are the subreaper: with no child left there is no descendant left either, and the
     # common case needs no walk over every process of the machine.
     if not _has_children():
-        return
+        return False
     procs = _descendants()
     if not procs:
-        return
+        return False
     _signal_all(procs, signal.SIGTERM)
     _signal_all(procs, signal.SIGCONT)
     deadline = time.monotonic() + grace
@@ -236,11 +294,14 @@ def _kill_tree(grace: float, job: dict[str, int]) -> None:
             break
         time.sleep(0.02)
     # Kill until nothing is left: a process may fork while we look.
+    killed = False
     while procs := _descendants():
+        killed = True
         _signal_all(procs, signal.SIGKILL)
         time.sleep(0.01)
         _reap(job)
     _reap(job)
+    return killed
 
 
 def _decode(status: int | None) -> tuple[int | None, int | None]:

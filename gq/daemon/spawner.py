@@ -15,7 +15,7 @@ import signal
 import socket
 import sys
 
-from gq.daemon.shim import ShimSpec, run_shim
+from gq.daemon.shim import WATCHED, ShimSpec, run_shim
 
 MAX_MESSAGE = 4 << 20
 
@@ -51,9 +51,13 @@ def serve(sock: socket.socket) -> None:
         if spec is None:
             return
         (lock_fd,) = fds
+        # The shim is born with the daemon's requests blocked: one sent the moment the daemon
+        # has its pidfd must wait for the shim to take it, not kill it.
+        signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
         try:
             pid = os.fork()
         except OSError as e:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
             os.close(lock_fd)
             send(sock, {"error": str(e)}, [])
             continue
@@ -63,6 +67,7 @@ def serve(sock: socket.socket) -> None:
                 run_shim(ShimSpec(**spec), lock_fd)
             finally:
                 os._exit(0)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
         pidfd = os.pidfd_open(pid)
         send(sock, {"pid": pid}, [pidfd])
         os.close(pidfd)

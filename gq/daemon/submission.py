@@ -8,7 +8,7 @@ from typing import Any
 
 from gq.model import DepKind, Job, JobState, Reason, Tier
 from gq.protocol import BadInput
-from gq.units import format_size
+from gq.units import format_duration, format_size, parse_signal
 
 MAX_NAME = 64
 
@@ -25,6 +25,9 @@ class HostLimits:
     cpus: int
     ram: int | None
     card_memory: tuple[int, ...]  # memory_total of each schedulable card
+    # [preemption] defaults, fixed into each job when it is submitted
+    preemptible_tiers: frozenset[str] = frozenset({"low"})
+    grace: float = 60.0
 
 
 def _int(args: dict[str, Any], key: str, flag: str, default: int) -> int:
@@ -109,6 +112,44 @@ def check_deps(args: dict[str, Any], resolve) -> dict[DepKind, list[int]]:
     return deps
 
 
+def _flag(args: dict[str, Any], key: str, flag: str) -> bool | None:
+    value = args.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise BadInput(f"{flag} {value!r}: expected true or false")
+    return value
+
+
+def check_preemption(args: dict[str, Any], gpus: int, time_limit: float | None,
+                     default_grace: float) -> dict[str, Any]:
+    """The checkpoint signal, grace and out-of-memory retries, checked against each other."""
+    out: dict[str, Any] = {"signal_group": bool(_flag(args, "signal_group", "--signal-group"))}
+    try:
+        out["signal"] = parse_signal(str(args.get("signal") or "SIGTERM"))
+    except ValueError as e:
+        raise BadInput(f"--signal {e}") from None
+    before = args.get("signal_before")
+    if before is not None:
+        if isinstance(before, bool) or not isinstance(before, (int, float)) or before <= 0:
+            raise BadInput(f"--signal @{before!r}: the time before the limit must be positive")
+        shown = f"--signal {out['signal'][3:]}@{format_duration(before)}"
+        if time_limit is None:
+            raise BadInput(f"{shown}: needs --time, the limit it is sent before")
+        if before >= time_limit:
+            raise BadInput(f"{shown}: must be shorter than --time {format_duration(time_limit)}")
+        out["signal_before"] = float(before)
+    grace = args.get("grace", default_grace)
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
+        raise BadInput(f"--grace {grace!r}: must be 0 or more seconds")
+    out["grace"] = float(grace)
+    retry = _int(args, "retry_oom", "--retry-oom", 0)
+    if retry < 0:
+        raise BadInput(f"--retry-oom {retry}: must be 0 or more")
+    if retry and gpus == 0:
+        raise BadInput("--retry-oom retries with more GPU memory and needs --gpus 1 or more")
+    out["retry_oom"] = retry
+    return out
+
+
 def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, now: float) -> Job:
     """`resolve(text, flag)` turns '12' or '@' into an existing job id, or raises BadInput."""
     command = check_command(args.get("command"))
@@ -137,6 +178,8 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         _no_nul(key, "an environment variable name")
         _no_nul(value, f"environment variable {key}")
     held = bool(args.get("hold"))
+    time_limit = _opt_positive(args, "time_limit", "--time")
+    preemptible = _flag(args, "preemptible", "--preemptible")
     return Job(
         id=0,
         user=caller.user,
@@ -153,8 +196,11 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         mem=mem,
         cpus=cpus,
         ram=None if ram is None else int(ram),
-        time_limit=_opt_positive(args, "time_limit", "--time"),
+        time_limit=time_limit,
         deps=check_deps(args, resolve),
         env={str(k): str(v) for k, v in env.items()},
         submitted_at=now,
+        preemptible=(str(priority) in host.preemptible_tiers if preemptible is None
+                     else preemptible),
+        **check_preemption(args, gpus, time_limit, host.grace),
     )

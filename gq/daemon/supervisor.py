@@ -29,6 +29,9 @@ class Shim:
     job_id: int
     pid: int
     pidfd: int  # readable when the shim has exited; signals through it cannot hit a reused pid
+    # False for a shim started by a gq from before preemption, re-adopted: it ignores SIGUSR1
+    # and SIGUSR2, so every stop is asked of it as a cancel.
+    takes_requests: bool = True
 
 
 class RunStatus(Enum):
@@ -146,7 +149,8 @@ class Supervisor:
 
     def adopt(self, job_id: int) -> Shim | None:
         """Watch a shim started by an earlier daemon; None if it is gone or not yet known."""
-        pid = self._shim_info(job_id).get("pid")
+        info = self._shim_info(job_id)
+        pid = info.get("pid")
         if not pid:
             return None
         try:
@@ -158,7 +162,7 @@ class Supervisor:
         if self.status(job_id) is not RunStatus.ALIVE:
             os.close(pidfd)
             return None
-        return Shim(job_id, pid, pidfd)
+        return Shim(job_id, pid, pidfd, takes_requests="requests" in info)
 
     def exit_record(self, job_id: int) -> dict | None:
         try:
@@ -166,10 +170,13 @@ class Supervisor:
         except (OSError, ValueError):
             return None
 
-    def stop(self, shim: Shim) -> None:
-        """Ask the shim to stop the job: it sends SIGTERM to the tree, then SIGKILL after grace."""
+    def ask(self, shim: Shim, request: signal.Signals) -> None:
+        """Send the shim a request (shim.CANCEL, PREEMPT or TIME_UP): it acts on it, the daemon
+        learns of the end through the pidfd."""
+        if not shim.takes_requests:
+            request = signal.SIGTERM
         try:
-            signal.pidfd_send_signal(shim.pidfd, signal.SIGTERM)
+            signal.pidfd_send_signal(shim.pidfd, request)
         except ProcessLookupError:
             pass
 

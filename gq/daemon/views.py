@@ -26,6 +26,10 @@ def job_json(job: Job) -> dict[str, Any]:
     out["ram"] = job.ram
     out["time_limit"] = job.time_limit
     out["deps"] = {str(k): v for k, v in job.deps.items()}
+    # Preemption and memory (docs/preemption.md); grace None: the [preemption] default.
+    for key in ("preemptible", "signal", "signal_before", "signal_group", "grace",
+                "preemptions", "retry_oom", "oom_retries", "peak_mem"):
+        out[key] = getattr(job, key)
     return out
 
 
@@ -57,9 +61,15 @@ def describe_need(job: Job) -> str:
     return ", ".join(parts)
 
 
-def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | None = None) -> str:
+def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | None = None,
+                 max_requeues: int | None = None) -> str:
     """From the last scheduling pass: `shortfall`, what keeps a waiting job; `forecast`, its
-    reservation, if it has one."""
+    reservation, if it has one. `max_requeues`: of [preemption], to say why a job is held."""
+    if (job.state == JobState.HELD and max_requeues is not None
+            and job.preemptions > max_requeues):
+        return (f"Job {job.id} is held: it was preempted {job.preemptions} times, more than "
+                f"[preemption] max_requeues = {max_requeues}; `gq release {job.id}` queues it "
+                "again.")
     if job.state == JobState.PENDING or job.state == JobState.HELD:
         template = _REASON_TEXT.get(job.reason or "", "it waits for the next scheduling pass")
         deps = ",".join(str(i) for ids in job.deps.values() for i in ids)
@@ -77,7 +87,8 @@ def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | No
         return f"Job {job.id} is {job.state} ({job.reason}): {text}."
     if job.state in (JobState.RUNNING, JobState.PREEMPTING):
         cards = ",".join(str(i) for i in job.gpu_ids) or "no cards (CPU-only)"
-        return f"Job {job.id} is {job.state} on {job.host}, GPU {cards}."
+        why = f" ({job.reason})" if job.state == JobState.PREEMPTING and job.reason else ""
+        return f"Job {job.id} is {job.state}{why} on {job.host}, GPU {cards}."
     ended = f" with exit code {job.exit_code}" if job.exit_code is not None else ""
     why = f" ({job.reason})" if job.reason else ""
     return f"Job {job.id} ended as {job.state}{ended}{why}."

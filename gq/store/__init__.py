@@ -16,8 +16,10 @@ from gq.store.schema import migrations
 _JSON_FIELDS = ("command", "env", "deps", "gpu_ids")
 _JOB_COLUMNS = (
     "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
-    "deps submitted_at started_at ended_at exit_code restarts gpu_ids"
+    "deps submitted_at started_at ended_at exit_code restarts gpu_ids preemptible signal "
+    "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem"
 ).split()
+_BOOL_FIELDS = ("preemptible", "signal_group")
 # What a scheduling pass needs: not the command, directory and environment, which are large
 # and only needed to start a job.
 _HEAVY_COLUMNS = {"command", "cwd", "env"}
@@ -250,4 +252,6 @@ def _row_to_job(row: dict[str, Any]) -> Job:
     data["state"] = JobState(data["state"])
     data["priority"] = Tier(data["priority"])
     data["deps"] = {DepKind(k): v for k, v in data["deps"].items()}
+    for key in _BOOL_FIELDS:
+        data[key] = bool(data[key])
     return Job(**data)

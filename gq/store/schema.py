@@ -79,3 +79,23 @@ def m002_runs(db: Database) -> None:
         """
     )
     db.execute("CREATE INDEX runs_ended ON runs(ended_at)")
+
+
+@migrations()
+def m003_preemption(db: Database) -> None:
+    # Preemption, checkpoint signals and out-of-memory retries (docs/preemption.md).
+    for column in (
+        "preemptible INTEGER NOT NULL DEFAULT 0",
+        "signal TEXT NOT NULL DEFAULT 'SIGTERM'",
+        "signal_before REAL",
+        "signal_group INTEGER NOT NULL DEFAULT 0",
+        "grace REAL",  # NULL: [preemption] grace of config.toml
+        "preemptions INTEGER NOT NULL DEFAULT 0",
+        "retry_oom INTEGER NOT NULL DEFAULT 0",
+        "oom_retries INTEGER NOT NULL DEFAULT 0",
+        "peak_mem INTEGER",
+    ):
+        db.execute(f"ALTER TABLE jobs ADD COLUMN {column}")
+    # Low-tier jobs are preemptible unless submitted otherwise; those queued before knew no
+    # other default.
+    db.execute("UPDATE jobs SET preemptible = 1 WHERE priority = 'low'")

@@ -1,0 +1,81 @@
+"""What a daemon does when it starts: re-adopt the shims of an earlier one, record what ended
+while none ran, and finish the stops (cancel, time limit, preemption) it had decided."""
+
+from __future__ import annotations
+
+import logging
+
+from gq.daemon.supervisor import RunStatus
+from gq.model import Job, JobState
+
+log = logging.getLogger("gq.daemon")
+
+
+class Recovery:
+    """Part of Daemon (gq/daemon/core.py)."""
+
+    def recover(self) -> None:
+        """Re-adopt the shims of an earlier daemon and record what ended while none ran."""
+        with self.store.relaxed():
+            self._recover_holding()
+            self._recover_unrecorded_runs()
+
+    def _recover_holding(self) -> None:
+        for job in self.store.holding_jobs():
+            self.settle(job)
+
+    def settle(self, job: Job) -> None:
+        """For a job holding resources whose shim we do not watch: adopt the shim if it lives,
+        else record what its run files say happened."""
+        status = self.supervisor.status(job.id)
+        if status is RunStatus.ALIVE:
+            self.adopt(job)
+            return
+        self.unadopted.discard(job.id)
+        if status is RunStatus.EXITED:
+            self.finish(job.id, self.supervisor.exit_record(job.id))
+        elif status is RunStatus.VANISHED:
+            self.finish(job.id, None)
+        else:
+            self.finish(job.id, None, never_started=True)
+
+    def _recover_unrecorded_runs(self) -> None:
+        """Run directories of jobs the store does not know to be running: after a power cut
+        the store may have lost a relaxed commit (see Store.relaxed) that the run's own files
+        still witness."""
+        for job_id in self.supervisor.run_ids():
+            job = self.store.get_job(job_id)
+            if job is not None and self.store.is_holding(job_id):
+                continue
+            run = self.supervisor.run_number(job_id)
+            if job is None or job.state != JobState.PENDING or (run is not None and
+                                                                run < job.restarts):
+                self.supervisor.forget(job_id)  # an earlier run, already recorded
+                continue
+            now = self.clock()
+            status = self.supervisor.status(job_id)
+            if status in (RunStatus.ALIVE, RunStatus.EXITED):
+                self.store.transition(job_id, JobState.RUNNING, now, detail="recovered from "
+                                      "its run directory", started_at=now, holding=1)
+                if status is RunStatus.ALIVE:
+                    self.adopt(self.store.get_job(job_id))
+                else:
+                    self.finish(job_id, self.supervisor.exit_record(job_id))
+            else:
+                if status is RunStatus.VANISHED:
+                    self.store.update(job_id, restarts=job.restarts + 1)
+                    self.store.note(job_id, now, "its run was lost in a crash; queued again")
+                self.supervisor.forget(job_id)
+
+    def adopt(self, job: Job) -> None:
+        shim = self.supervisor.adopt(job.id)
+        if shim is None:
+            self.unadopted.add(job.id)  # its shim has not written its pid yet: next tick
+            return
+        self.unadopted.discard(job.id)
+        log.info("re-adopted job %s (shim pid %s)", job.id, shim.pid)
+        self.watch(shim)
+        if job.state in self.STOP_REQUESTS:
+            # The stop was decided by a daemon that died, maybe before it asked the shim; a
+            # shim asked twice does it once.
+            self.supervisor.ask(shim, self.STOP_REQUESTS[job.state])
