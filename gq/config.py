@@ -17,6 +17,13 @@ from gq.units import parse_duration, parse_size
 
 
 @dataclass
+class NotifyConfig:
+    on_finish: str | None = None  # a shell command the daemon runs when any job ends
+    timeout: float = 60.0  # a notification still running after this long is killed
+    sendmail: str | None = None  # for --mail; None: look for sendmail on PATH and in /usr/sbin
+
+
+@dataclass
 class Config:
     host_cpus: int
     host_ram: int | None
@@ -27,6 +34,7 @@ class Config:
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
 
 
 _KNOWN = {
@@ -35,6 +43,7 @@ _KNOWN = {
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
                   "weight_age"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
+    "notify": {"on_finish", "timeout", "sendmail"},
 }
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
 
@@ -117,6 +126,19 @@ def _apply(config: Config, data: dict) -> None:
         for name, table in limits.get("users", {}).items()
     }
     config.limits = Limits(default=default, users=users)
+    config.notify = _notify(data.get("notify", {}))
+
+
+def _notify(table: dict) -> NotifyConfig:
+    out = NotifyConfig()
+    for key in ("on_finish", "sendmail"):
+        if key in table:
+            if not isinstance(table[key], str) or not table[key].strip():
+                raise ValueError(f"[notify] {key} = {table[key]!r}: expected a command")
+            setattr(out, key, table[key])
+    if "timeout" in table:
+        out.timeout = _duration("[notify] timeout", table["timeout"])
+    return out
 
 
 def _host_ram() -> int | None:

@@ -109,6 +109,9 @@ def test_oversized_request_is_refused(host):
     ("[host\n", "config.toml: Expected ']'"),
     ('[daemon]\nkill_wait = "soon"\n', "expected a duration"),
     ("[hots]\ncpus = 4\n", "unknown setting [hots]"),
+    ('[notify]\ntimeout = "soon"\n', "[notify] timeout = "),
+    ("[notify]\non_finish = 3\n", "[notify] on_finish = 3: expected a command"),
+    ('[notify]\non_end = "x"\n', "unknown setting [notify] on_end"),
 ])
 def test_a_bad_config_file_is_refused_at_start_with_the_reason(make_host, config, needle):
     host = make_host("1x80G", start=False)

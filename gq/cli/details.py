@@ -37,6 +37,13 @@ def print_job(job: dict[str, Any]) -> None:
         ("stderr", job["stderr"]),
         ("checkpoints", job["checkpoint_dir"]),
     ]
+    if job.get("array"):
+        fields.insert(1, ("array", _array_text(job["array"])))
+    if job.get("notify"):
+        notify = job["notify"]
+        fields.append(("notify", "; ".join(x for x in (
+            notify["command"] and f"runs {notify['command']!r}",
+            notify["mail"] and f"mails {notify['mail']}") if x)))
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         print(f"{key.rjust(width)}  {value}")
@@ -46,6 +53,13 @@ def print_job(job: dict[str, Any]) -> None:
             f"{e['old_state']} -> {e['new_state']}")
         extra = "; ".join(x for x in (e["reason"], e["detail"]) if x)
         print(f"  {iso(e['at'])}  {change}" + (f"  ({extra})" if extra else ""))
+
+
+def _array_text(array: dict) -> str:
+    limit = f", at most {array['limit']} at once" if array["limit"] else ""
+    params = " ".join(f"{k}={v}" for k, v in array["params"].items())
+    return (f"element {array['index']} ({array['id']}_{array['index']}) of array {array['id']}"
+            f" ({array['size']} elements{limit})" + (f"; {params}" if params else ""))
 
 
 def _score_text(score: dict | None) -> str:
