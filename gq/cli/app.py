@@ -18,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
+    add_completion=False,  # gq's own scripts (gq completion) answer without importing Typer
 )
 daemon_app = typer.Typer(help="The per-host daemon (the CLI starts it on first use).",
                          no_args_is_help=True)
@@ -232,6 +233,36 @@ def sim(
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json)
 # ---- end of gq sim ----
+
+
+# ---- gq completion -----------------------------------------------------------------
+completion_app = typer.Typer(help="Shell completion for bash, zsh and fish.",
+                             no_args_is_help=True)
+app.add_typer(completion_app, name="completion")
+Shells = Annotated[Optional[list[str]], typer.Argument(
+    help="bash, zsh or fish  [default: all three]", metavar="SHELL...", show_default=False)]
+
+
+@completion_app.command("install")
+def completion_install(shells: Shells = None) -> None:
+    """Install the completion scripts where each shell looks for them (for your user)."""
+    from gq.cli.completion import SHELLS, install
+
+    for shell in shells or SHELLS:
+        if shell not in SHELLS:
+            raise GqError(f"{shell}: expected one of {', '.join(SHELLS)}", BAD_INPUT)
+    print("\n".join(install(shells or list(SHELLS))))
+
+
+@completion_app.command("script")
+def completion_script(shell: Annotated[str, typer.Argument(
+        help="bash, zsh or fish", metavar="SHELL", show_default=False)]) -> None:
+    """Print one shell's completion script, e.g. source <(gq completion script bash)."""
+    from gq.cli.completion import SHELLS, script
+
+    if shell not in SHELLS:
+        raise GqError(f"{shell}: expected one of {', '.join(SHELLS)}", BAD_INPUT)
+    sys.stdout.write(script(shell))
 
 
 @daemon_app.command("run")

@@ -1,4 +1,5 @@
-"""The `gq` console script: `submit` on a light path, everything else through Typer."""
+"""The `gq` console script: `submit` and shell completion on a light path, the rest through
+Typer."""
 
 from __future__ import annotations
 
@@ -38,7 +39,11 @@ def _is_fast_submit(argv: list[str]) -> bool:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if _is_fast_submit(argv):
+        if argv[:1] == ["__complete"]:  # the shell completion scripts, at every Tab: light
+            from gq.cli.complete_fast import complete
+
+            code = complete(argv[1:])
+        elif _is_fast_submit(argv):
             code = submit(argv[1:])
         else:
             from gq.cli.app import run

@@ -8,6 +8,7 @@ from typing import Any
 
 from gq import __version__
 from gq.daemon import arrays
+from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
 from gq.daemon.core import Daemon
 from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
