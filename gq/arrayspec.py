@@ -59,6 +59,8 @@ def parse_sweep(items: list[str]) -> list[list]:
             raise ValueError(f"--sweep {item}: expected KEY=VALUE,VALUE,... (no empty value)")
         if not key.isidentifier():
             raise ValueError(f"--sweep {item}: the key must be a name (letters, digits, _)")
+        if len(set(values)) != len(values):
+            raise ValueError(f"--sweep {item}: a value is given twice")
         if key in seen:
             raise ValueError(f"--sweep {key}: given twice")
         seen.add(key)

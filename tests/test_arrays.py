@@ -64,7 +64,8 @@ def test_array_spec_round_trip(parts, limit):
 def test_sweep_specs():
     assert parse_sweep(["lr=1e-3,1e-4", "bs=32"]) == [["lr", ["1e-3", "1e-4"]], ["bs", ["32"]]]
     for bad, message in [("lr=", "no empty value"), ("lr", "KEY=VALUE"), ("=1,2", "KEY=VALUE"),
-                         ("lr=1,,2", "no empty value"), ("l-r=1", "must be a name")]:
+                         ("lr=1,,2", "no empty value"), ("l-r=1", "must be a name"),
+                         ("lr=1,2,1", "a value is given twice")]:
         with pytest.raises(ValueError, match=message):
             parse_sweep([bad])
     with pytest.raises(ValueError, match="given twice"):
@@ -164,9 +165,14 @@ def test_a_sweep_queues_the_cartesian_product_with_values_filled_in(host):
     outputs = sorted(host.log(array + i).strip() for i in range(4))
     assert outputs == ["lr=1e-3 bs=32 1e-3 0", "lr=1e-3 bs=64 1e-3 1", "lr=1e-4 bs=32 1e-4 2",
                        "lr=1e-4 bs=64 1e-4 3"]
+    # A command without {key} gets the values in its environment only.
+    other = host.submit("--sweep", "seed=1,2", "--gpus", "0", "--", "sh", "-c",
+                        "echo $GQ_SWEEP_SEED")
+    host.gq("wait", str(other))
+    assert [host.log(other + i).strip() for i in (0, 1)] == ["1", "2"]
     shown = host.gq("show", f"{array}_3").stdout
     assert f"element 3 ({array}_3) of array {array} (4 elements); lr=1e-4 bs=64" in shown
-    assert host.count_jobs() == 4
+    assert host.count_jobs() == 6
 
 
 def test_ls_folds_an_array_into_one_line_and_expand_unfolds_it(host):
@@ -225,7 +231,6 @@ def test_at_sign_and_dependencies_mean_the_whole_array(host):
 @pytest.mark.parametrize("argv, message", [
     (["--array", "5-2", "--", "true"], "--array 5-2: the range 5-2 ends before it starts"),
     (["--sweep", "lr=", "--", "echo", "{lr}"], "--sweep lr=: expected KEY=VALUE"),
-    (["--sweep", "lr=1,2", "--", "echo"], "--sweep lr: the command has no {lr} to fill in"),
     (["--array", "%2", "--", "true"], "--array: no indices given"),
     (["--array", "0-3", "--sweep", "a=1", "--", "echo", "{a}"], "takes only a limit"),
     (["--array", "0-3", "--mem", "81G", "--", "true"], "more than the cards"),
@@ -252,3 +257,28 @@ def test_an_array_is_queued_whole_or_not_at_all(tmp_path):
     assert store.db.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
     assert store.db.execute("SELECT count(*) FROM events").fetchone()[0] == 0
     assert store.queue() == []
+
+
+MALFORMED = [
+    ({"array": {"indices": [-1]}}, "--array: expected a list of indices"),
+    ({"array": {"indices": "0-3"}}, "--array: expected a list of indices"),
+    ({"array": {"indices": [1, 1]}}, "given twice"),
+    ({"array": {"indices": [0], "limit": 0}}, "1 or more"),
+    ({"array": {"indices": list(range(MAX_ELEMENTS + 1))}}, "at most"),
+    ({"array": [0, 1]}, "--array: expected an object"),
+    ({"sweep": [["lr", []]]}, "--sweep: expected KEY=VALUE"),
+    ({"sweep": [["lr", ["1", "1"]]]}, "with different values"),
+    ({"sweep": [["lr", ["1"]], ["lr", ["2"]]]}, "--sweep lr: given twice"),
+    ({"sweep": [["l r", ["1"]]]}, "a key is a name"),
+    ({"sweep": {"lr": ["1"]}}, "--sweep: expected a list"),
+]
+
+
+def test_the_daemon_checks_array_requests_itself(host):
+    from gq.cli.submit_args import request_args
+    from gq.protocol import BadInput
+
+    for extra, message in MALFORMED:
+        with pytest.raises(BadInput, match=message):
+            host.call("submit", **request_args({}, ["echo", "{lr}"]), **extra)
+    assert host.count_jobs() == 0

@@ -46,23 +46,22 @@ def _limit(array: dict) -> int | None:
     return limit
 
 
-def _sweep(sweep: Any, command: list[str]) -> list[tuple[str, list[str]]]:
+def _sweep(sweep: Any) -> list[tuple[str, list[str]]]:
     if not isinstance(sweep, list):
         raise BadInput("--sweep: expected a list of [KEY, [VALUES]]")
     seen = set()
     for item in sweep:
         if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
                 or not isinstance(item[1], list) or not item[1]
-                or not all(isinstance(v, str) and v and "\0" not in v for v in item[1])):
-            raise BadInput("--sweep: expected KEY=VALUE,VALUE,...")
+                or not all(isinstance(v, str) and v and "\0" not in v for v in item[1])
+                or len(set(item[1])) != len(item[1])):
+            raise BadInput("--sweep: expected KEY=VALUE,VALUE,... with different values")
         key = item[0]
         if not key.isidentifier():
             raise BadInput(f"--sweep {key}: a key is a name of letters, digits and _")
         if key in seen:
             raise BadInput(f"--sweep {key}: given twice")
         seen.add(key)
-        if not any("{" + key + "}" in arg for arg in command):
-            raise BadInput(f"--sweep {key}: the command has no {{{key}}} to fill in")
     return [(k, list(v)) for k, v in sweep]
 
 
@@ -79,7 +78,7 @@ def elements(args: dict[str, Any], command: list[str]) -> tuple[list[Element], i
         if indices is not None:
             raise BadInput("--array with --sweep takes only a limit, e.g. --array %4: a sweep "
                            "is an array of its own")
-        keys = _sweep(sweep, command)
+        keys = _sweep(sweep)
         size = 1
         for _, values in keys:
             size *= len(values)
