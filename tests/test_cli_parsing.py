@@ -16,6 +16,8 @@ CASES = [
     ["--gpus=0", "--name", "prep", "--env", "A=1", "--env", "B=x=y", "--hold", "--", "x"],
     ["-g0", "--after", "1,2", "--afterok", "3", "--afternotok", "4", "--cwd", "/tmp", "x"],
     ["--priority", "LOW", "--time", "90m", "x", "-g", "3"],
+    ["--array", "0-3,8%2", "--sweep", "lr=1,2", "--sweep=bs=3", "--notify", "echo $GQ_STATE",
+     "--mail", "ann", "--", "x", "{lr}"],
 ]
 
 

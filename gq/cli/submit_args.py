@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gq.arrayspec import parse_array, parse_sweep
 from gq.protocol import BadInput
 from gq.units import parse_duration, parse_size
 
@@ -154,10 +153,13 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
     for kind in ("after", "afterok", "afternotok"):
         if values.get(kind):
             args[kind] = _ids(values[kind])
-    if values.get("array") is not None:
-        args["array"] = _parsed("--array", values["array"], parse_array, prefixed=True)
-    if values.get("sweep"):
-        args["sweep"] = _parsed("--sweep", values["sweep"], parse_sweep, prefixed=True)
+    if values.get("array") is not None or values.get("sweep"):
+        from gq.arrayspec import parse_array, parse_sweep
+
+        if values.get("array") is not None:
+            args["array"] = _parsed("--array", values["array"], parse_array, prefixed=True)
+        if values.get("sweep"):
+            args["sweep"] = _parsed("--sweep", values["sweep"], parse_sweep, prefixed=True)
     for key in ("notify", "mail"):
         if values.get(key) is not None:
             args[key] = values[key]
