@@ -170,9 +170,13 @@ def test_a_sweep_queues_the_cartesian_product_with_values_filled_in(host):
                         "echo $GQ_SWEEP_SEED")
     host.gq("wait", str(other))
     assert [host.log(other + i).strip() for i in (0, 1)] == ["1", "2"]
+    # A job submitted from inside an element inherits none of its array's variables.
+    host.env.update(GQ_ARRAY_INDEX="7", GQ_SWEEP_LR="1e-3")
+    inner = host.submit("--gpus", "0", "--", "sh", "-c", 'echo "[$GQ_ARRAY_INDEX$GQ_SWEEP_LR]"')
+    assert host.wait_ended(inner)["state"] == "completed" and host.log(inner) == "[]\n"
     shown = host.gq("show", f"{array}_3").stdout
     assert f"element 3 ({array}_3) of array {array} (4 elements); lr=1e-4 bs=64" in shown
-    assert host.count_jobs() == 6
+    assert host.count_jobs() == 7
 
 
 def test_ls_folds_an_array_into_one_line_and_expand_unfolds_it(host):

@@ -41,6 +41,23 @@ def test_every_argument_of_every_command_has_a_completion_kind():
     assert kinds["--hold"] is None and kinds["--mem"] == "none"
 
 
+def test_options_still_to_come_get_their_values_by_name(queue, tmp_path):
+    """--signal and --host (preemption, peers) complete as soon as a command has them."""
+    from gq.cli import completion_render
+    from gq.cli.completion import CommandSpec, OptionSpec, _option_kinds
+
+    kinds = _option_kinds()
+    options = (OptionSpec(("--signal",), "checkpoint signal", kinds["--signal"]),
+               OptionSpec(("--host",), "run on a peer", kinds["--host"]))
+    specs = [CommandSpec((), "", ("run",), (), None),
+             CommandSpec(("run",), "", (), options, "command")]
+    script = tmp_path / "fake.bash"
+    script.write_text(completion_render.bash(specs))
+    table = [("gq run --signal U", {"USR1", "USR2"}, {"TERM"}),
+             ("gq run --host a", {"any"}, set())]
+    check(run_bash(script, [line for line, _, _ in table], queue["env"]), table)
+
+
 # ---- a queue to complete against --------------------------------------------------------
 
 

@@ -116,8 +116,8 @@ def insert_elements(store: Store, job: Job, parts: list[Element], limit: int | N
 
 def set_array_env(env: dict[str, str], job: Job) -> None:
     """GQ_ARRAY_* of the job's element; none inherited from a submitter inside an array."""
-    for key in ("GQ_ARRAY_ID", "GQ_ARRAY_INDEX", "GQ_ARRAY_SIZE"):
-        env.pop(key, None)
+    for key in [k for k in env if k.startswith(("GQ_ARRAY_", "GQ_SWEEP_"))]:
+        del env[key]
     if job.array is not None:
         env["GQ_ARRAY_ID"] = str(job.array.id)
         env["GQ_ARRAY_INDEX"] = str(job.array.index)
