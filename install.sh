@@ -12,6 +12,7 @@ Install gq for the current user from this checkout:
   - a virtual environment at $GQ_VENV
       (default: ${XDG_DATA_HOME:-$HOME/.local/share}/gq/venv)
   - the `gq` command linked into $GQ_BIN_DIR (default: $HOME/.local/bin)
+  - completion for bash, zsh and fish (as `gq completion install` does)
 Running it again upgrades gq in place.
 
 Environment:
@@ -134,6 +135,14 @@ if [ -e "$link" ] && [ ! -L "$link" ]; then
     die "$link exists and is not a symlink; remove it or set GQ_BIN_DIR"
 fi
 ln -sfn "$venv/bin/gq" "$link"
+
+# Shell completion for bash, zsh and fish, for this user (`gq completion install` redoes it).
+if completion=$("$venv/bin/gq" completion install 2>&1); then
+    echo "gq install: shell completion installed:"
+    printf '%s\n' "$completion" | sed 's/^/    /'
+else
+    echo "gq install: shell completion not installed ($completion); try: gq completion install" >&2
+fi
 
 version=$("$venv/bin/python" -I -c 'import gq; print(gq.__version__)')
 echo "gq $version installed: $link -> $venv/bin/gq"

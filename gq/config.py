@@ -27,6 +27,13 @@ class PreemptionConfig:
 
 
 @dataclass
+class NotifyConfig:
+    on_finish: str | None = None  # a shell command the daemon runs when any job ends
+    timeout: float = 60.0  # a notification still running after this long is killed
+    sendmail: str | None = None  # for --mail; None: look for sendmail on PATH and in /usr/sbin
+
+
+@dataclass
 class Config:
     host_cpus: int
     host_ram: int | None
@@ -38,6 +45,7 @@ class Config:
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
 
 
 _KNOWN = {
@@ -47,6 +55,7 @@ _KNOWN = {
                   "weight_age", "weight_short"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
     "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
+    "notify": {"on_finish", "timeout", "sendmail"},
 }
 _TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -134,6 +143,7 @@ def _apply(config: Config, data: dict) -> None:
     config.limits = Limits(default=default, users=users)
     if "preemption" in data:
         config.preemption = _preemption(data["preemption"], config.preemption)
+    config.notify = _notify(data.get("notify", {}))
 
 
 def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
@@ -150,6 +160,18 @@ def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
                       if "max_requeues" in table else base.max_requeues),
         preemptible=frozenset(tiers),
     )
+
+
+def _notify(table: dict) -> NotifyConfig:
+    out = NotifyConfig()
+    for key in ("on_finish", "sendmail"):
+        if key in table:
+            if not isinstance(table[key], str) or not table[key].strip():
+                raise ValueError(f"[notify] {key} = {table[key]!r}: expected a command")
+            setattr(out, key, table[key])
+    if "timeout" in table:
+        out.timeout = _duration("[notify] timeout", table["timeout"])
+    return out
 
 
 def _host_ram() -> int | None:

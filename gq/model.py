@@ -79,12 +79,32 @@ class Reason(StrEnum):
     QUOTA_LIMIT = "QuotaLimit"
     PEER_DOWN = "PeerDown"
     NO_GPUS = "NoGpus"
+    ARRAY_LIMIT = "JobArrayTaskLimit"  # its array already runs as many elements as its %N
 
 
 class DepKind(StrEnum):
     AFTER = "after"  # the other job ended, any outcome
     AFTEROK = "afterok"  # ... completed with exit code 0
     AFTERNOTOK = "afternotok"  # ... ended any other way
+
+
+@dataclass
+class ArrayPart:
+    """Where a job sits in an array (--array) or a sweep (--sweep), which is an array too."""
+
+    id: int  # the array's id: the job id of its first element
+    index: int  # GQ_ARRAY_INDEX
+    size: int
+    limit: int | None = None  # at most this many elements running at once (--array ...%N)
+    params: dict[str, str] = field(default_factory=dict)  # this element's sweep values
+
+
+@dataclass
+class Notify:
+    """Who hears of the job's end: a command of the submitter's (--notify), a mail (--mail)."""
+
+    command: str | None = None
+    mail: str | None = None
 
 
 @dataclass
@@ -125,6 +145,8 @@ class Job:
     retry_oom: int = 0  # how many times an out-of-memory death is retried with more memory
     oom_retries: int = 0  # how many of those retries were used
     peak_mem: int | None = None  # the most GPU memory its processes were seen to hold, bytes
+    array: ArrayPart | None = None
+    notify: Notify | None = None
 
     @property
     def whole_cards(self) -> bool:

@@ -128,6 +128,9 @@ def test_oversized_request_is_refused(host):
     ("[preemption]\nmax_requeues = -1\n", "[preemption] max_requeues = -1"),
     ('[preemption]\npreemptible = ["urgent"]\n', "expected a list of tiers"),
     ("[preemption]\nenabled = false\n", "unknown setting [preemption] enabled"),
+    ('[notify]\ntimeout = "soon"\n', "[notify] timeout = "),
+    ("[notify]\non_finish = 3\n", "[notify] on_finish = 3: expected a command"),
+    ('[notify]\non_end = "x"\n', "unknown setting [notify] on_end"),
 ])
 def test_a_bad_config_file_is_refused_at_start_with_the_reason(make_host, config, needle):
     host = make_host("1x80G", start=False)

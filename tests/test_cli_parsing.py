@@ -19,6 +19,8 @@ CASES = [
     ["-p", "low", "--no-preemptible", "--signal", "usr1@5m", "--signal-group", "--grace", "0",
      "--retry-oom", "2", "-t", "1h", "--", "x"],
     ["--preemptible", "--signal=10", "--grace=90s", "x"],
+    ["--array", "0-3,8%2", "--sweep", "lr=1,2", "--sweep=bs=3", "--notify", "echo $GQ_STATE",
+     "--mail", "ann", "--", "x", "{lr}"],
 ]
 
 

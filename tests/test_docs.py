@@ -92,16 +92,30 @@ def test_readme_links_resolve():
             assert (ROOT / target).exists(), f"README links to missing {target}"
 
 
-def test_states_diagram_matches_the_transition_table():
-    text = (ROOT / "docs" / "states.md").read_text()
+ALLOWED = {(old, new) for old, news in TRANSITIONS.items() for new in news}
+
+
+def drawn_transitions(doc: str) -> set[tuple[JobState, JobState]]:
+    """The state changes drawn in the first mermaid diagram of a page of docs/."""
+    text = (ROOT / "docs" / doc).read_text()
     diagram = next(body for lang, body in fenced_blocks(text) if lang == "mermaid")
     drawn = set()
     for line in diagram.splitlines():
         m = re.match(r"\s*(\S+)\s*-->\s*(\S+?)\s*(?::|$)", line)
         if m and m[1] != "[*]":
             drawn.add((JobState(m[1]), JobState(m[2])))
-    allowed = {(old, new) for old, news in TRANSITIONS.items() for new in news}
+    return drawn
+
+
+def test_states_diagram_matches_the_transition_table():
+    text = (ROOT / "docs" / "states.md").read_text()
+    drawn, allowed = drawn_transitions("states.md"), ALLOWED
     assert drawn - allowed == set(), "docs/states.md draws transitions the code forbids"
     assert allowed - drawn == set(), "docs/states.md misses transitions the code allows"
     for state in JobState:
         assert f"| `{state}` |" in text, f"docs/states.md does not describe {state}"
+
+
+def test_the_concepts_diagram_draws_only_transitions_the_code_allows():
+    drawn = drawn_transitions("concepts.md")
+    assert drawn and drawn - ALLOWED == set()

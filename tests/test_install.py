@@ -22,7 +22,12 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GQ_", "XDG_", "VIRTUAL_ENV", "PYTHON"))}
     real_home = Path(os.path.expanduser("~"))
-    env["XDG_CONFIG_HOME"] = os.environ.get("XDG_CONFIG_HOME", str(real_home / ".config"))
+    # The user's own configuration directory (install.sh writes fish's completion there),
+    # with a copy of the real pip configuration.
+    real_pip = Path(os.environ.get("XDG_CONFIG_HOME", str(real_home / ".config"))) / "pip"
+    if real_pip.is_dir():
+        shutil.copytree(real_pip, home / ".config" / "pip", dirs_exist_ok=True)
+    env["XDG_CONFIG_HOME"] = str(home / ".config")
     env["XDG_CACHE_HOME"] = os.environ.get("XDG_CACHE_HOME", str(real_home / ".cache"))
     env["HOME"] = str(home)
     env.update(extra)
@@ -55,6 +60,11 @@ def test_install_sh_installs_a_working_gq_and_upgrades_in_place(tmp_path, gq_hom
     assert gq.is_symlink() and gq.resolve() == (venv / "bin" / "gq").resolve()
     assert f"gq {gq_version} installed" in first.stdout
     assert f'export PATH="{bin_dir}:$PATH"' in first.stdout  # bin_dir is not on PATH
+    assert "shell completion installed" in first.stdout
+    for shell, path in (("bash", ".local/share/bash-completion/completions/gq"),
+                        ("zsh", ".local/share/zsh/site-functions/_gq"),
+                        ("fish", ".config/fish/completions/gq.fish")):
+        assert (home / path).read_text() == (ROOT / "completions" / f"gq.{shell}").read_text()
     # A regular install, not an editable one: the package lives in the environment.
     where = _run([str(venv / "bin" / "python"), "-c", "import gq; print(gq.__file__)"], env,
                  cwd=tmp_path)

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from gq.model import ENDED_STATES, TRANSITIONS, IllegalTransition, Job, JobState, check_transition
+from gq.model import ArrayPart, ENDED_STATES, TRANSITIONS, IllegalTransition, Job, JobState, check_transition
 from gq.store import Store
 from gq.store.schema import migrations
 
@@ -68,8 +68,8 @@ def test_ids_are_never_reused(tmp_path):
 def test_reopening_applies_no_migration_twice(tmp_path):
     Store(tmp_path / "gq.db").close()
     store = Store(tmp_path / "gq.db")
-    assert [m.name for m in migrations.applied(store.db)] == ["m001_jobs_and_events",
-                                                              "m002_runs", "m003_preemption"]
+    assert [m.name for m in migrations.applied(store.db)] == [
+        "m001_jobs_and_events", "m002_runs", "m003_preemption", "m004_arrays", "m005_notify"]
     assert migrations.pending(store.db) == []
 
 
@@ -110,3 +110,24 @@ def test_a_database_from_before_preemption_is_upgraded_with_tier_defaults(tmp_pa
     assert (low.signal, low.grace, low.preemptions, low.retry_oom, low.peak_mem) == (
         "SIGTERM", None, 0, 0, None)
     assert low.mem == 1024 and store.get_job(low.id).command == ["x"]
+
+
+def test_a_database_from_before_arrays_is_upgraded_and_its_jobs_are_single(tmp_path):
+    from sqlite_utils import Database
+
+    old = Database(tmp_path / "gq.db")
+    migrations.apply(old, stop_before="m004_arrays")
+    old.execute(
+        "INSERT INTO jobs (user, uid, state, priority, gpus, cpus, command, cwd, env, deps, "
+        "submitted_at) VALUES ('ann', 1000, 'held', 'normal', 1, 1, '[\"x\"]', '/', '{}', "
+        "'{}', 5.0)"
+    )
+    old.conn.commit()
+    old.close()
+    store = Store(tmp_path / "gq.db")
+    (job,) = store.queue()
+    assert job.array is None and store.get_job(job.id).notify is None
+    ids = store.insert_array([new_job(array=ArrayPart(0, i, 2, 1)) for i in (0, 1)], at=6.0)
+    assert ids == [job.id + 1, job.id + 2]
+    assert [store.get_job(i).array for i in ids] == [ArrayPart(ids[0], i, 2, 1) for i in (0, 1)]
+    assert store.array_members(ids[0]) == ids and store.array_members(job.id) == []

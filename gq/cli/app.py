@@ -18,12 +18,15 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
+    add_completion=False,  # gq's own scripts (gq completion) answer without importing Typer
 )
 daemon_app = typer.Typer(help="The per-host daemon (the CLI starts it on first use).",
                          no_args_is_help=True)
 app.add_typer(daemon_app, name="daemon")
 
-Ids = Annotated[list[str], typer.Argument(help="job ids; @ is your last job", metavar="ID...")]
+Ids = Annotated[list[str], typer.Argument(
+    help="job ids; an array's id is all its elements, 12_3 element 3 of array 12; @ is your "
+    "last submit", metavar="ID...")]
 Id = Annotated[str, typer.Argument(help="a job id; @ is your last job", metavar="ID")]
 Json = Annotated[bool, typer.Option("--json", help="print JSON (a stable schema)")]
 
@@ -66,13 +69,18 @@ def submit(
     name: Annotated[Optional[str], _opt("name")] = None,
     cwd: Annotated[Optional[str], _opt("cwd")] = None,
     env: Annotated[Optional[list[str]], _opt("env")] = None,
+    array: Annotated[Optional[str], _opt("array")] = None,
+    sweep: Annotated[Optional[list[str]], _opt("sweep")] = None,
+    notify: Annotated[Optional[str], _opt("notify")] = None,
+    mail: Annotated[Optional[str], _opt("mail")] = None,
     hold: Annotated[bool, _opt("hold")] = False,
     json: Annotated[bool, _opt("json")] = False,
 ) -> None:
+    from gq.cli.directives import apply_directives
     from gq.cli.submit_args import request_args
 
     values = {k: v for k, v in locals().items() if k != "command" and v not in (None, False)}
-    job = call("submit", **request_args(values, command or []))
+    job = call("submit", **request_args(*apply_directives(values, command or [])))
     output.print_json(job) if json else print(job["id"])
 
 
@@ -88,13 +96,19 @@ def ls(
                      "this state (repeatable)")] = None,
     start: Annotated[bool, typer.Option("--start", help="show when pending jobs with a "
                      "reservation are expected to start")] = False,
+    expand: Annotated[bool, typer.Option("--expand", "-e", help="one line per element of an "
+                      "array or sweep, instead of one per array")] = False,
     json: Json = False,
 ) -> None:
-    """List jobs: pending and running ones, or all with --all. Pending ones show a reason."""
+    """List jobs: pending and running ones, or all with --all. Pending ones show a reason.
+    An array is one line, with its elements counted by state (see --expand)."""
     jobs = call("list", all=all, user=user, states=state or [])
     if json:
         return output.print_json(jobs)
-    headers, rows = output.job_rows(jobs, with_start=start)
+    from gq.cli.arrays_view import table_rows
+
+    headers, rows = table_rows(jobs, with_start=start, expand=expand,
+                               listed_all=all or bool(state))
     print(output.table(headers, rows))
 
 
@@ -132,30 +146,32 @@ def logs(
 
 
 def _act(op: str, ids: list[str]) -> int:
-    results = call(op, ids=ids)
+    from gq.cli.arrays_view import fold_results
+
     failed = 0
-    for r in results:
-        stream = sys.stdout if r["ok"] else sys.stderr
-        print(f"{'' if r['ok'] else 'gq: '}job {r['id']}: {r['message']}", file=stream)
-        failed += not r["ok"]
+    for ok, line in fold_results(call(op, ids=ids)):
+        print(line if ok else f"gq: {line}", file=sys.stdout if ok else sys.stderr)
+        failed += not ok
     return 1 if failed else 0
 
 
 @app.command("cancel")
 def cancel(ids: Ids) -> int:
-    """Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them."""
+    """Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them.
+    An array id stands for all its elements; 12_3 is element 3 of array 12."""
     return _act("cancel", ids)
 
 
 @app.command("hold")
 def hold(ids: Ids) -> int:
-    """Keep pending jobs from starting until released."""
+    """Keep pending jobs from starting until released. An array id: all its elements."""
     return _act("hold", ids)
 
 
 @app.command("release")
 def release(ids: Ids) -> int:
-    """Let held jobs start; for a job whose dependency failed, drop the dependency."""
+    """Let held jobs start; for a job whose dependency failed, drop the dependency. An array
+    id: all its elements."""
     return _act("release", ids)
 
 
@@ -172,12 +188,13 @@ def wait(ids: Ids) -> int:
     """Block until the jobs end; exit with the (first failing) job's exit code."""
     from gq.cli.client import wait_for_jobs
 
+    from gq.cli.arrays_view import fold_waited
+
     jobs = wait_for_jobs(ids)
+    print("\n".join(fold_waited(jobs)))
     code = 0
     for j in jobs:
         exit_code = j["exit_code"]
-        print(f"job {j['id']}: {j['state']}" + (f" (exit {exit_code})" if exit_code is not None
-                                                else ""))
         if code == 0 and j["state"] != "completed":
             code = exit_code if exit_code not in (None, 0) else 1
     return code
@@ -224,6 +241,36 @@ def sim(
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json)
 # ---- end of gq sim ----
+
+
+# ---- gq completion -----------------------------------------------------------------
+completion_app = typer.Typer(help="Shell completion for bash, zsh and fish.",
+                             no_args_is_help=True)
+app.add_typer(completion_app, name="completion")
+Shells = Annotated[Optional[list[str]], typer.Argument(
+    help="bash, zsh or fish  [default: all three]", metavar="SHELL...", show_default=False)]
+
+
+@completion_app.command("install")
+def completion_install(shells: Shells = None) -> None:
+    """Install the completion scripts where each shell looks for them (for your user)."""
+    from gq.cli.completion import SHELLS, install
+
+    for shell in shells or SHELLS:
+        if shell not in SHELLS:
+            raise GqError(f"{shell}: expected one of {', '.join(SHELLS)}", BAD_INPUT)
+    print("\n".join(install(shells or list(SHELLS))))
+
+
+@completion_app.command("script")
+def completion_script(shell: Annotated[str, typer.Argument(
+        help="bash, zsh or fish", metavar="SHELL", show_default=False)]) -> None:
+    """Print one shell's completion script, e.g. source <(gq completion script bash)."""
+    from gq.cli.completion import SHELLS, script
+
+    if shell not in SHELLS:
+        raise GqError(f"{shell}: expected one of {', '.join(SHELLS)}", BAD_INPUT)
+    sys.stdout.write(script(shell))
 
 
 @daemon_app.command("run")

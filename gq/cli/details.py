@@ -39,6 +39,13 @@ def print_job(job: dict[str, Any]) -> None:
         ("stderr", job["stderr"]),
         ("checkpoints", job["checkpoint_dir"]),
     ]
+    if job.get("array"):
+        fields.insert(1, ("array", _array_text(job["array"])))
+    if job.get("notify"):
+        notify = job["notify"]
+        fields.append(("notify", "; ".join(x for x in (
+            notify["command"] and f"runs {notify['command']!r}",
+            notify["mail"] and f"mails {notify['mail']}") if x)))
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         print(f"{key.rjust(width)}  {value}")
@@ -63,6 +70,11 @@ def _preemption_text(job: dict[str, Any]) -> str:
     if job["retry_oom"]:
         text += f"; out-of-memory retries {job['oom_retries']} of {job['retry_oom']}"
     return text
+def _array_text(array: dict) -> str:
+    limit = f", at most {array['limit']} at once" if array["limit"] else ""
+    params = " ".join(f"{k}={v}" for k, v in array["params"].items())
+    return (f"element {array['index']} ({array['id']}_{array['index']}) of array {array['id']}"
+            f" ({array['size']} elements{limit})" + (f"; {params}" if params else ""))
 
 
 def _score_text(score: dict | None) -> str:

@@ -1,4 +1,5 @@
-"""The `gq` console script: `submit` on a light path, everything else through Typer."""
+"""The `gq` console script: `submit` and shell completion on a light path, the rest through
+Typer."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ def fail(message: str, code: int) -> int:
 
 def submit(argv: list[str]) -> int:
     from gq.cli.client import call
+    from gq.cli.directives import apply_directives
     from gq.cli.submit_args import parse_argv, request_args
 
     values, command = parse_argv(argv)
-    job = call("submit", **request_args(values, command))
+    job = call("submit", **request_args(*apply_directives(values, command)))
     print(json.dumps(job, indent=2) if values.get("json") else job["id"])
     return 0
 
@@ -37,7 +39,11 @@ def _is_fast_submit(argv: list[str]) -> bool:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if _is_fast_submit(argv):
+        if argv[:1] == ["__complete"]:  # the shell completion scripts, at every Tab: light
+            from gq.cli.complete_fast import complete
+
+            code = complete(argv[1:])
+        elif _is_fast_submit(argv):
             code = submit(argv[1:])
         else:
             from gq.cli.app import run

@@ -54,6 +54,15 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--name", "-n", "name", "value", "NAME", "a label (default: the command's name)"),
     Opt("--cwd", None, "cwd", "value", "DIR", "working directory  [default: the current one]"),
     Opt("--env", None, "env", "multi", "K=V", "set a variable in the job (repeatable)"),
+    Opt("--array", None, "array", "value", "SPEC",
+        "queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2; %N runs at most N at "
+        "once (0-15%4). The index is in GQ_ARRAY_INDEX"),
+    Opt("--sweep", None, "sweep", "multi", "KEY=V1,V2",
+        "queue one job per combination of values (repeatable: the cartesian product), "
+        "{KEY} in the command replaced by each value"),
+    Opt("--notify", None, "notify", "value", "CMD",
+        "run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE... set)"),
+    Opt("--mail", None, "mail", "value", "USER", "mail USER when the job ends (needs sendmail)"),
     Opt("--hold", None, "hold", "flag", "", "queue the job held: it waits for `gq release`"),
     Opt("--json", None, "json", "flag", "", "print the job as JSON"),
 )
@@ -102,11 +111,11 @@ def _whole(flag: str, text: str) -> int:
         raise BadInput(f"{flag} {text}: expected a whole number") from None
 
 
-def _parsed(flag: str, text: str, parse) -> Any:
+def _parsed(flag: str, text: Any, parse, prefixed: bool = False) -> Any:
     try:
         return parse(text)
     except ValueError as e:
-        raise BadInput(f"{flag} {e}") from None
+        raise BadInput(str(e) if prefixed else f"{flag} {e}") from None
 
 
 def _ids(values: list[str]) -> list[str]:
@@ -190,4 +199,14 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
     for kind in ("after", "afterok", "afternotok"):
         if values.get(kind):
             args[kind] = _ids(values[kind])
+    if values.get("array") is not None or values.get("sweep"):
+        from gq.arrayspec import parse_array, parse_sweep
+
+        if values.get("array") is not None:
+            args["array"] = _parsed("--array", values["array"], parse_array, prefixed=True)
+        if values.get("sweep"):
+            args["sweep"] = _parsed("--sweep", values["sweep"], parse_sweep, prefixed=True)
+    for key in ("notify", "mail"):
+        if values.get(key) is not None:
+            args[key] = values[key]
     return args

@@ -12,8 +12,10 @@ import time
 from typing import Callable
 
 from gq.config import Config
+from gq.daemon.arrays import set_array_env
 from gq.daemon.attribution import split_memory
 from gq.daemon.ending import Ending
+from gq.daemon.notify import Notifier
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
 from gq.daemon.shim import ShimSpec
@@ -24,6 +26,7 @@ from gq.layout import Layout
 from gq.policy import (
     Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, schedule,
 )
+from gq.policy.arrays import hold_back_throttled
 from gq.policy.fairshare import Score
 from gq.store import Store
 
@@ -64,6 +67,7 @@ class Daemon(Recovery, Ending, Preempting):
         self._last_pass_end = 0.0  # time.monotonic() when the last pass ended
         self._last_pass_cost = 0.0  # how long it took, in seconds
         self.loop_stop = asyncio.Event()  # set to stop serving
+        self.notifier = Notifier(self)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -163,6 +167,7 @@ class Daemon(Recovery, Ending, Preempting):
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
             return
         running = self.store.holding_jobs()
+        pending, throttled = hold_back_throttled(pending, running)
         dep_ids = {i for job in pending for ids in job.deps.values() for i in ids}
         outcomes = {
             j.id: Outcome(j.state, j.exit_code, j.ended_at)
@@ -178,7 +183,7 @@ class Daemon(Recovery, Ending, Preempting):
             score_time=self._usage_at,
         )
         plan = schedule(inp)
-        self.store.set_reasons(plan.reasons)
+        self.store.set_reasons(plan.reasons | throttled)
         self.shortfalls = plan.shortfalls
         self.forecasts = plan.forecasts
         self.scores = plan.scores
@@ -202,6 +207,7 @@ class Daemon(Recovery, Ending, Preempting):
             limit = job.mem or min(cards[i].memory_total for i in gpu_ids if i in cards)
             env["GQ_GPU_MEM"] = str(limit)
         env.update(self.backend.job_env())
+        set_array_env(env, job)
         return env
 
     def start(self, job: Job, gpu_ids: list[int]) -> None:
@@ -271,6 +277,7 @@ class Daemon(Recovery, Ending, Preempting):
     # ---- waiting ------------------------------------------------------------------------
 
     def notify(self, job_id: int) -> None:
+        self.notifier.job_ended(job_id)  # --notify, --mail, on_finish: gq/daemon/notify.py
         for fut in self.waiters.pop(job_id, []):
             if not fut.done():
                 fut.set_result(job_id)

@@ -72,6 +72,8 @@ def run(home: Path) -> int:
     daemon = Daemon(layout, config, backend, socket.gethostname())
     cards = ", ".join(f"{g.index}:{g.name}" for g in daemon.cards) or "none"
     log.info("pid %s, home %s, %s cards: %s", os.getpid(), home, backend.kind, cards)
+    if getattr(backend, "reason", None):  # no card backend: say why (troubleshooting.md)
+        log.warning("no GPUs: %s", backend.reason)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

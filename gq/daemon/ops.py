@@ -7,7 +7,10 @@ import os
 from typing import Any
 
 from gq import __version__
+from gq.daemon import arrays
+from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
 from gq.daemon.core import Daemon
+from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
 from gq.daemon.views import gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
@@ -22,7 +25,14 @@ def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") 
         last = daemon.store.last_job_id(caller.user)
         if last is None:
             raise BadInput(f"{flag} @: you have no jobs yet")
-        return last
+        array = daemon.store.get_job(last).array
+        return last if array is None else array.id  # @ is the last submit: all of an array
+    element = arrays.parse_element(text)
+    if element is not None:
+        job_id = daemon.store.array_element(*element)
+        if job_id is None:
+            raise BadInput(f"{flag} {text}: no element {element[1]} in an array {element[0]}")
+        return job_id
     if not text.isdigit():
         raise BadInput(f"{flag} {text!r}: expected a job id (a number, or @ for your last job)")
     job_id = int(text)
@@ -31,11 +41,17 @@ def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") 
     return job_id
 
 
-def load_jobs(daemon: Daemon, caller: Caller, ids: Any) -> list[Job]:
+def load_jobs(daemon: Daemon, caller: Caller, ids: Any,
+              from_array: set[int] | None = None) -> list[Job]:
+    """The jobs named, an array id standing for all its elements; `from_array` collects the
+    ids of those named only through their array."""
     if not isinstance(ids, list) or not ids:
         raise BadInput("no job id given")
-    resolved = [resolve_id(daemon, caller, i) for i in ids]
-    return [daemon.store.get_job(i) for i in dict.fromkeys(resolved)]
+    resolved = [(str(i).strip(), resolve_id(daemon, caller, i)) for i in ids]
+    selected, whole = arrays.select(daemon.store, resolved)
+    if from_array is not None:
+        from_array |= whole
+    return [daemon.store.get_job(i) for i in selected]
 
 
 def check_owner(job: Job, caller: Caller) -> None:
@@ -65,9 +81,15 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         preemptible_tiers=daemon.config.preemption.preemptible,
         grace=daemon.config.preemption.grace,
     )
-    job = build_job(
-        args, caller, limits, lambda t, f: resolve_id(daemon, caller, t, f), daemon.clock()
-    )
+    resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
+    args = arrays.expand_dependencies(daemon.store, args, resolve)
+    job = build_job(args, caller, limits, resolve, daemon.clock())
+    job.notify = check_notify(args, daemon.config.notify)
+    parts = arrays.elements(args, job.command)
+    if parts is not None:
+        ids = arrays.insert_elements(daemon.store, job, *parts)
+        daemon.request_pass()
+        return {**job_json(daemon.store.get_job(ids[0])), "array_jobs": ids}
     job.id = daemon.store.insert_job(job, job.submitted_at)
     daemon.request_pass()
     return job_json(daemon.store.get_job(job.id))
@@ -120,6 +142,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     ]
     if caller.uid in (job.uid, 0):  # another user's environment is theirs alone
         out["env"] = job.env
+        out["notify"] = job.notify and {"command": job.notify.command, "mail": job.notify.mail}
     return out
 
 
@@ -134,13 +157,14 @@ def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
 
 def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     results = []
-    jobs = load_jobs(daemon, caller, args.get("ids"))
+    from_array: set[int] = set()
+    jobs = load_jobs(daemon, caller, args.get("ids"), from_array)
     for job in jobs:
         check_owner(job, caller)
     for job in jobs:
         now = daemon.clock()
         if job.state in ENDED_STATES:
-            results.append({"id": job.id, "ok": False, "message": f"already {job.state}"})
+            results.append(arrays.result(job, False, f"already {job.state}", from_array))
             continue
         reason = f"cancelled by {caller.user}"
         if job.state in (JobState.RUNNING, JobState.PREEMPTING):
@@ -148,7 +172,7 @@ def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
         else:
             daemon.store.transition(job.id, JobState.CANCELLED, now, reason=reason, ended_at=now)
             daemon.notify(job.id)
-        results.append({"id": job.id, "ok": True, "message": "cancelled"})
+        results.append(arrays.result(job, True, "cancelled", from_array))
     daemon.request_pass()
     return results
 
@@ -166,13 +190,14 @@ def op_requeue(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 
 
 def _each(daemon: Daemon, caller: Caller, args: dict, action) -> list[dict]:
-    jobs = load_jobs(daemon, caller, args.get("ids"))
+    from_array: set[int] = set()
+    jobs = load_jobs(daemon, caller, args.get("ids"), from_array)
     for job in jobs:
         check_owner(job, caller)
     results = []
     for job in jobs:
         ok, message = action(daemon, caller, job)
-        results.append({"id": job.id, "ok": ok, "message": message})
+        results.append(arrays.result(job, ok, message, from_array))
     daemon.request_pass()
     return results
 

@@ -30,6 +30,10 @@ def job_json(job: Job) -> dict[str, Any]:
     for key in ("preemptible", "signal", "signal_before", "signal_group", "grace",
                 "preemptions", "retry_oom", "oom_retries", "peak_mem"):
         out[key] = getattr(job, key)
+    out["array"] = None if job.array is None else {
+        "id": job.array.id, "index": job.array.index, "size": job.array.size,
+        "limit": job.array.limit, "params": job.array.params,
+    }
     return out
 
 
@@ -45,6 +49,8 @@ _REASON_TEXT = {
     Reason.QUOTA_LIMIT: "its owner is over a limit of the configuration",
     Reason.PEER_DOWN: "no peer host it may run on can be reached",
     Reason.NO_GPUS: "it asks for GPUs and this host has none",
+    Reason.ARRAY_LIMIT: "its array {array} already runs {limit} element(s), as many as its "
+                        "limit allows",
 }
 
 
@@ -73,7 +79,9 @@ def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | No
     if job.state == JobState.PENDING or job.state == JobState.HELD:
         template = _REASON_TEXT.get(job.reason or "", "it waits for the next scheduling pass")
         deps = ",".join(str(i) for ids in job.deps.values() for i in ids)
-        text = template.format(need=describe_need(job), deps=deps, id=job.id)
+        array, limit = (job.array.id, job.array.limit) if job.array else (None, None)
+        text = template.format(need=describe_need(job), deps=deps, id=job.id, array=array,
+                               limit=limit)
         if job.reason == Reason.RESOURCES and shortfall:
             text += f"; short of {shortfall}"
         elif job.reason == Reason.PRIORITY and shortfall:

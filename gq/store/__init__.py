@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from gq.model import DepKind, Job, JobState, Tier, check_transition
+from gq.model import ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition
 from gq.store.schema import migrations
 
 _JSON_FIELDS = ("command", "env", "deps", "gpu_ids")
@@ -22,8 +22,11 @@ _JOB_COLUMNS = (
 _BOOL_FIELDS = ("preemptible", "signal_group")
 # What a scheduling pass needs: not the command, directory and environment, which are large
 # and only needed to start a job.
-_HEAVY_COLUMNS = {"command", "cwd", "env"}
-_LIGHT_SELECT = ", ".join(c for c in _JOB_COLUMNS if c not in _HEAVY_COLUMNS)
+_HEAVY_COLUMNS = {"command", "cwd", "env", "notify"}
+# Job.array is stored flat, in these columns (migration m004).
+_ARRAY_COLUMNS = ("array_id", "array_index", "array_size", "array_limit", "array_params")
+_LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
+                          if c not in _HEAVY_COLUMNS)
 
 
 class Store:
@@ -99,6 +102,39 @@ class Store:
             self._event(job_id, at, None, job.state, None, "submitted")
         self._refresh(job_id)
         return int(job_id)
+
+    def insert_array(self, jobs: list[Job], at: float) -> list[int]:
+        """Insert the elements of an array in one transaction: all of them or none. They get
+        consecutive ids; the first one's is the array's id, which each element records."""
+        with self.db.atomic():
+            row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
+            first = (row[0] if row else 0) + 1
+            rows = []
+            for offset, job in enumerate(jobs):
+                row = _job_to_row(job)
+                row["id"] = first + offset
+                row["array_id"] = first
+                rows.append(row)
+            self.db.table("jobs").insert_all(rows)
+            self.db.conn.executemany(
+                "INSERT INTO events (job_id, at, old_state, new_state, detail) "
+                "VALUES (?, ?, NULL, ?, 'submitted')",
+                [(r["id"], at, r["state"]) for r in rows],
+            )
+        for row in self.db.query(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE array_id = ?",
+                                 [first]):
+            self._cache(row)
+        return [r["id"] for r in rows]
+
+    def array_members(self, array_id: int) -> list[int]:
+        """The job ids of the array with this id, by index; [] when there is none."""
+        return [r["id"] for r in self.db.query(
+            "SELECT id FROM jobs WHERE array_id = ? ORDER BY array_index", [array_id])]
+
+    def array_element(self, array_id: int, index: int) -> int | None:
+        rows = list(self.db.query("SELECT id FROM jobs WHERE array_id = ? AND array_index = ?",
+                                  [array_id, index]))
+        return rows[0]["id"] if rows else None
 
     def get_job(self, job_id: int) -> Job | None:
         rows = list(self.db.query("SELECT * FROM jobs WHERE id = ?", [job_id]))
@@ -239,7 +275,17 @@ def _job_to_row(job: Job) -> dict[str, Any]:
     row["deps"] = {str(k): v for k, v in job.deps.items()}
     for key in _JSON_FIELDS:
         row[key] = json.dumps(row[key])
+    row.update(_array_row(job.array))
+    if job.notify is not None:
+        row["notify"] = json.dumps({"command": job.notify.command, "mail": job.notify.mail})
     return row
+
+
+def _array_row(part: ArrayPart | None) -> dict[str, Any]:
+    if part is None:
+        return {}
+    return {"array_id": part.id, "array_index": part.index, "array_size": part.size,
+            "array_limit": part.limit, "array_params": json.dumps(part.params)}
 
 
 def _row_to_job(row: dict[str, Any]) -> Job:
@@ -254,4 +300,9 @@ def _row_to_job(row: dict[str, Any]) -> Job:
     data["deps"] = {DepKind(k): v for k, v in data["deps"].items()}
     for key in _BOOL_FIELDS:
         data[key] = bool(data[key])
+    if row.get("array_id") is not None:
+        data["array"] = ArrayPart(row["array_id"], row["array_index"], row["array_size"],
+                                  row["array_limit"], json.loads(row["array_params"] or "{}"))
+    if row.get("notify"):
+        data["notify"] = Notify(**json.loads(row["notify"]))
     return Job(**data)

@@ -99,3 +99,20 @@ def m003_preemption(db: Database) -> None:
     # Low-tier jobs are preemptible unless submitted otherwise; those queued before knew no
     # other default.
     db.execute("UPDATE jobs SET preemptible = 1 WHERE priority = 'low'")
+
+
+@migrations()
+def m004_arrays(db: Database) -> None:
+    # Elements of an array or sweep are jobs of their own; these say which array and where.
+    # array_id is the job id of the array's first element. NULL for a job not in an array.
+    for column, kind in (("array_id", "INTEGER"), ("array_index", "INTEGER"),
+                         ("array_size", "INTEGER"), ("array_limit", "INTEGER"),
+                         ("array_params", "TEXT")):  # JSON {"lr": "1e-3"} of a sweep element
+        db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+    db.execute("CREATE INDEX jobs_array ON jobs(array_id) WHERE array_id IS NOT NULL")
+
+
+@migrations()
+def m005_notify(db: Database) -> None:
+    # JSON {"command": ..., "mail": ...} of --notify and --mail; NULL: nobody to tell.
+    db.execute("ALTER TABLE jobs ADD COLUMN notify TEXT")

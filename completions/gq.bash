@@ -1,0 +1,225 @@
+# bash completion for gq.
+# Generated from gq's command-line interface by scripts/gen_completions.py; do not edit.
+# Job ids come from the daemon through `gq __complete` (no Typer import).
+
+_gq_cmd() {  # the facts of one command path
+    case "$1" in
+        "")
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus sim daemon completion"
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "submit")
+            _gq_subs=""
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail "
+            _gq_arg="command" ;;
+        "add")
+            _gq_subs=""
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail "
+            _gq_arg="command" ;;
+        "ls")
+            _gq_subs=""
+            _gq_flags="--all -a --user -u --state -s --start --expand -e --json --help -h"
+            _gq_valued=" --user -u --state -s "
+            _gq_arg="none" ;;
+        "ps")
+            _gq_subs=""
+            _gq_flags="--all -a --user -u --state -s --start --expand -e --json --help -h"
+            _gq_valued=" --user -u --state -s "
+            _gq_arg="none" ;;
+        "show")
+            _gq_subs=""
+            _gq_flags="--json --help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:show" ;;
+        "why")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:why" ;;
+        "logs")
+            _gq_subs=""
+            _gq_flags="--follow -f --err --help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:logs" ;;
+        "cancel")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:cancel" ;;
+        "hold")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:hold" ;;
+        "release")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:release" ;;
+        "requeue")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:requeue" ;;
+        "wait")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:wait" ;;
+        "gpus")
+            _gq_subs=""
+            _gq_flags="--json --help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "sim")
+            _gq_subs=""
+            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host "
+            _gq_arg="files" ;;
+        "daemon")
+            _gq_subs="run start stop status"
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "daemon run")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "daemon start")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "daemon stop")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "daemon status")
+            _gq_subs=""
+            _gq_flags="--json --help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "completion")
+            _gq_subs="install script"
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "completion install")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="words:bash zsh fish" ;;
+        "completion script")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="words:bash zsh fish" ;;
+        *) _gq_subs="" _gq_flags="" _gq_valued=" " _gq_arg=none ;;
+    esac
+}
+
+_gq_kind() {  # the kind of value of option $2 of command path $1
+    case "$1|$2" in
+        "submit|--priority"|"submit|-p") _gq_value="words:high normal low" ;;
+        "submit|--signal") _gq_value="words:USR1 USR2 TERM INT HUP QUIT" ;;
+        "submit|--after") _gq_value="jobs:after" ;;
+        "submit|--afterok") _gq_value="jobs:after" ;;
+        "submit|--afternotok") _gq_value="jobs:after" ;;
+        "submit|--cwd") _gq_value="dirs" ;;
+        "submit|--mail") _gq_value="users" ;;
+        "add|--priority"|"add|-p") _gq_value="words:high normal low" ;;
+        "add|--signal") _gq_value="words:USR1 USR2 TERM INT HUP QUIT" ;;
+        "add|--after") _gq_value="jobs:after" ;;
+        "add|--afterok") _gq_value="jobs:after" ;;
+        "add|--afternotok") _gq_value="jobs:after" ;;
+        "add|--cwd") _gq_value="dirs" ;;
+        "add|--mail") _gq_value="users" ;;
+        "ls|--user"|"ls|-u") _gq_value="users" ;;
+        "ls|--state"|"ls|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
+        "ps|--user"|"ps|-u") _gq_value="users" ;;
+        "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
+        "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
+        "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
+        *) _gq_value=none ;;
+    esac
+}
+
+_gq_ask() {  # $1: the word so far, then what to ask: "jobs cancel", "hosts"
+    local gq=${COMP_WORDS[0]} word=$1 id desc
+    [[ $gq == */* && -x $gq ]] || gq=gq
+    shift
+    while IFS=$'\t' read -r id desc; do
+        [[ $id == "$word"* ]] && printf '%s\n' "$id"
+    done < <("$gq" __complete "$@" "$word" 2>/dev/null)
+}
+
+_gq_offer() {  # $1: a kind of value, $2: the word so far
+    case $1 in
+        words:*) mapfile -t COMPREPLY < <(compgen -W "${1#words:}" -- "$2") ;;
+        jobs:*) mapfile -t COMPREPLY < <(_gq_ask "$2" jobs "${1#jobs:}") ;;
+        hosts) mapfile -t COMPREPLY < <(_gq_ask "$2" hosts) ;;
+        users) mapfile -t COMPREPLY < <(compgen -u -- "$2") ;;
+        dirs) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$2") ;;
+        files) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$2") ;;
+        command) compopt -o filenames 2>/dev/null
+                 mapfile -t COMPREPLY < <(compgen -c -- "$2"; compgen -f -- "$2") ;;
+    esac
+}
+
+_gq_command() {  # a command line of its own from word $1 on (gq submit)
+    if (( COMP_CWORD == $1 )); then
+        _gq_offer command "$cur"
+    elif declare -F _command_offset >/dev/null; then
+        _command_offset "$1"  # bash-completion: complete it as that command's own line
+    else
+        compopt -o default 2>/dev/null
+    fi
+}
+
+_gq() {
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+    local cmd="" word opt="" i=1 _gq_subs _gq_flags _gq_valued _gq_arg _gq_value
+    COMPREPLY=()
+    _gq_cmd ""
+    while (( i < COMP_CWORD )); do
+        word=${COMP_WORDS[i]}
+        if [[ $word == -- && $_gq_arg == command ]]; then
+            _gq_command $((i + 1)); return
+        elif [[ $word == -* ]]; then
+            if [[ $_gq_valued == *" $word "* ]]; then  # skip its value (--opt=v: bash splits at =)
+                (( i++ ))
+                [[ ${COMP_WORDS[i]} == = ]] && (( i++ ))
+            fi
+        elif [[ -n $word && " $_gq_subs " == *" $word "* ]]; then
+            cmd=${cmd:+$cmd }$word
+            _gq_cmd "$cmd"
+        elif [[ $_gq_arg == command ]]; then
+            _gq_command "$i"; return
+        fi
+        (( i++ ))
+    done
+    if [[ $cur == = ]]; then
+        opt=$prev cur=""
+    elif [[ $prev == = ]]; then
+        opt=${COMP_WORDS[COMP_CWORD-2]}
+    elif (( COMP_CWORD > 1 )) && [[ $_gq_valued == *" $prev "* ]]; then
+        opt=$prev
+    fi
+    if [[ -n $opt ]]; then
+        _gq_kind "$cmd" "$opt"
+        _gq_offer "$_gq_value" "$cur"
+    elif [[ $cur == -* ]]; then
+        mapfile -t COMPREPLY < <(compgen -W "$_gq_flags" -- "$cur")
+    elif [[ -n $_gq_subs ]]; then
+        mapfile -t COMPREPLY < <(compgen -W "$_gq_subs" -- "$cur")
+    else
+        _gq_offer "$_gq_arg" "$cur"
+    fi
+}
+
+complete -F _gq gq

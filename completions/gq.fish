@@ -1,0 +1,285 @@
+# fish completion for gq.
+# Generated from gq's command-line interface by scripts/gen_completions.py; do not edit.
+# Job ids come from the daemon through `gq __complete` (no Typer import).
+
+function __gq_cmd --argument-names path  # the facts of one command path
+    switch "$path"
+        case ''
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue wait gpus sim daemon completion
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'submit'
+            set -g __gq_subs
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail
+            set -g __gq_arg command
+        case 'add'
+            set -g __gq_subs
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail
+            set -g __gq_arg command
+        case 'ls'
+            set -g __gq_subs
+            set -g __gq_valued --user -u --state -s
+            set -g __gq_arg none
+        case 'ps'
+            set -g __gq_subs
+            set -g __gq_valued --user -u --state -s
+            set -g __gq_arg none
+        case 'show'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:show
+        case 'why'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:why
+        case 'logs'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:logs
+        case 'cancel'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:cancel
+        case 'hold'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:hold
+        case 'release'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:release
+        case 'requeue'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:requeue
+        case 'wait'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:wait
+        case 'gpus'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'sim'
+            set -g __gq_subs
+            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host
+            set -g __gq_arg files
+        case 'daemon'
+            set -g __gq_subs run start stop status
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'daemon run'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'daemon start'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'daemon stop'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'daemon status'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'completion'
+            set -g __gq_subs install script
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'completion install'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg words:bash zsh fish
+        case 'completion script'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg words:bash zsh fish
+        case '*'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+    end
+end
+
+function __gq_walk  # sets __gq_path, and __gq_inner: where a command of its own starts (0: none)
+    set -l tokens (commandline -opc)
+    set -g __gq_path ""
+    set -g __gq_inner 0
+    __gq_cmd ""
+    set -l i 2
+    while test $i -le (count $tokens)
+        set -l t $tokens[$i]
+        if test "x$t" = x-- -a "$__gq_arg" = command
+            set -g __gq_inner (math $i + 1)
+            return
+        else if string match -q -- '-*' $t
+            if not string match -q -- '*=*' $t; and contains -- $t $__gq_valued
+                set i (math $i + 1)
+            end
+        else if contains -- $t $__gq_subs
+            set -g __gq_path (string trim -- "$__gq_path $t")
+            __gq_cmd "$__gq_path"
+        else if test "$__gq_arg" = command
+            set -g __gq_inner $i
+            return
+        end
+        set i (math $i + 1)
+    end
+end
+
+function __gq_at --argument-names path  # completing the words of this command path?
+    __gq_walk
+    test $__gq_inner -eq 0 -a "$__gq_path" = "$path"
+end
+
+function __gq_in_command  # completing a command line of its own (gq submit)?
+    __gq_walk
+    test $__gq_inner -gt 0
+end
+
+function __gq_inner_line
+    __gq_walk
+    set -l tokens (commandline -opc)
+    printf '%s\n' $tokens[$__gq_inner..-1] (commandline -ct)
+end
+
+function __gq_ask  # ids (or hosts) from the daemon, tab, a description
+    set -l gq (commandline -opc)[1]
+    command $gq __complete $argv (commandline -ct) 2>/dev/null
+end
+
+complete -c gq -f
+complete -c gq -n __gq_in_command -x -a '(__fish_complete_subcommand --commandline (__gq_inner_line))'
+
+complete -c gq -n '__gq_at \'\'' -a submit -d 'Queue a job and print its id'
+complete -c gq -n '__gq_at \'\'' -a add -d 'Alias of submit'
+complete -c gq -n '__gq_at \'\'' -a ls -d 'List jobs: pending and running ones, or all with --all'
+complete -c gq -n '__gq_at \'\'' -a ps -d 'Alias of ls'
+complete -c gq -n '__gq_at \'\'' -a show -d 'Everything known about one job, with its history'
+complete -c gq -n '__gq_at \'\'' -a why -d 'Why a job waits (or how it ended), in words'
+complete -c gq -n '__gq_at \'\'' -a logs -d 'Output of a job'
+complete -c gq -n '__gq_at \'\'' -a cancel -d 'Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them'
+complete -c gq -n '__gq_at \'\'' -a hold -d 'Keep pending jobs from starting until released'
+complete -c gq -n '__gq_at \'\'' -a release -d 'Let held jobs start'
+complete -c gq -n '__gq_at \'\'' -a requeue -d 'Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR'
+complete -c gq -n '__gq_at \'\'' -a wait -d 'Block until the jobs end'
+complete -c gq -n '__gq_at \'\'' -a gpus -d 'Cards: memory held by each job and by processes outside gq, utilisation'
+complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
+complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts it on first use)'
+complete -c gq -n '__gq_at \'\'' -a completion -d 'Shell completion for bash, zsh and fish'
+complete -c gq -n '__gq_at \'\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'submit\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job)'
+complete -c gq -n '__gq_at \'submit\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
+complete -c gq -n '__gq_at \'submit\'' -l cpus -s c -x -d 'host CPU cores'
+complete -c gq -n '__gq_at \'submit\'' -l ram -x -d 'host memory, e.g. 32G'
+complete -c gq -n '__gq_at \'submit\'' -l priority -s p -x -a 'high normal low' -d 'high | normal | low'
+complete -c gq -n '__gq_at \'submit\'' -l time -s t -x -d 'wall-time limit, e.g. 90m, 2h, 1d12h'
+complete -c gq -n '__gq_at \'submit\'' -l preemptible -d 'may be stopped and requeued for higher-tier work'
+complete -c gq -n '__gq_at \'submit\'' -l no-preemptible -d 'never stop it for other work, whatever its tier'
+complete -c gq -n '__gq_at \'submit\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT' -d 'checkpoint signal, sent to the job\'s main process on preemption and DUR before the --time limit, e.g. USR1@5m'
+complete -c gq -n '__gq_at \'submit\'' -l signal-group -d 'send the checkpoint signal to the job\'s whole process group, not its main process'
+complete -c gq -n '__gq_at \'submit\'' -l grace -x -d 'time between the checkpoint signal and SIGKILL'
+complete -c gq -n '__gq_at \'submit\'' -l retry-oom -x -d 'after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem'
+complete -c gq -n '__gq_at \'submit\'' -l after -x -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
+complete -c gq -n '__gq_at \'submit\'' -l afterok -x -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
+complete -c gq -n '__gq_at \'submit\'' -l afternotok -x -a '(__gq_ask jobs after)' -d 'start after these jobs end other than completed'
+complete -c gq -n '__gq_at \'submit\'' -l name -s n -x -d 'a label (default: the command\'s name)'
+complete -c gq -n '__gq_at \'submit\'' -l cwd -x -a '(__fish_complete_directories)' -d 'working directory'
+complete -c gq -n '__gq_at \'submit\'' -l env -x -d 'set a variable in the job (repeatable)'
+complete -c gq -n '__gq_at \'submit\'' -l array -x -d 'queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2'
+complete -c gq -n '__gq_at \'submit\'' -l sweep -x -d 'queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value'
+complete -c gq -n '__gq_at \'submit\'' -l notify -x -d 'run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE'
+complete -c gq -n '__gq_at \'submit\'' -l mail -x -a '(__fish_complete_users)' -d 'mail USER when the job ends (needs sendmail)'
+complete -c gq -n '__gq_at \'submit\'' -l hold -d 'queue the job held: it waits for `gq release`'
+complete -c gq -n '__gq_at \'submit\'' -l json -d 'print the job as JSON'
+complete -c gq -n '__gq_at \'submit\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'submit\'' -F -a '(__fish_complete_command)'
+complete -c gq -n '__gq_at \'add\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job)'
+complete -c gq -n '__gq_at \'add\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
+complete -c gq -n '__gq_at \'add\'' -l cpus -s c -x -d 'host CPU cores'
+complete -c gq -n '__gq_at \'add\'' -l ram -x -d 'host memory, e.g. 32G'
+complete -c gq -n '__gq_at \'add\'' -l priority -s p -x -a 'high normal low' -d 'high | normal | low'
+complete -c gq -n '__gq_at \'add\'' -l time -s t -x -d 'wall-time limit, e.g. 90m, 2h, 1d12h'
+complete -c gq -n '__gq_at \'add\'' -l preemptible -d 'may be stopped and requeued for higher-tier work'
+complete -c gq -n '__gq_at \'add\'' -l no-preemptible -d 'never stop it for other work, whatever its tier'
+complete -c gq -n '__gq_at \'add\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT' -d 'checkpoint signal, sent to the job\'s main process on preemption and DUR before the --time limit, e.g. USR1@5m'
+complete -c gq -n '__gq_at \'add\'' -l signal-group -d 'send the checkpoint signal to the job\'s whole process group, not its main process'
+complete -c gq -n '__gq_at \'add\'' -l grace -x -d 'time between the checkpoint signal and SIGKILL'
+complete -c gq -n '__gq_at \'add\'' -l retry-oom -x -d 'after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem'
+complete -c gq -n '__gq_at \'add\'' -l after -x -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
+complete -c gq -n '__gq_at \'add\'' -l afterok -x -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
+complete -c gq -n '__gq_at \'add\'' -l afternotok -x -a '(__gq_ask jobs after)' -d 'start after these jobs end other than completed'
+complete -c gq -n '__gq_at \'add\'' -l name -s n -x -d 'a label (default: the command\'s name)'
+complete -c gq -n '__gq_at \'add\'' -l cwd -x -a '(__fish_complete_directories)' -d 'working directory'
+complete -c gq -n '__gq_at \'add\'' -l env -x -d 'set a variable in the job (repeatable)'
+complete -c gq -n '__gq_at \'add\'' -l array -x -d 'queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2'
+complete -c gq -n '__gq_at \'add\'' -l sweep -x -d 'queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value'
+complete -c gq -n '__gq_at \'add\'' -l notify -x -d 'run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE'
+complete -c gq -n '__gq_at \'add\'' -l mail -x -a '(__fish_complete_users)' -d 'mail USER when the job ends (needs sendmail)'
+complete -c gq -n '__gq_at \'add\'' -l hold -d 'queue the job held: it waits for `gq release`'
+complete -c gq -n '__gq_at \'add\'' -l json -d 'print the job as JSON'
+complete -c gq -n '__gq_at \'add\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'add\'' -F -a '(__fish_complete_command)'
+complete -c gq -n '__gq_at \'ls\'' -l all -s a -d 'also ended jobs'
+complete -c gq -n '__gq_at \'ls\'' -l user -s u -x -a '(__fish_complete_users)' -d 'only this user\'s'
+complete -c gq -n '__gq_at \'ls\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
+complete -c gq -n '__gq_at \'ls\'' -l start -d 'show when pending jobs with a reservation are expected to start'
+complete -c gq -n '__gq_at \'ls\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
+complete -c gq -n '__gq_at \'ls\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'ls\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'ps\'' -l all -s a -d 'also ended jobs'
+complete -c gq -n '__gq_at \'ps\'' -l user -s u -x -a '(__fish_complete_users)' -d 'only this user\'s'
+complete -c gq -n '__gq_at \'ps\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
+complete -c gq -n '__gq_at \'ps\'' -l start -d 'show when pending jobs with a reservation are expected to start'
+complete -c gq -n '__gq_at \'ps\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
+complete -c gq -n '__gq_at \'ps\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'ps\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'show\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'show\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'show\'' -x -a '(__gq_ask jobs show)'
+complete -c gq -n '__gq_at \'why\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'why\'' -x -a '(__gq_ask jobs why)'
+complete -c gq -n '__gq_at \'logs\'' -l follow -s f -d 'keep printing until the job ends'
+complete -c gq -n '__gq_at \'logs\'' -l err -d 'standard error instead of output'
+complete -c gq -n '__gq_at \'logs\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'logs\'' -x -a '(__gq_ask jobs logs)'
+complete -c gq -n '__gq_at \'cancel\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'cancel\'' -x -a '(__gq_ask jobs cancel)'
+complete -c gq -n '__gq_at \'hold\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'hold\'' -x -a '(__gq_ask jobs hold)'
+complete -c gq -n '__gq_at \'release\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'release\'' -x -a '(__gq_ask jobs release)'
+complete -c gq -n '__gq_at \'requeue\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'requeue\'' -x -a '(__gq_ask jobs requeue)'
+complete -c gq -n '__gq_at \'wait\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'wait\'' -x -a '(__gq_ask jobs wait)'
+complete -c gq -n '__gq_at \'gpus\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'gpus\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'sim\'' -l cluster -x -d 'HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G'
+complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy all' -d 'gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all'
+complete -c gq -n '__gq_at \'sim\'' -l format -x -a 'auto alibaba philly gq' -d 'auto (from the header), alibaba, philly or gq'
+complete -c gq -n '__gq_at \'sim\'' -l time-factor -x -d 'jobs declare a time limit of this many times their run time (when the trace gives none)'
+complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each simulated host'
+complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
+complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'sim\'' -r -F
+complete -c gq -n '__gq_at \'daemon\'' -a run -d 'Run the daemon in the foreground (logs to stderr)'
+complete -c gq -n '__gq_at \'daemon\'' -a start -d 'Start the daemon in the background, if it is not running'
+complete -c gq -n '__gq_at \'daemon\'' -a stop -d 'Stop the daemon'
+complete -c gq -n '__gq_at \'daemon\'' -a status -d 'Whether the daemon runs, where, with which cards'
+complete -c gq -n '__gq_at \'daemon\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon run\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon start\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon stop\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'daemon status\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'completion\'' -a install -d 'Install the completion scripts where each shell looks for them (for your user)'
+complete -c gq -n '__gq_at \'completion\'' -a script -d 'Print one shell\'s completion script, e.g. source <(gq completion script bash)'
+complete -c gq -n '__gq_at \'completion\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'completion install\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'completion install\'' -x -a 'bash zsh fish'
+complete -c gq -n '__gq_at \'completion script\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'completion script\'' -x -a 'bash zsh fish'

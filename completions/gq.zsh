@@ -1,0 +1,247 @@
+#compdef gq
+# zsh completion for gq.
+# Generated from gq's command-line interface by scripts/gen_completions.py; do not edit.
+# Job ids come from the daemon through `gq __complete` (no Typer import).
+
+_gq_cmd() {  # the facts of one command path
+    case "$1" in
+        "")
+            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts it on first use)' 'completion:Shell completion for bash, zsh and fish')
+            _gq_names=(submit add ls ps show why logs cancel hold release requeue wait gpus sim daemon completion)
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "submit")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job)' '-g:GPUs per job (0 = CPU-only job)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the command'\''s name)' '-n:a label (default: the command'\''s name)' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail)
+            _gq_arg='command' ;;
+        "add")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job)' '-g:GPUs per job (0 = CPU-only job)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the command'\''s name)' '-n:a label (default: the command'\''s name)' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail)
+            _gq_arg='command' ;;
+        "ls")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--all:also ended jobs' '-a:also ended jobs' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--user -u --state -s)
+            _gq_arg='none' ;;
+        "ps")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--all:also ended jobs' '-a:also ended jobs' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--user -u --state -s)
+            _gq_arg='none' ;;
+        "show")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='jobs:show' ;;
+        "why")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='jobs:why' ;;
+        "logs")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--follow:keep printing until the job ends' '-f:keep printing until the job ends' '--err:standard error instead of output' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='jobs:logs' ;;
+        "cancel")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='jobs:cancel' ;;
+        "hold")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='jobs:hold' ;;
+        "release")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='jobs:release' ;;
+        "requeue")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='jobs:requeue' ;;
+        "wait")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='jobs:wait' ;;
+        "gpus")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "sim")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--cluster:HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G' '--policy:gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all' '--format:auto (from the header), alibaba, philly or gq' '--time-factor:jobs declare a time limit of this many times their run time (when the trace gives none)' '--cpus-per-host:CPU cores of each simulated host' '--from-history:replay this host'\''s own ended jobs instead of a file' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host)
+            _gq_arg='files' ;;
+        "daemon")
+            _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start the daemon in the background, if it is not running' 'stop:Stop the daemon' 'status:Whether the daemon runs, where, with which cards')
+            _gq_names=(run start stop status)
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "daemon run")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "daemon start")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "daemon stop")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "daemon status")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "completion")
+            _gq_subs=('install:Install the completion scripts where each shell looks for them (for your user)' 'script:Print one shell'\''s completion script, e.g. source <(gq completion script bash)')
+            _gq_names=(install script)
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "completion install")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='words:bash zsh fish' ;;
+        "completion script")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='words:bash zsh fish' ;;
+        *) _gq_subs=() _gq_names=() _gq_opts=() _gq_valued=() _gq_arg=none ;;
+    esac
+}
+
+_gq_kind() {  # the kind of value of option $2 of command path $1
+    case "$1|$2" in
+        "submit|--priority"|"submit|-p") _gq_value="words:high normal low" ;;
+        "submit|--signal") _gq_value="words:USR1 USR2 TERM INT HUP QUIT" ;;
+        "submit|--after") _gq_value="jobs:after" ;;
+        "submit|--afterok") _gq_value="jobs:after" ;;
+        "submit|--afternotok") _gq_value="jobs:after" ;;
+        "submit|--cwd") _gq_value="dirs" ;;
+        "submit|--mail") _gq_value="users" ;;
+        "add|--priority"|"add|-p") _gq_value="words:high normal low" ;;
+        "add|--signal") _gq_value="words:USR1 USR2 TERM INT HUP QUIT" ;;
+        "add|--after") _gq_value="jobs:after" ;;
+        "add|--afterok") _gq_value="jobs:after" ;;
+        "add|--afternotok") _gq_value="jobs:after" ;;
+        "add|--cwd") _gq_value="dirs" ;;
+        "add|--mail") _gq_value="users" ;;
+        "ls|--user"|"ls|-u") _gq_value="users" ;;
+        "ls|--state"|"ls|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
+        "ps|--user"|"ps|-u") _gq_value="users" ;;
+        "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
+        "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
+        "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
+        *) _gq_value=none ;;
+    esac
+}
+
+_gq_jobs() {  # ids from the daemon, each described by its name and state
+    local -a ids
+    local line
+    for line in "${(@f)$(${words[1]} __complete "$@" "$PREFIX" 2>/dev/null)}"; do
+        [[ -n $line ]] && ids+=("${line%%$'\t'*}:${line#*$'\t'}")
+    done
+    _describe -t jobs "${1/jobs/job}" ids
+}
+
+_gq_offer() {  # $1: a kind of value
+    local -a values
+    case $1 in
+        words:*) values=(${=${1#words:}}); _describe -t values value values ;;
+        jobs:*) _gq_jobs jobs "${1#jobs:}" ;;
+        hosts) _gq_jobs hosts ;;
+        users) _users ;;
+        dirs) _files -/ ;;
+        files) _files ;;
+        command) _command_names -e; _files ;;
+        *) _message 'a value' ;;
+    esac
+}
+
+_gq_inner() {  # a command line of its own from word $1 on (gq submit)
+    words=("${(@)words[$1,-1]}")
+    (( CURRENT -= $1 - 1 ))
+    _normal
+}
+
+_gq() {
+    local -a _gq_subs _gq_names _gq_opts _gq_valued
+    local _gq_arg _gq_value cmd="" word opt="" cur prev
+    local -i i=2
+    _gq_cmd ""
+    while (( i < CURRENT )); do
+        word=${words[i]}
+        if [[ $word == -- && $_gq_arg == command ]]; then
+            _gq_inner $((i + 1)); return
+        elif [[ $word == -* ]]; then
+            [[ $word != *=* ]] && (( ${_gq_valued[(Ie)$word]} )) && (( i++ ))
+        elif (( ${_gq_names[(Ie)$word]} )); then
+            cmd=${cmd:+$cmd }$word
+            _gq_cmd "$cmd"
+        elif [[ $_gq_arg == command ]]; then
+            _gq_inner $i; return
+        fi
+        (( i++ ))
+    done
+    cur=${words[CURRENT]} prev=${words[CURRENT-1]}
+    if [[ $cur == -*=* ]]; then
+        opt=${cur%%=*}
+        compset -P '*='
+    elif (( CURRENT > 2 && ${_gq_valued[(Ie)$prev]} )); then
+        opt=$prev
+    fi
+    if [[ -n $opt ]]; then
+        _gq_kind "$cmd" "$opt"
+        _gq_offer "$_gq_value"
+    elif [[ $cur == -* ]]; then
+        _describe -t options option _gq_opts
+    elif (( $#_gq_names )); then
+        _describe -t commands 'gq command' _gq_subs
+    else
+        _gq_offer "$_gq_arg"
+    fi
+}
+
+if [[ $funcstack[1] == _gq ]]; then
+    _gq "$@"  # autoloaded from $fpath
+else
+    compdef _gq gq  # sourced
+fi

@@ -1,0 +1,122 @@
+"""Arrays for people: one line per array in `gq ls`, in answers to cancel/hold/release and wait."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from gq.cli.output import job_rows
+
+ORDER = ("running", "preempting", "pending", "held", "completed", "failed", "cancelled",
+         "timeout", "oom", "lost")
+
+
+def label(job: dict[str, Any]) -> str:
+    """'12_3' for element 3 of array 12, else the job id."""
+    array = job.get("array")
+    return f"{array['id']}_{array['index']}" if array else str(job["id"])
+
+
+def ranges(indices: list[int], limit: int | None = None, width: int = 24) -> str:
+    """[0, 1, 2, 3, 7] -> '[0-3,7]', with '%N' for a limit; shortened past `width`."""
+    parts: list[str] = []
+    run_start = prev = None
+    for i in sorted(indices):
+        if prev is not None and i == prev + 1:
+            prev = i
+            continue
+        if run_start is not None:
+            parts.append(str(run_start) if run_start == prev else f"{run_start}-{prev}")
+        run_start = prev = i
+    if run_start is not None:
+        parts.append(str(run_start) if run_start == prev else f"{run_start}-{prev}")
+    text = ",".join(parts)
+    if len(text) > width:
+        text = text[: width - 3].rsplit(",", 1)[0] + ",..."
+    return f"[{text}{'' if limit is None else f'%{limit}'}]"
+
+
+def counts(states: list[str], size: int | None = None) -> str:
+    """'4 running, 10 pending, 2 ended': `size` counts elements not listed as ended."""
+    tally = Counter(states)
+    parts = [f"{tally[s]} {s}" for s in ORDER if tally[s]]
+    if size is not None and size > len(states):
+        parts.append(f"{size - len(states)} ended")
+    return ", ".join(parts)
+
+
+def _array_row(group: list[dict[str, Any]], first_row: list[str], listed_all: bool) -> list[str]:
+    array = group[0]["array"]
+    row = list(first_row)
+    row[0] = f"{array['id']}_{ranges([j['array']['index'] for j in group], array['limit'])}"
+    row[3] = counts([j["state"] for j in group], None if listed_all else array["size"])
+    gpus = sorted({i for j in group if j["state"] in ("running", "preempting")
+                   for i in j["gpu_ids"]})
+    reasons = sorted({j["reason"] for j in group if j["state"] in ("pending", "held")
+                      and j["reason"]})
+    where = ([f"gpu {','.join(map(str, gpus))}"] if gpus else []) + reasons
+    row[-1] = "; ".join(where)
+    return row
+
+
+def table_rows(jobs: list[dict[str, Any]], with_start: bool = False, expand: bool = False,
+               listed_all: bool = False) -> tuple[list[str], list[list[str]]]:
+    """`gq ls`: each array folded into one line at its first element's place, unless expand."""
+    headers, rows = job_rows(jobs, with_start=with_start)
+    if expand:
+        for job, row in zip(jobs, rows):
+            row[0] = label(job)
+        return headers, rows
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for job in jobs:
+        if job.get("array"):
+            groups.setdefault(job["array"]["id"], []).append(job)
+    out, done = [], set()
+    for job, row in zip(jobs, rows):
+        array = job.get("array")
+        if not array:
+            out.append(row)
+        elif array["id"] not in done:
+            done.add(array["id"])
+            out.append(_array_row(groups[array["id"]], row, listed_all))
+    return headers, out
+
+
+def fold_results(results: list[dict[str, Any]]) -> list[tuple[bool, str]]:
+    """Answers of cancel/hold/release/requeue as (ok, line); an array named whole is one line."""
+    order: list[int | dict[str, Any]] = []  # a result, or the id of an array's line
+    tallies: dict[int, Counter] = {}
+    for r in results:
+        if "array" not in r:
+            order.append(r)
+            continue
+        if r["array"] not in tallies:
+            tallies[r["array"]] = Counter()
+            order.append(r["array"])
+        tallies[r["array"]][("skipped: " if r.get("skipped") else "") + r["message"]] += 1
+    return [
+        (item["ok"], f"job {item['id']}: {item['message']}") if isinstance(item, dict) else
+        (True, f"array {item}: " + ", ".join(f"{n} {m}" for m, n in tallies[item].items()))
+        for item in order
+    ]
+
+
+def fold_waited(jobs: list[dict[str, Any]]) -> list[str]:
+    """Answers of wait: one line per job, or per array when several of its elements ended."""
+    by_array = Counter(j["array"]["id"] for j in jobs if j.get("array"))
+    lines, done = [], set()
+    for j in jobs:
+        array = j.get("array")
+        if array and by_array[array["id"]] > 1:
+            if array["id"] in done:
+                continue
+            done.add(array["id"])
+            group = [g for g in jobs if (g.get("array") or {}).get("id") == array["id"]]
+            codes = sorted({g["exit_code"] for g in group if g["exit_code"] not in (None, 0)})
+            extra = f" (exit {','.join(map(str, codes))})" if codes else ""
+            lines.append(f"array {array['id']}: {counts([g['state'] for g in group])}{extra}")
+            continue
+        code = j["exit_code"]
+        lines.append(f"job {label(j)}: {j['state']}"
+                     + (f" (exit {code})" if code is not None else ""))
+    return lines

@@ -1,0 +1,78 @@
+"""The `complete` operation: job ids for shell completion, with a description each.
+
+Cheap on purpose (a shell waits on it at every Tab): active jobs come from the store's memory,
+ended ones from one indexed query, and an array is offered once, by its id, unless the word
+typed so far names an array (`12_`), in which case its elements are offered.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
+
+MAX_ENDED = 50  # most recent ended jobs offered where ended jobs make sense
+MAX_OFFERED = 200
+
+
+def _mine(job: Job, uid: int) -> bool:
+    return uid in (job.uid, 0, os.getuid())
+
+
+# What each command can act on: the states it accepts, and whether only the caller's jobs.
+_FOR: dict[str, tuple[frozenset[JobState], bool]] = {
+    "cancel": (ACTIVE_STATES, True),
+    "hold": (frozenset({JobState.PENDING}), True),
+    "release": (frozenset({JobState.HELD, JobState.PENDING}), True),
+    "requeue": (frozenset({JobState.RUNNING}) | ENDED_STATES, True),
+}
+_ANY = (frozenset(JobState), False)
+
+
+def _wanted(purpose: str, job: Job, uid: int) -> bool:
+    states, only_mine = _FOR.get(purpose, _ANY)
+    if job.state not in states or (only_mine and not _mine(job, uid)):
+        return False
+    if purpose == "release" and job.state == JobState.PENDING:
+        return job.reason == Reason.DEPENDENCY_NEVER_SATISFIED
+    return True
+
+
+def _counts(jobs: list[Job]) -> str:
+    counts = Counter(str(j.state) for j in jobs)
+    return ", ".join(f"{n} {state}" for state, n in counts.most_common())
+
+
+def candidates(daemon, caller, purpose: str, prefix: str) -> list[list[str]]:
+    store = daemon.store
+    by_id = {j.id: j for j in store.queue() + store.holding_jobs()}
+    if _FOR.get(purpose, _ANY)[0] & ENDED_STATES:
+        for job in store.jobs(states=ENDED_STATES, limit=MAX_ENDED, light=True):
+            by_id.setdefault(job.id, job)
+    array, sep, _ = prefix.partition("_")
+    if sep and array.isdigit():  # the elements of one array
+        members = sorted(store.jobs(ids=store.array_members(int(array)), light=True),
+                         key=lambda j: j.array.index)
+        return [[f"{array}_{j.array.index}", f"{j.name}, {j.state}"]
+                for j in members if _wanted(purpose, j, caller.uid)][:MAX_OFFERED]
+    offered: dict[int, list[Job]] = {}
+    for job in sorted(by_id.values(), key=lambda j: -j.id):
+        if _wanted(purpose, job, caller.uid):
+            offered.setdefault(job.array.id if job.array else job.id, []).append(job)
+    out = []
+    for job_id, jobs in offered.items():
+        if not str(job_id).startswith(prefix):
+            continue
+        first = jobs[-1]
+        if first.array is None:
+            out.append([str(job_id), f"{first.name}, {first.state}"])
+        else:
+            out.append([str(job_id), f"{first.name}, array of {first.array.size}: "
+                                     f"{_counts(jobs)}"])
+    return out[:MAX_OFFERED]
+
+
+def op_complete(daemon, caller, args: dict) -> list[list[str]]:
+    """[[id, description], ...] of the jobs that `args["for"]` (a command) can act on."""
+    return candidates(daemon, caller, str(args.get("for") or ""), str(args.get("prefix") or ""))
