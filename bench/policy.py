@@ -18,7 +18,7 @@ from gq.model import Job, JobState, Tier
 from gq.policy import RunInterval, SchedulerInput, decayed_usage, schedule
 from gq.sim.cluster import describe_cluster, parse_cluster
 from gq.sim.metrics import metrics
-from gq.sim.replay import POLICIES, ReplayTimeout, replay
+from gq.sim.replay import Preemption, ReplayTimeout, replay
 from gq.sim.traces import read_trace
 from gq.units import format_duration
 
@@ -30,12 +30,25 @@ PROBES = (1000, 3000)  # jobs: replayed first, to predict the full replay's time
 TARGET_WAIT = 1 / 3  # gq's average wait at most a third of fifo's
 TARGET_LARGEST = 2.0  # gq's worst wait of the largest (8-GPU) jobs at most 2x fifo's
 TARGET_PASS = 12.0  # a pass over 10,000 pending jobs at most 12x one over 1,000
+TARGET_PREEMPT = 3.0  # high-tier avg wait without preemption at least 3x that with it
+# What is replayed: name -> (policy, preemption). gq+preempt uses the daemon's defaults (low
+# jobs preemptible, exempt 10m, grace 60s); gq+preempt:nl also lets `normal` jobs be preempted
+# (`[preemption] preemptible = ["normal", "low"]`).
+RUNS = {
+    "gq": ("gq", None), "fifo": ("fifo", None), "greedy": ("greedy", None),
+    "gq+preempt": ("gq", Preemption()),
+    "gq+preempt:nl": ("gq", Preemption(tiers=frozenset({"normal", "low"}))),
+}
+POLICIES = list(RUNS)
 
 
-def timed_replay(jobs, hosts, policy, cap):
-    """(metrics, None) or (None, why it stopped)."""
+def timed_replay(jobs, hosts, run, cap):
+    """(metrics, None) or (None, why it stopped). `run`: a name of RUNS."""
+    policy, preemption = RUNS[run]
     try:
-        return metrics(replay(jobs, hosts, policy, max_wall_s=cap)), None
+        m = metrics(replay(jobs, hosts, policy, max_wall_s=cap, preemption=preemption))
+        m["policy"] = run
+        return m, None
     except ReplayTimeout as e:
         return None, str(e)
 
@@ -106,6 +119,9 @@ def targets(case: dict) -> list[dict]:
     out = [
         _target("gq avg wait / fifo's", gq["avg_wait_s"], fifo["avg_wait_s"], "<=", TARGET_WAIT,
                 scope),
+        *[_target(f"gq high-tier avg wait / {run}'s", _high_wait(gq), _high_wait(res[run]), ">=",
+                  TARGET_PREEMPT, f"{scope}; {_lost(res[run])}")
+          for run in ("gq+preempt", "gq+preempt:nl")],
         _target(f"gq worst wait of {gq['largest_gpus']}-GPU jobs / fifo's",
                 gq["max_wait_largest_s"], fifo["max_wait_largest_s"], "<=", TARGET_LARGEST, scope),
         _target("gq allocation / greedy's", gq["allocation_rate"], greedy["allocation_rate"],
@@ -119,6 +135,16 @@ def targets(case: dict) -> list[dict]:
                     "ok": measured and seconds < BUDGET,
                     "scope": "measured" if measured else f"not run; {t.get('not_run', '')}"})
     return out
+
+
+def _high_wait(m: dict) -> float:
+    return m["by_tier"].get("high", {}).get("avg_wait_s", 0.0)
+
+
+def _lost(m: dict) -> str:
+    """The work preemption cost, in card-hours."""
+    return (f"{m['preemptions']} preemptions, {m['grace_card_seconds'] / 3600:.1f} card-h in "
+            f"grace, {m['at_risk_card_seconds'] / 3600:.1f} card-h since their last start")
 
 
 def _target(name, value, base, op, limit, scope) -> dict:
@@ -180,12 +206,12 @@ def print_case(case: dict) -> None:
         if not rows:
             continue
         print(f"  {label}:")
-        print(f"    {'policy':<7} {'jobs':>6} {'avg wait':>9} {'p95 wait':>9} {'avg JCT':>9} "
+        print(f"    {'policy':<13} {'jobs':>6} {'avg wait':>9} {'p95 wait':>9} {'avg JCT':>9} "
               f"{'alloc':>6} {'makespan':>9} {'worst wait, largest':>22} {'replay':>8}")
         for p, m in rows:
             d = format_duration
             largest = f"{d(m['max_wait_largest_s'])} ({m['largest_gpus']} GPUs)"
-            print(f"    {p:<7} {m['jobs']:>6} {d(m['avg_wait_s']):>9} {d(m['p95_wait_s']):>9} "
+            print(f"    {p:<13} {m['jobs']:>6} {d(m['avg_wait_s']):>9} {d(m['p95_wait_s']):>9} "
                   f"{d(m['avg_jct_s']):>9} {m['allocation_rate']:>6.1%} "
                   f"{d(m['makespan_s']):>9} {largest:>22} {m['sim_seconds']:>7.1f}s")
     for p, t in case["timing"].items():
@@ -194,7 +220,7 @@ def print_case(case: dict) -> None:
     print("  targets:")
     for t in case["targets"]:
         value = f"{t['value']:.5f}" if "replay" not in t["target"] else f"{t['value']:.1f}s"
-        print(f"    {t['target']:<44} {value:>9}  {verdict(t['ok']):<6}  ({t['scope']})")
+        print(f"    {t['target']:<50} {value:>9}  {verdict(t['ok']):<6}  ({t['scope']})")
 
 
 def main() -> int:

@@ -76,8 +76,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --json --help -h"
-            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host "
+            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt "
             _gq_arg="files" ;;
         "daemon")
             _gq_subs="run start stop status"

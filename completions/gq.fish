@@ -62,7 +62,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host
+            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop status
@@ -263,6 +263,7 @@ complete -c gq -n '__gq_at \'sim\'' -l format -x -a 'auto alibaba philly gq' -d 
 complete -c gq -n '__gq_at \'sim\'' -l time-factor -x -d 'jobs declare a time limit of this many times their run time (when the trace gives none)'
 complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each simulated host'
 complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
+complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F

@@ -92,8 +92,8 @@ _gq_cmd() {  # the facts of one command path
         "sim")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--cluster:HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G' '--policy:gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all' '--format:auto (from the header), alibaba, philly or gq' '--time-factor:jobs declare a time limit of this many times their run time (when the trace gives none)' '--cpus-per-host:CPU cores of each simulated host' '--from-history:replay this host'\''s own ended jobs instead of a file' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host)
+            _gq_opts=('--cluster:HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G' '--policy:gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all' '--format:auto (from the header), alibaba, philly or gq' '--time-factor:jobs declare a time limit of this many times their run time (when the trace gives none)' '--cpus-per-host:CPU cores of each simulated host' '--from-history:replay this host'\''s own ended jobs instead of a file' '--preempt:the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon'\''s default exempt 10m and grace 60s' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host --preempt)
             _gq_arg='files' ;;
         "daemon")
             _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start the daemon in the background, if it is not running' 'stop:Stop the daemon' 'status:Whether the daemon runs, where, with which cards')

@@ -16,7 +16,8 @@ from gq.policy import Card, Host, SchedulerInput
 from gq.policy.baselines import fifo, greedy
 from gq.sim.cluster import parse_cluster
 from gq.sim.metrics import metrics, percentile, summarize
-from gq.sim.replay import JobResult, ReplayResult, replay, to_job
+from gq.sim.conversion import to_job
+from gq.sim.replay import JobResult, ReplayResult, replay
 from gq.sim.traces import TraceJob, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -328,3 +329,42 @@ def test_from_history_replays_this_hosts_ended_jobs(make_host):
     out = json.loads(host.gq("sim", "--from-history", "--policy", "all", "--json").stdout)
     assert [m["jobs"] for m in out] == [3, 3, 3]
     assert out[0]["gpus"] == 2 and out[0]["largest_gpus"] == 2
+
+
+# ---- preemption ------------------------------------------------------------------------------
+
+def test_a_low_job_is_preempted_for_a_high_one_and_resumes_where_it_was():
+    from gq.sim.replay import Preemption
+
+    trace = [tj("low", 0, 1000, tier=Tier.LOW), tj("high", 700, 200, tier=Tier.HIGH)]
+    hosts = parse_cluster("1x1x80G")
+    plain = {j.job_id: j for j in replay(trace, hosts, "gq").jobs}
+    assert plain["high"].start == 1000  # without preemption it waits for the low job
+    r = replay(trace, hosts, "gq", preemption=Preemption(exempt=300, grace=60))
+    done = {j.job_id: j for j in r.jobs}
+    assert done["high"].start == 760  # the signal at 700, the grace until 760
+    low = done["low"]
+    assert (low.start, low.end, low.preemptions) == (0, 760 + 200 + 300, 1)  # 300 s were left
+    assert low.held_seconds == 760 + 300
+    assert (r.preemptions, r.grace_card_seconds, r.at_risk_card_seconds) == (1, 60.0, 700.0)
+    exempt = replay(trace, hosts, "gq", preemption=Preemption(exempt=800, grace=60))
+    assert {j.job_id: j.start for j in exempt.jobs}["high"] == 860  # at the exempt end, 800
+    normal = replay(trace, hosts, "gq", preemption=Preemption(tiers=frozenset({"normal"})))
+    assert {j.job_id: j.start for j in normal.jobs}["high"] == 1000  # low is not preemptible
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(1, 200), st.sampled_from([0, 1, 2]),
+                          st.sampled_from(list(Tier))), min_size=1, max_size=20))
+def test_skipping_idle_passes_changes_nothing_with_preemption(rows):
+    from gq.sim.replay import Preemption
+
+    trace = sorted((tj(f"{i:02d}", s, d, gpus=g, tier=t, user="ann" if i % 2 else "bob")
+                    for i, (s, d, g, t) in enumerate(rows)),
+                   key=lambda j: (j.submit_time, j.job_id))
+    hosts, pre = parse_cluster("2x2x80G", cpus_per_host=4), Preemption(exempt=30, grace=7)
+    fast = replay(trace, hosts, "gq", preemption=pre)
+    every = replay(trace, hosts, "gq", preemption=pre, skip_idle_passes=False)
+    key = lambda r: sorted((j.job_id, j.start, j.end, j.preemptions) for j in r.jobs)  # noqa: E731
+    assert key(fast) == key(every) and fast.unfinished == 0
+    assert fast.preemptions == every.preemptions

@@ -234,12 +234,17 @@ def sim(
         "--cpus-per-host", help="CPU cores of each simulated host", metavar="N")] = 128,
     from_history: Annotated[bool, typer.Option(
         "--from-history", help="replay this host's own ended jobs instead of a file")] = False,
+    preempt: Annotated[Optional[str], typer.Option(
+        "--preempt", help="the gq policy preempts jobs of these tiers for higher-tier work "
+        "(low, or normal,low), with the daemon's default exempt 10m and grace 60s",
+        metavar="TIERS", show_default=False)] = None,
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
     from gq.cli.sim_cmd import run_sim
 
-    return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json)
+    return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
+                   preempt)
 # ---- end of gq sim ----
 
 

@@ -15,11 +15,13 @@ POLICY_CHOICES = ("gq", "fifo", "greedy", "all")
 
 
 def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
-            time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool) -> int:
+            time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool,
+            preempt: str | None = None) -> int:
     from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
     from gq.sim.metrics import metrics
     from gq.sim.replay import POLICIES, replay
 
+    preemption = preemption_of(preempt)
     if policy not in POLICY_CHOICES:
         raise BadInput(f"--policy {policy}: expected one of {', '.join(POLICY_CHOICES)}")
     if time_factor < 0 or time_factor != time_factor:
@@ -41,7 +43,8 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
     except ValueError as e:
         raise BadInput(str(e)) from None
     names = list(POLICIES) if policy == "all" else [policy]
-    results = [metrics(replay(jobs, hosts, name, time_factor)) for name in names]
+    results = [metrics(replay(jobs, hosts, name, time_factor, preemption=preemption))
+               for name in names]
     if as_json:
         from gq.cli.output import print_json
 
@@ -51,6 +54,20 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
           + (f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)"))
     print_tables(results)
     return 0
+
+
+def preemption_of(tiers: str | None):
+    """--preempt low[,normal]: the replay's preemption settings, or None."""
+    from gq.model import Tier
+    from gq.sim.replay import Preemption
+
+    if tiers is None:
+        return None
+    names = [t.strip() for t in tiers.split(",")]
+    if not all(names) or any(t not in {"normal", "low"} for t in names):
+        raise BadInput(f"--preempt {tiers}: expected lower tiers to preempt, e.g. low or "
+                       "normal,low (high work is never preempted)")
+    return Preemption(tiers=frozenset(str(Tier(t)) for t in names))
 
 
 def read(trace: str, fmt: str) -> tuple[list, str]:
@@ -90,10 +107,10 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     from gq.units import format_duration as d
 
     headers = ["POLICY", "JOBS", "AVG_WAIT", "P95_WAIT", "AVG_JCT", "ALLOC", "MAKESPAN",
-               "MAX_WAIT_LARGEST", "REPLAY"]
+               "MAX_WAIT_LARGEST", "PREEMPTED", "REPLAY"]
     rows = [[m["policy"], str(m["jobs"]), d(m["avg_wait_s"]), d(m["p95_wait_s"]),
              d(m["avg_jct_s"]), f"{m['allocation_rate']:.1%}", d(m["makespan_s"]),
-             largest(m), f"{m['sim_seconds']:.1f}s"] for m in results]
+             largest(m), str(m["preemptions"]), f"{m['sim_seconds']:.1f}s"] for m in results]
     print(table(headers, rows))
     print()
     tier_rows = [[m["policy"], tier, str(t["jobs"]), d(t["avg_wait_s"]), d(t["p95_wait_s"]),

@@ -113,6 +113,11 @@ class PendingQueue:
             del self._sorted[bisect_left(self._sorted, key)]
         return job
 
+    def tiers(self) -> set[int]:
+        """The ranks of the tiers that have jobs waiting."""
+        return {r for r, jobs in self._by_age.items() if jobs} | {
+            j.priority.rank for j in self._with_deps.values()}
+
     def shortest_limit(self, request: tuple, inp: SchedulerInput) -> float:
         """The shortest time limit (declared, or assumed for its tier) among the jobs of this
         shape: a bound below which no job of the shape asks to run."""

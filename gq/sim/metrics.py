@@ -42,7 +42,7 @@ def summarize(jobs: list[JobResult], total_gpus: int,
     first = min(j.submit for j in jobs)
     last = max(j.end for j in jobs)
     lo, hi = span if span is not None else (first, last)
-    gpu_seconds = sum(j.weight * (j.end - j.start) for j in jobs)
+    gpu_seconds = sum(j.weight * j.held_seconds for j in jobs)
     capacity = total_gpus * (hi - lo)
     largest = max(j.gpus for j in jobs)
     return {
@@ -78,6 +78,9 @@ def metrics(result: ReplayResult) -> dict[str, Any]:
         "dropped_reasons": dict(result.dropped),
         "unfinished": result.unfinished,
         "timed_out": sum(j.timed_out for j in result.jobs),
+        "preemptions": result.preemptions,
+        "grace_card_seconds": result.grace_card_seconds,
+        "at_risk_card_seconds": result.at_risk_card_seconds,
         "gpus": total_gpus,
         "hosts": len(result.hosts),
         "passes": result.passes,

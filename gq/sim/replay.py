@@ -11,14 +11,16 @@ resources the pass began with. If no pending job fits any host's free resources 
 are (checked with the policy's own Capacity.fit, once per distinct request shape, and again
 only after a start or a completion changes what is free), no plan can start one.
 
-How trace jobs become gq jobs (docs/sim.md says why):
-- whole cards unless the trace gives memory: an Alibaba share of a card becomes
-  `gpu_fraction x` the memory of the smallest card in the cluster; gq's format gives bytes;
-- cores capped at a host's cores (a trace from bigger machines still replays);
-- time limit: the trace's when it has one, else `duration x time_factor` (at least a minute);
-  `time_factor=0` declares none, and the policy assumes its `default_limit`;
-- a job runs for its trace duration, or until its time limit if that comes first;
-- jobs that fit no empty host (more GPUs than a host has, say) are dropped and counted.
+Trace jobs become gq jobs as gq/sim/conversion.py says; a job runs for its trace duration, or
+until its time limit if that comes first; jobs that fit no empty host (more GPUs than a host
+has, say) are dropped and counted.
+
+With preemption, the gq policy also stops jobs of the preemptible tiers for waiting work of a
+higher tier (gq/policy/preemption.py, as the daemon does after each pass). A stopped job keeps
+its cards through its grace, then waits again with the run time it had left (it saved its
+work on the signal). Its end of grace is one more kind of event, and so is the end of a job's
+exempt period (a pass then may preempt it); a pass is skipped only if it could neither start
+nor preempt anything.
 
 Fair share charges a job's cards from its start, like the daemon, with usage recalculated
 every `usage_refresh` simulated seconds, on a fixed grid (Slurm recalculates priorities
@@ -33,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from gq.model import Job, JobState, Tier
+from gq.model import Job, JobState, Reason, Tier
 from gq.policy import (
     FairShareConfig,
     Host,
@@ -47,6 +49,9 @@ from gq.policy import (
 )
 from gq.policy.baselines import fifo, greedy
 from gq.policy.placement import Capacity
+from gq.policy.preemption import Victim, plan_preemptions
+from gq.policy.queue import shape as shape_of
+from gq.sim.conversion import check_fits, to_job
 from gq.policy.quotas import UserLimits
 from gq.sim.traces import TraceJob
 
@@ -60,11 +65,22 @@ POLICIES: dict[str, Callable[[SchedulerInput], Plan]] = {
     "gq": _gq, "fifo": fifo, "greedy": greedy,
 }
 USAGE_REFRESH = 300.0  # simulated seconds between fair-share recalculations
-MIN_TIME_LIMIT = 60.0  # a declared limit is at least a minute, as Slurm's --time granularity
 # Traces carry no lab configuration, so no per-user limits: the issue's default high_share
 # (20% of the cards per user) would hold back half of each trace, whose tiers are a mapping
 # of service classes, not a lab's urgent work (docs/traces.md).
 REPLAY_LIMITS = Limits(default=UserLimits(high_share=1.0))
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """How a replay preempts, as the daemon's [preemption] defaults do: `low` jobs, each
+    exempt for the first `exempt` seconds of every run, stopped `grace` seconds after their
+    checkpoint signal. A job saves its work on the signal (gq's contract, docs/preemption.md)
+    and resumes where it was; the grace is spent saving, not progressing."""
+
+    exempt: float = 600.0
+    grace: float = 60.0
+    tiers: frozenset[str] = frozenset({"low"})  # [preemption] preemptible
 
 
 @dataclass(frozen=True)
@@ -81,6 +97,14 @@ class JobResult:
     end: float
     host: str
     timed_out: bool = False
+    # Preemption: times the job was stopped and requeued; seconds it held its cards over all
+    # its runs (None: end - start, a single run). `start` is its first start.
+    preemptions: int = 0
+    held: float | None = None
+
+    @property
+    def held_seconds(self) -> float:
+        return self.end - self.start if self.held is None else self.held
 
     @property
     def wait(self) -> float:
@@ -101,6 +125,12 @@ class ReplayResult:
     passes: int = 0  # scheduling passes run
     skipped_passes: int = 0  # event times at which no pending job fitted anywhere
     wall_seconds: float = 0.0  # time the replay took
+    # Preemption (gq policy with preemption on): jobs stopped, the card-seconds they spent in
+    # their grace (saving, not progressing: what the checkpoint contract costs), and the
+    # card-seconds since their last start (what a job that did not checkpoint would lose).
+    preemptions: int = 0
+    grace_card_seconds: float = 0.0
+    at_risk_card_seconds: float = 0.0
 
 
 class ReplayTimeout(RuntimeError):
@@ -120,10 +150,12 @@ def replay(
     usage_refresh: float = USAGE_REFRESH,
     max_wall_s: float | None = None,
     skip_idle_passes: bool = True,
+    preemption: Preemption | None = None,
 ) -> ReplayResult:
     """Replay the trace (sorted by submit time, as read_trace gives it) on `hosts`.
     `skip_idle_passes=False` runs a pass at every event time (tests check that skipping
-    changes nothing)."""
+    changes nothing). `preemption`: the gq policy also preempts `low` jobs for waiting work of
+    a higher tier, as the daemon does (fifo and greedy never preempt)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
     if not math.isfinite(time_factor) or time_factor < 0:
@@ -133,14 +165,15 @@ def replay(
     if len({h.name for h in hosts}) != len(hosts):
         raise ValueError("the hosts of a cluster need distinct names (running jobs name theirs)")
     sim = _Replay(hosts, policy, default_limit, max_reservations, fairshare, limits,
-                  usage_refresh, max_wall_s, skip_idle_passes)
+                  usage_refresh, max_wall_s, skip_idle_passes,
+                  preemption if policy == "gq" else None)
     jobs = sim.admit(trace_jobs, time_factor)
     return sim.run(jobs)
 
 
 class _Replay:
     def __init__(self, hosts, policy, default_limit, max_reservations, fairshare, limits,
-                 usage_refresh, max_wall_s, skip_idle_passes):
+                 usage_refresh, max_wall_s, skip_idle_passes, preemption):
         self.hosts = tuple(hosts)
         self.policy_name = policy
         self.policy = POLICIES[policy]
@@ -151,6 +184,7 @@ class _Replay:
         self.usage_refresh = usage_refresh
         self.max_wall_s = max_wall_s
         self.skip_idle_passes = skip_idle_passes
+        self.preemption = preemption
         self.capacity = {h.name: Capacity(h, []) for h in self.hosts}
         self.card_memory = {h.name: {c.index: c.memory_total for c in h.cards} for h in hosts}
         self.result = ReplayResult(policy, self.hosts, [])
@@ -158,7 +192,13 @@ class _Replay:
         self.run_time: dict[int, float] = {}
         self.pending = PendingQueue()  # kept sorted between fair-share recalculations
         self.running: dict[int, Job] = {}
-        self.completions: list[tuple[float, int]] = []
+        # Events after arrivals: (time, job id, its run): the end of that run, or of its grace
+        # if it was preempted; a run of -1 only wakes the replay (an exempt period ended).
+        self.completions: list[tuple[float, int, int]] = []
+        self.remaining: dict[int, float] = {}  # run time left (less after a preemption)
+        self.first_start: dict[int, float] = {}
+        self.held: dict[int, float] = {}  # card-holding seconds of runs that ended
+        self.signalled: dict[int, float] = {}  # preempted job -> when it got the signal
         # Pending requests by shape, and whether each fits somewhere now (see the docstring).
         self.shapes: dict[tuple, list] = {}  # shape -> [pending jobs of it, a job of it]
         self.fits: dict[tuple, bool] = {}
@@ -186,6 +226,9 @@ class _Replay:
                 continue
             limit = job.time_limit
             self.run_time[job.id] = tj.duration if limit is None else min(tj.duration, limit)
+            self.remaining[job.id] = self.run_time[job.id]
+            job.preemptible = self.preemption is not None and str(job.priority) in \
+                self.preemption.tiers
             self.trace_ids[job.id] = tj
             jobs.append(job)
         return jobs
@@ -200,11 +243,12 @@ class _Replay:
             t = min(arrivals[i].submitted_at if i < n else math.inf,
                     self.completions[0][0] if self.completions else math.inf)
             while self.completions and self.completions[0][0] <= t:
-                self.complete(heapq.heappop(self.completions)[1], t)
+                self.run_ends(*heapq.heappop(self.completions)[1:], t)
             while i < n and arrivals[i].submitted_at <= t:
                 self.arrive(arrivals[i])
                 i += 1
-            if not self.pending or (self.skip_idle_passes and not self.could_start()):
+            if not self.pending or (self.skip_idle_passes and not self.could_start()
+                                    and not self.could_preempt(t)):
                 self.result.skipped_passes += 1
                 continue
             self.run_pass(t)
@@ -219,23 +263,80 @@ class _Replay:
 
     def arrive(self, job: Job) -> None:
         self.pending.add(job)
-        entry = self.shapes.get(shape := _shape(job))
+        entry = self.shapes.get(shape := shape_of(job))
         if entry is None:
             self.shapes[shape] = [1, job]
         else:
             entry[0] += 1
 
-    def complete(self, job_id: int, now: float) -> None:
-        job = self.running.pop(job_id)
+    def run_ends(self, job_id: int, run: int, now: float) -> None:
+        """A run's end, or the end of its grace after a preemption; stale events are dropped."""
+        job = self.running.get(job_id)
+        if job is None or job.restarts != run:
+            return
+        if now >= job.started_at + self.remaining[job_id]:
+            self.complete(job, now)
+        else:
+            self.requeue(job, now)
+
+    def release(self, job: Job, now: float) -> float:
+        """Free what the job's run held; return its weight (cards) for fair share."""
+        del self.running[job.id]
         self.capacity[job.host].release(job, job.gpu_ids)
         self.fits.clear()
         weight = self.weight(job)
         if weight > 0:
             self.ended.append(RunInterval(job.user, weight, job.started_at, now))
-        tj = self.trace_ids[job_id]
+        self.held[job.id] = self.held.get(job.id, 0.0) + now - job.started_at
+        return weight
+
+    def complete(self, job: Job, now: float) -> None:
+        weight = self.release(job, now)
+        tj = self.trace_ids[job.id]
         self.result.jobs.append(JobResult(
             tj.job_id, job.user, job.priority, job.gpus, weight, job.submitted_at,
-            job.started_at, now, job.host, timed_out=self.run_time[job_id] < tj.duration))
+            self.first_start[job.id], now, job.host,
+            timed_out=self.run_time[job.id] < tj.duration, preemptions=job.restarts,
+            held=self.held[job.id] if job.restarts else None))
+
+    def could_preempt(self, now: float) -> bool:
+        """Whether a pass could preempt: some job waits in a higher tier than a running,
+        preemptible job past its exempt period (what plan_preemptions asks first)."""
+        if self.preemption is None:
+            return False
+        ranks = [j.priority.rank for j in self.running.values()
+                 if j.preemptible and j.state is JobState.RUNNING
+                 and now - j.started_at >= self.preemption.exempt]
+        return bool(ranks) and any(r < max(ranks) for r in self.pending.tiers())
+
+    def preempt(self, plan: Plan, now: float) -> None:
+        """Signal the jobs that the daemon's policy would stop for waiting higher-tier work."""
+        waiting = [self.pending.jobs[i] for i, r in plan.reasons.items() if r == Reason.RESOURCES]
+        if not waiting:
+            return
+        decided = plan_preemptions(self.hosts, waiting, list(self.running.values()), now,
+                                   self.preemption.exempt)
+        for p in decided.preemptions:
+            for victim in p.victims:
+                self.signal(self.running[victim.job_id], victim, now)
+
+    def signal(self, job: Job, victim: Victim, now: float) -> None:
+        job.state = JobState.PREEMPTING
+        self.signalled[job.id] = now
+        self.result.preemptions += 1
+        self.result.at_risk_card_seconds += victim.lost_card_seconds
+        heapq.heappush(self.completions, (now + self.preemption.grace, job.id, job.restarts))
+
+    def requeue(self, job: Job, now: float) -> None:
+        """The grace of a preempted job is over: it saved its work at the signal and waits
+        again, with the same id and what it had left to run."""
+        weight = self.release(job, now)
+        signalled = self.signalled.pop(job.id)
+        self.remaining[job.id] -= signalled - job.started_at
+        self.result.grace_card_seconds += weight * (now - signalled)
+        job.state, job.started_at, job.gpu_ids = JobState.PENDING, None, []
+        job.restarts += 1
+        self.arrive(job)
 
     def could_start(self) -> bool:
         """Whether some pending job fits the free resources of some host now."""
@@ -258,22 +359,27 @@ class _Replay:
         ))
         for start in plan.starts:
             self.start(start.job_id, start.host, start.gpu_ids, now)
+        if self.preemption is not None:
+            self.preempt(plan, now)
 
     def start(self, job_id: int, host: str, gpu_ids: tuple[int, ...], now: float) -> None:
         job = self.pending.remove(job_id)
-        entry = self.shapes[shape := _shape(job)]
+        entry = self.shapes[shape := shape_of(job)]
         entry[0] -= 1
         if entry[0] == 0:
             del self.shapes[shape]
             self.fits.pop(shape, None)
         capacity = self.capacity[host]
-        _check_fits(job, host, gpu_ids, capacity, self.policy_name)
+        check_fits(job, host, gpu_ids, capacity, self.policy_name)
         capacity.take(job, gpu_ids)
         self.fits.clear()
         job.state, job.started_at = JobState.RUNNING, now
         job.host, job.gpu_ids = host, list(gpu_ids)
         self.running[job_id] = job
-        heapq.heappush(self.completions, (now + self.run_time[job_id], job_id))
+        self.first_start.setdefault(job_id, now)
+        heapq.heappush(self.completions, (now + self.remaining[job_id], job_id, job.restarts))
+        if self.preemption is not None and job.preemptible:
+            heapq.heappush(self.completions, (now + self.preemption.exempt, job_id, -1))
 
     # ---- fair share -----------------------------------------------------------------------
 
@@ -311,46 +417,3 @@ class _Replay:
             usage[user] = usage.get(user, 0.0) + value
         self.usage, self.usage_at = usage, at
         return usage
-
-
-def to_job(tj: TraceJob, job_id: int, time_factor: float, smallest_card: int,
-           max_cpus: int) -> Job:
-    """A trace job as gq would have queued it (see the module docstring for the mapping)."""
-    mem = tj.mem
-    if tj.gpu_fraction is not None and tj.gpus > 0:
-        mem = max(1, round(tj.gpu_fraction * smallest_card))
-    if tj.time_limit is not None:
-        limit = tj.time_limit
-    elif time_factor > 0:
-        limit = max(tj.duration * time_factor, MIN_TIME_LIMIT)
-    else:
-        limit = None
-    return Job(id=job_id, user=tj.user, command=[], cwd="", name=tj.name or tj.job_id,
-               priority=tj.tier, gpus=tj.gpus, mem=mem, cpus=min(tj.cpus, max_cpus), ram=tj.ram,
-               time_limit=limit, submitted_at=tj.submit_time)
-
-
-def _shape(job: Job) -> tuple:
-    return (job.gpus, job.mem, job.cpus, job.ram)
-
-
-def _check_fits(job: Job, host: str, gpu_ids, capacity: Capacity, policy: str) -> None:
-    """A plan that over-commits a card or a host is a policy bug: stop the replay loudly."""
-    problem = None
-    if len(gpu_ids) != job.gpus or len(set(gpu_ids)) != job.gpus:
-        problem = f"got cards {list(gpu_ids)} for {job.gpus} GPU(s)"
-    elif job.cpus > capacity.cpus_free:
-        problem = f"needs {job.cpus} cores, {capacity.cpus_free} free"
-    elif capacity.ram_free is not None and (job.ram or 0) > capacity.ram_free:
-        problem = "needs more host memory than is free"
-    for i in gpu_ids:
-        card = capacity.cards.get(i)
-        if problem or card is None:
-            problem = problem or f"card {i} does not exist"
-            break
-        if job.mem is None and (card.jobs or card.external):
-            problem = f"takes card {i} whole, which is in use"
-        elif job.mem is not None and job.mem > card.free:
-            problem = f"needs {job.mem} bytes on card {i}, {card.free} free"
-    if problem:
-        raise RuntimeError(f"policy {policy} started job {job.id} on {host}: {problem}")
