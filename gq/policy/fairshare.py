@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gq.model import Job
 
@@ -72,6 +73,7 @@ def fairshare_factors(usage: dict[str, float]) -> dict[str, float]:
     return {user: 2.0 ** (-(u / total if total > 0 else 0.0) / fair) for user, u in usage.items()}
 
 
+@lru_cache(maxsize=4096)  # a queue repeats a few limits; a replay asks millions of times
 def shortness(limit: float, cfg: FairShareConfig) -> float:
     """1 for a time limit at or under the floor, 0 at or over the ceiling, log-linear between."""
     if limit <= cfg.short_floor:
@@ -84,8 +86,16 @@ def shortness(limit: float, cfg: FairShareConfig) -> float:
 def score(job: Job, eligible_since: float, limit: float, factors: dict[str, float],
           usage: dict[str, float], now: float, cfg: FairShareConfig) -> Score:
     """`limit`: the job's time limit, declared or assumed for its tier."""
-    age = min(max(now - eligible_since, 0.0), cfg.age_cap) / cfg.age_cap if cfg.age_cap else 0.0
+    age = age_factor(eligible_since, now, cfg)
     fair = factors.get(job.user, 1.0)
     short = shortness(limit, cfg)
-    total = cfg.weight_fairshare * fair + cfg.weight_age * age + cfg.weight_short * short
-    return Score(total, fair, age, short, usage.get(job.user, 0.0))
+    return Score(total(fair, age, short, cfg), fair, age, short, usage.get(job.user, 0.0))
+
+
+def age_factor(eligible_since: float, now: float, cfg: FairShareConfig) -> float:
+    return min(max(now - eligible_since, 0.0), cfg.age_cap) / cfg.age_cap if cfg.age_cap else 0.0
+
+
+def total(fair: float, age: float, short: float, cfg: FairShareConfig) -> float:
+    """The score: the one formula the order and `gq show` both use."""
+    return cfg.weight_fairshare * fair + cfg.weight_age * age + cfg.weight_short * short

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from gq.model import Job
-from gq.policy.fairshare import Score, fairshare_factors, score
+from gq.policy.fairshare import Score, age_factor, fairshare_factors, score, shortness, total
 
 if TYPE_CHECKING:
     from gq.policy.types import SchedulerInput
@@ -89,7 +89,7 @@ class PendingQueue:
             return
         insort(self._by_age.setdefault(job.priority.rank, []), (job.submitted_at, job.id))
         if self._scored is not None:
-            key = self._keys[job.id] = self._key(job, self._factors, self._inp)
+            key = self._keys[job.id] = self._key(job, self._inp)
             insort(self._sorted, key)
 
     def remove(self, job_id: int) -> Job:
@@ -134,7 +134,7 @@ class PendingQueue:
         the others by score, highest first (fair share, age, length), then submit time. Fills
         `scores` as jobs are read."""
         self._rescore_if_stale(inp)
-        deps = sorted(self._key(j, self._factors, inp) for j in self._with_deps.values())
+        deps = sorted(self._key(j, inp) for j in self._with_deps.values())
         keys = heapq.merge(self._sorted, deps) if deps else self._sorted
         tier, first = None, None
         for key in keys:
@@ -142,12 +142,12 @@ class PendingQueue:
                 tier = key[0]
                 first = self._overdue(tier, inp, could_run)
                 if first is not None:
-                    scores[first.id] = self._score_of(first, inp)
+                    scores[first.id] = self._score(first, inp)
                     yield first
             job = self.jobs[key[-1]]
             if job is first:
                 continue
-            scores[job.id] = self._score_of(job, inp)
+            scores[job.id] = self._score(job, inp)
             yield job
 
     def _overdue(self, rank: int, inp: SchedulerInput,
@@ -177,21 +177,26 @@ class PendingQueue:
             return
         self._factors = fairshare_factors(inp.usage)
         self._inp = inp
-        self._scores: dict[int, Score] = {}
-        self._keys = {j.id: self._key(j, self._factors, inp)
-                      for j in self.jobs.values() if not j.deps}
+        self._scores: dict[int, Score] = {}  # of jobs without dependencies, as they are read
+        self._keys = {j.id: self._key(j, inp) for j in self.jobs.values() if not j.deps}
         self._sorted = sorted(self._keys.values())
         self._scored, self._usage = stamp, inp.usage
 
-    def _score_of(self, job: Job, inp: SchedulerInput) -> Score:
-        return self._scores.get(job.id) or self._score(job, self._factors, inp)
-
-    def _score(self, job: Job, factors: dict[str, float], inp: SchedulerInput) -> Score:
-        return score(job, eligible_since(job, inp), inp.limit_of(job), factors, inp.usage,
-                     inp.scored_at, inp.fairshare)
-
-    def _key(self, job: Job, factors: dict[str, float], inp: SchedulerInput) -> Key:
-        s = self._score(job, factors, inp)
-        if not job.deps:
+    def _score(self, job: Job, inp: SchedulerInput) -> Score:
+        known = self._scores.get(job.id)
+        if known is not None:
+            return known
+        s = score(job, eligible_since(job, inp), inp.limit_of(job), self._factors, inp.usage,
+                  inp.scored_at, inp.fairshare)
+        if not job.deps:  # fixed until the next recalculation
             self._scores[job.id] = s
-        return job.priority.rank, -s.total, job.submitted_at, job.id
+        return s
+
+    def _key(self, job: Job, inp: SchedulerInput) -> Key:
+        """What `_score` computes, without building a Score: this runs for every job waiting
+        at every recalculation."""
+        cfg = inp.fairshare
+        t = total(self._factors.get(job.user, 1.0),
+                  age_factor(eligible_since(job, inp), inp.scored_at, cfg),
+                  shortness(inp.limit_of(job), cfg), cfg)
+        return job.priority.rank, -t, job.submitted_at, job.id

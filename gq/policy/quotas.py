@@ -12,7 +12,8 @@ from gq.model import Job, Tier
 class UserLimits:
     max_running_gpus: int | None = None  # None: no limit
     max_pending_jobs: int | None = None  # jobs beyond this many (in queue order) wait
-    high_share: float = 0.2  # of the host's cards, what one user's high-tier jobs may hold
+    # Of the host's cards, what one user's high-tier jobs may hold; None: no such limit.
+    high_share: float | None = 0.2
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class QuotaBook:
         self.gpus: dict[str, int] = {}
         self.high_gpus: dict[str, int] = {}
         self.considered: dict[str, int] = {}
+        # No limit configured that a job could break: over() has nothing to check.
+        self.unlimited = not limits.users and limits.default == UserLimits(high_share=None)
         for job in running:
             self.take(job)
 
@@ -43,6 +46,8 @@ class QuotaBook:
 
     def over(self, job: Job) -> str | None:
         """Which limit the job would break, in words; None if none. Counts it as considered."""
+        if self.unlimited:
+            return None
         lim = self.limits.of(job.user)
         seen = self.considered[job.user] = self.considered.get(job.user, 0) + 1
         if lim.max_pending_jobs is not None and seen > lim.max_pending_jobs:
@@ -52,7 +57,7 @@ class QuotaBook:
         ):
             n = lim.max_running_gpus
             return f"{job.user} may hold at most {n} GPU{'s' * (n != 1)} at once"
-        if job.priority == Tier.HIGH and job.gpus:
+        if job.priority == Tier.HIGH and job.gpus and lim.high_share is not None:
             cap = max(1, math.ceil(lim.high_share * self.n_cards))
             if self.high_gpus.get(job.user, 0) + job.gpus > cap:
                 return f"{job.user}'s high-tier jobs may hold at most {cap} GPU{'s' * (cap != 1)}"

@@ -75,6 +75,9 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
     # reservation). A longer job of the same shape would delay it too, for the rest of the pass.
     blocked: dict[tuple, tuple[float, Reservation]] = {}
     fitting: dict[tuple, list] = {}  # shape -> [(host, cards) where it fits]: until a start
+    # What the stop test looks at changes only with these; test again only after a change.
+    changes, tested_at = 0, -1
+    unsettled: list[tuple] = []  # the shape that kept the last stop test from passing
     could_run = lambda j: waiting_reason(j, inp, most_cards) is None  # noqa: E731
     for job in inp.pending.ordered(inp, plan.scores, could_run):
         if job.state is not JobState.PENDING or job.deps or job.gpus > most_cards:
@@ -100,8 +103,10 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
             placed, blocking, short = _place(job, hosts, end, reservations, fitting)
             if placed is None and blocking is None:
                 fits_nowhere[request] = (short, job)
-            elif blocking is not None:
+                changes += 1
+            elif blocking is not None and (request not in blocked or limit < blocked[request][0]):
                 blocked[request] = (limit, blocking)
+                changes += 1
         if placed is not None:
             state, cards = placed
             consume_slack(job, state.host.name, cards, end, reservations)
@@ -124,22 +129,27 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
                 if r is not None:
                     reservations.append(r)
                     plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host)
-        if not explain and _nothing_else_can_start(inp, hosts, reservations, fits_nowhere,
-                                                   blocked, most_cards):
-            break
+                changes += 1  # a reservation, or one fewer shape that could take one
+        if not explain and changes != tested_at:
+            tested_at = changes
+            if _nothing_else_can_start(inp, hosts, reservations, fits_nowhere, blocked,
+                                       most_cards, unsettled):
+                break
     return plan
 
 
 def _nothing_else_can_start(inp: SchedulerInput, hosts: list[_HostState], reservations: list,
-                            fits_nowhere: dict, blocked: dict, most_cards: int) -> bool:
+                            fits_nowhere: dict, blocked: dict, most_cards: int,
+                            unsettled: list[tuple]) -> bool:
     """Whether no job left in the queue could start or take a reservation in this pass. For
     every shape waiting: it fits nowhere and cannot be reserved (every reservation is placed,
     or no host could take it even once all its jobs end), or it would delay a reservation even
     with the shortest limit any job of that shape declares. A pass only takes resources away,
-    so these answers hold for the rest of it."""
+    so these answers hold for the rest of it. `unsettled`: the shape that failed the last test,
+    tried first (it usually fails again)."""
     full = len(reservations) >= inp.max_reservations
-    for request in inp.pending.shapes:
-        if request[0] > most_cards:
+    for request in (*unsettled, *inp.pending.shapes):
+        if request[0] > most_cards or request not in inp.pending.shapes:
             continue
         if request in fits_nowhere:
             example = fits_nowhere[request][1]
@@ -147,6 +157,7 @@ def _nothing_else_can_start(inp: SchedulerInput, hosts: list[_HostState], reserv
                 continue
         elif request in blocked and blocked[request][0] <= inp.pending.shortest_limit(request, inp):
             continue
+        unsettled[:] = [request]
         return False
     return True
 

@@ -68,7 +68,7 @@ USAGE_REFRESH = 300.0  # simulated seconds between fair-share recalculations
 # Traces carry no lab configuration, so no per-user limits: the default high_share
 # (20% of the cards per user) would hold back half of each trace, whose tiers are a mapping
 # of service classes, not a lab's urgent work (docs/traces.md).
-REPLAY_LIMITS = Limits(default=UserLimits(high_share=1.0))
+REPLAY_LIMITS = Limits(default=UserLimits(high_share=None))
 
 
 @dataclass(frozen=True)
