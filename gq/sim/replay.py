@@ -44,7 +44,6 @@ from gq.policy import (
     Plan,
     RunInterval,
     SchedulerInput,
-    decayed_usage,
     schedule,
 )
 from gq.policy.baselines import fifo, greedy
@@ -52,6 +51,7 @@ from gq.policy.placement import Capacity
 from gq.policy.preemption import Victim, plan_preemptions
 from gq.policy.queue import shape as shape_of
 from gq.sim.conversion import check_fits, to_job
+from gq.sim.usage import UsageGrid
 from gq.policy.quotas import UserLimits
 from gq.sim.traces import TraceJob
 
@@ -202,12 +202,7 @@ class _Replay:
         # Pending requests by shape, and whether each fits somewhere now (see the docstring).
         self.shapes: dict[tuple, list] = {}  # shape -> [pending jobs of it, a job of it]
         self.fits: dict[tuple, bool] = {}
-        # Fair share: usage of ended runs folded into one number per user at `folded_at`.
-        self.folded: dict[str, float] = {}
-        self.folded_at = 0.0
-        self.ended: list[RunInterval] = []  # ended since the last fold
-        self.usage: dict[str, float] = {}
-        self.usage_at: float | None = None
+        self.usage = UsageGrid(usage_refresh, fairshare.half_life)
 
     # ---- trace jobs into gq jobs ----------------------------------------------------------
 
@@ -286,7 +281,7 @@ class _Replay:
         self.fits.clear()
         weight = self.weight(job)
         if weight > 0:
-            self.ended.append(RunInterval(job.user, weight, job.started_at, now))
+            self.usage.ended.append(RunInterval(job.user, weight, job.started_at, now))
         self.held[job.id] = self.held.get(job.id, 0.0) + now - job.started_at
         return weight
 
@@ -351,11 +346,13 @@ class _Replay:
 
     def run_pass(self, now: float) -> None:
         self.result.passes += 1
-        usage = self.usage_now(now)
+        running = list(self.running.values())
+        usage = self.usage.at(now, lambda: [(j, self.weight(j)) for j in running])
         plan = self.policy(SchedulerInput(
-            self.hosts, self.pending, list(self.running.values()), now=now,
+            self.hosts, self.pending, running, now=now,
             default_limit=self.default_limit, max_reservations=self.max_reservations,
-            usage=usage, fairshare=self.fairshare, limits=self.limits, score_time=self.usage_at,
+            usage=usage, fairshare=self.fairshare, limits=self.limits,
+            score_time=self.usage.computed_at,
         ))
         for start in plan.starts:
             self.start(start.job_id, start.host, start.gpu_ids, now)
@@ -389,31 +386,3 @@ class _Replay:
             return float(len(job.gpu_ids))
         memory = self.card_memory[job.host]
         return sum(min(1.0, job.mem / memory[i]) for i in job.gpu_ids)
-
-    def usage_now(self, now: float) -> dict[str, float]:
-        """Usage as of the last multiple of `usage_refresh` (a fixed grid of recalculations,
-        as Slurm's PriorityCalcPeriod): a pass sees the same figures whichever passes ran
-        before it, which keeps skipping idle passes exact."""
-        at = math.floor(now / self.usage_refresh) * self.usage_refresh \
-            if self.usage_refresh > 0 else now
-        if at == self.usage_at:
-            return self.usage
-        # Runs that ended by then only decay from there on: fold them into one figure per
-        # user, which equals decayed_usage over all of them (the decay is a common factor).
-        half_life = self.fairshare.half_life
-        decay = 2.0 ** (-(at - self.folded_at) / half_life)
-        folded = {u: v * decay for u, v in self.folded.items()}
-        done = [iv for iv in self.ended if iv.end <= at]
-        for user, value in decayed_usage(done, at, half_life).items():
-            folded[user] = folded.get(user, 0.0) + value
-        self.folded, self.folded_at = folded, at
-        self.ended = [iv for iv in self.ended if iv.end > at]
-        # Runs going on at `at`: the running jobs, and those that ended since (decayed_usage
-        # counts each up to `at`; one that started after it counts nothing yet).
-        going = self.ended + [RunInterval(j.user, w, j.started_at, None)
-                              for j in self.running.values() if (w := self.weight(j)) > 0]
-        usage = dict(folded)
-        for user, value in decayed_usage(going, at, half_life).items():
-            usage[user] = usage.get(user, 0.0) + value
-        self.usage, self.usage_at = usage, at
-        return usage
