@@ -31,8 +31,8 @@ def split_memory(
     external: dict[int, int | None] = {}
     per_job: dict[int, int] = {}
     for card in cards:
-        total: int | None = None if card.memory_used is None else 0
-        for proc in card.processes:
+        total: int | None = None if card.memory_used is None or card.processes is None else 0
+        for proc in card.processes or ():
             job_id = job_of(proc.pid, shim_pids)
             if job_id is not None:
                 per_job[job_id] = per_job.get(job_id, 0) + (proc.used_memory or 0)
