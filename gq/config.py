@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gq.config_telemetry import (
+    OFFENDER_KEYS, TELEMETRY_KEYS, OffendersConfig, TelemetryConfig, parse_offenders,
+    parse_telemetry,
+)
 from gq.policy import FairShareConfig, Limits, UserLimits
 from gq.protocol import GqError
 from gq.units import parse_duration, parse_size
@@ -38,6 +42,8 @@ class Config:
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    offenders: OffendersConfig = field(default_factory=OffendersConfig)
 
 
 _KNOWN = {
@@ -47,6 +53,8 @@ _KNOWN = {
                   "weight_age", "weight_short"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
     "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
+    "telemetry": TELEMETRY_KEYS,
+    "offenders": OFFENDER_KEYS,
 }
 _TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -134,6 +142,10 @@ def _apply(config: Config, data: dict) -> None:
     config.limits = Limits(default=default, users=users)
     if "preemption" in data:
         config.preemption = _preemption(data["preemption"], config.preemption)
+    if "telemetry" in data:
+        config.telemetry = parse_telemetry(data["telemetry"], config.telemetry)
+    if "offenders" in data:
+        config.offenders = parse_offenders(data["offenders"], config.offenders)
 
 
 def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:

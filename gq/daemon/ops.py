@@ -8,7 +8,9 @@ from typing import Any
 
 from gq import __version__
 from gq.daemon.core import Daemon
+from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.submission import Caller, HostLimits, build_job
+from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, BadInput, GqError
@@ -65,12 +67,13 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         preemptible_tiers=daemon.config.preemption.preemptible,
         grace=daemon.config.preemption.grace,
     )
+    args, notes = apply_mem_history(daemon.store, args, limits.card_memory)
     job = build_job(
         args, caller, limits, lambda t, f: resolve_id(daemon, caller, t, f), daemon.clock()
     )
     job.id = daemon.store.insert_job(job, job.submitted_at)
     daemon.request_pass()
-    return job_json(daemon.store.get_job(job.id))
+    return {**job_json(daemon.store.get_job(job.id)), "notes": notes}
 
 
 def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
@@ -111,6 +114,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "age": daemon.config.fairshare.weight_age,
                     "short": daemon.config.fairshare.weight_short},
     }
+    out["usage"] = usage_json(daemon, job)
     out["stdout"] = str(daemon.layout.stdout(job_id))
     out["stderr"] = str(daemon.layout.stderr(job_id))
     out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id))
