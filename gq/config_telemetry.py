@@ -62,6 +62,10 @@ class OffendersConfig:
     def rules(self, tier: str | None) -> OffenderRules:
         return self.tiers.get(tier or "", self.default)
 
+    @property
+    def longest_idle_window(self) -> float:
+        return max(r.idle_window for r in (self.default, *self.tiers.values()))
+
 
 _RULE_KEYS = {"idle_util", "idle_window", "over_declared_ratio", "over_declared_after",
               "over_budget_after", *JOB_KINDS}

@@ -82,11 +82,11 @@ def _utilization(store: Store, start: float) -> dict[str, Any]:
     total, known, samples = 0, 0, 0
     by_card: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     by_hour: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    for row in store.samples.card_minutes(start):
+    for row in store.samples.card_hours(start):
         total += row["util_sum"]
         known += row["util_n"]
         samples += row["n"]
-        for bucket in (by_card[row["card"]], by_hour[row["minute"] // 60]):
+        for bucket in (by_card[row["card"]], by_hour[row["hour"]]):
             bucket[0] += row["util_sum"]
             bucket[1] += row["util_n"]
     mean = lambda s, n: round(s / n, 2) if n else None  # noqa: E731
@@ -133,18 +133,14 @@ def _waits(store: Store, start: float, now: float) -> dict[str, Any]:
 def _idle_seconds(store: Store, inp: StatsInput, start: float) -> dict[str, float]:
     """Card-seconds each user's jobs held while under their tier's idle threshold: a minute
     whose known samples average under it counts its samples, each `interval` seconds long."""
-    rows = store.samples.job_minutes(start)
+    rows = store.samples.idle_samples(start, inp.idle_util)
     jobs = {j.id: j for j in store.jobs(ids={r["job_id"] for r in rows}, light=True)} if (
         rows) else {}
     idle: dict[str, float] = defaultdict(float)
     for row in rows:
-        job = jobs.get(row["job_id"])
-        if job is None or not row["util_n"]:
-            continue
-        threshold = inp.idle_util.get(str(job.priority), 20.0)
-        if row["util_sum"] / row["util_n"] < threshold:
-            share = card_share(job.gpus, job.mem, inp.card_totals.get(row["card"]))
-            idle[job.user] += row["n"] * inp.interval * share
+        job = jobs[row["job_id"]]
+        share = card_share(job.gpus, job.mem, inp.card_totals.get(row["card"]))
+        idle[job.user] += row["n"] * inp.interval * share
     return idle
 
 

@@ -56,7 +56,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.external: dict[int, int | None] = {}
         self.attributor = Attributor()
         self.owners: dict[int, Owner] = {}  # pid -> who holds each process on the cards
-        self.telemetry = Telemetry(self.store.samples, config.telemetry)
+        self.telemetry = Telemetry(self.store.samples, config.telemetry,
+                                   keep=config.offenders.longest_idle_window)
         self.start_policing()
         # From the last pass: what each waiting job lacks, and when reserved jobs should start.
         self.shortfalls: dict[int, str] = {}

@@ -83,11 +83,11 @@ class Policing:
         for key, cand in found.items():
             since = self._candidate_since.setdefault(key, now)
             row = self.open_offences.get(key)
-            if row is not None:
-                row["present_at"] = now
+            if row is not None:  # the latest evidence in memory, in the store now and then
+                row.update(present_at=now, evidence=cand.evidence, figures=_figures(cand))
                 if now - row["last_seen"] >= REWRITE_EVERY:
-                    self.store.offences.seen(row["id"], now, cand.evidence, cand.figures)
-                    row.update(last_seen=now, evidence=cand.evidence, figures=cand.figures)
+                    self.store.offences.seen(row["id"], now, cand.evidence, row["figures"])
+                    row["last_seen"] = now
             elif now - since >= self._persistence(cand):
                 self._open(cand, now)
         # An offence ends at once when its job stops or its process leaves the cards; one
@@ -115,7 +115,7 @@ class Policing:
             if job.state != JobState.RUNNING or job.gpus == 0 or job.started_at is None:
                 continue
             window_len = config.rules(str(job.priority)).idle_window
-            window = (self.store.samples.job_window(job.id, now - window_len)
+            window = (self.telemetry.window(job, window_len, now)
                       if now - job.started_at >= window_len else None)
             usage = self.telemetry.usage_of(job)
             latest = [r for r in self.telemetry.latest if r.job_id == job.id]
@@ -143,8 +143,7 @@ class Policing:
 
     def _open(self, cand: Candidate, now: float) -> None:
         action = self.action_of(cand.kind, cand.tier)
-        figures = {**cand.figures, "suggestion": cand.suggestion, "gpus": cand.gpus,
-                   "tier": cand.tier}
+        figures = _figures(cand)
         offence_id = self.store.offences.open(
             cand.kind, now, cand.evidence, figures, str(action), job_id=cand.job_id,
             pid=cand.pid, card=cand.gpus[0] if cand.gpus else None, user=cand.user)
@@ -182,6 +181,11 @@ class Policing:
             self.stop(job, JobState.PREEMPTING, f"requeued by gq ({why})")
         else:
             self.stop(job, JobState.CANCELLED, f"cancelled by gq ({why})")
+
+
+def _figures(cand: Candidate) -> dict:
+    """The numbers behind the evidence, with what an offence row keeps beside them."""
+    return {**cand.figures, "suggestion": cand.suggestion, "gpus": cand.gpus, "tier": cand.tier}
 
 
 def _key(row: dict) -> str:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
 from dataclasses import dataclass, field
 
 from gq.config_telemetry import TelemetryConfig
 from gq.daemon.attribution import Owner
 from gq.model import Gpu, GpuProcess, Job
-from gq.store.samples import CardSample, JobSample, Samples
+from gq.store.samples import CardSample, JobSample, Samples, Window
 
-PRUNE_EVERY = 600.0  # seconds; retention is counted in days, no need to delete more often
+PRUNE_EVERY = 3600.0  # seconds; retention is counted in days, no need to delete more often
 
 
 @dataclass
@@ -85,10 +86,14 @@ def job_card_use(cards: list[Gpu], owners: dict[int, Owner],
 class Telemetry:
     """Samples cards and jobs into the store; keeps each running job's usage in memory."""
 
-    def __init__(self, samples: Samples, config: TelemetryConfig):
+    def __init__(self, samples: Samples, config: TelemetryConfig, keep: float = 900.0):
         self.samples = samples
         self.config = config
         self.usage: dict[int, RunUsage] = {}  # job id -> its current run's usage
+        # The last `keep` seconds of each running job's samples, (t, util, mem) a card and
+        # sample: idle windows are judged from memory, at a cost that does not grow with them.
+        self.keep = keep
+        self.recent: dict[int, deque[tuple[float, int | None, int | None]]] = {}
         self.latest: list[JobSample] = []  # from the last card reading
         self._sampled_at = float("-inf")
         self._rolled_at = float("-inf")
@@ -112,17 +117,30 @@ class Telemetry:
         if not self.enabled or now - self._sampled_at < self.config.interval * 0.95:
             return False
         self._sampled_at = now
-        self._sample(cards, external, now)
+        self._sample(cards, external, holding, now)
         return True
 
-    def _sample(self, cards: list[Gpu], external: dict[int, int | None], now: float) -> None:
+    def _sample(self, cards: list[Gpu], external: dict[int, int | None],
+                holding: dict[int, Job], now: float) -> None:
         card_rows = [CardSample(c.index, c.utilization, c.memory_used, external.get(c.index),
                                 c.temperature, c.power_w) for c in cards]
+        for job_id in [j for j in self.recent if j not in holding]:
+            del self.recent[job_id]
+        for job_id in {r.job_id for r in self.latest} - set(self.recent):
+            # First seen by this daemon: what the run had before a restart is in the store.
+            began = holding[job_id].started_at or now
+            self.recent[job_id] = deque(
+                (p["at"], p["utilization"], p["memory_used"])
+                for p in self.samples.job_series(job_id, max(began, now - self.keep)))
         self.samples.write(now, card_rows, self.latest)
         for row in self.latest:
             usage = self.usage.get(row.job_id)
             if usage is None:
                 continue
+            recent = self.recent.setdefault(row.job_id, deque())
+            recent.append((now, row.util, row.mem))
+            while recent and recent[0][0] < now - self.keep:
+                recent.popleft()
             usage.samples += 1
             usage.mem_known += row.mem is not None
             if row.util is not None:
@@ -138,6 +156,15 @@ class Telemetry:
             self._pruned_at = now
             self.samples.prune(now - self.config.raw_retention,
                                now - self.config.rollup_retention)
+
+    def window(self, job: Job, length: float, now: float) -> Window:
+        """The job's samples over the last `length` seconds (at most `keep`), of this run."""
+        since = now - length
+        rows = [r for r in self.recent.get(job.id, ()) if r[0] >= since]
+        util = [r[1] for r in rows if r[1] is not None]
+        mem = [r[2] for r in rows if r[2] is not None]
+        return Window(len(rows), len(util), sum(util) / len(util) if util else None, len(mem),
+                      max(mem) if mem else None)
 
     def usage_of(self, job: Job) -> RunUsage:
         """The job's usage in its current run; after a daemon restart, read back from the
@@ -159,6 +186,7 @@ class Telemetry:
         """What the run that is ending used, for the runs table."""
         usage = self.usage.pop(job.id, None) or self.usage_of(job)
         self.usage.pop(job.id, None)
+        self.recent.pop(job.id, None)
         mean = usage.util_mean
         return {"peaks": usage.peaks, "util_mean": None if mean is None else round(mean, 1),
                 "cmd_key": command_key(job.command, job.cwd) if job.command else None}

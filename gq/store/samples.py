@@ -142,12 +142,6 @@ class Samples:
         return [{"at": r["t"] / 1000, "card": r["card"], "utilization": r["util"],
                  "memory_used": from_mib(r["mem"])} for r in rows]
 
-    def job_window(self, job_id: int, since: float) -> Window:
-        row = self.db.execute(
-            "SELECT count(*), count(util), avg(util), count(mem), max(mem) FROM job_samples "
-            "WHERE t >= ? AND job_id = ?", [to_ms(since), job_id]).fetchone()
-        return Window(row[0], row[1], row[2], row[3], from_mib(row[4]))
-
     def job_peaks(self, job_id: int, since: float) -> dict[int, int]:
         """The most memory the job held on each card since `since` (raw and rolled up)."""
         ms = to_ms(since)
@@ -179,4 +173,32 @@ class Samples:
                + " ORDER BY minute, card")
         args = {"lo_minute": lo, "rolled": rolled, "lo": max(lo, rolled) * MINUTE_MS,
                 "hi": 1 << 62, "job_id": job_id}
+        return list(self.db.query(sql, args))
+
+    # ---- reading: aggregates for stats ----------------------------------------------------
+
+    def card_hours(self, since: float) -> list[dict]:
+        """Per hour (since the epoch) and card: samples, known utilisation samples, their sum."""
+        lo, rolled = to_ms(since) // MINUTE_MS, self.rolled_until()
+        sql = (f"SELECT minute / 60 AS hour, card, sum(n) AS n, sum(util_n) AS util_n, "
+               f"sum(util_sum) AS util_sum FROM (SELECT minute, card, n, util_n, util_sum FROM "
+               f"card_minutes WHERE minute >= :lo_minute AND minute < :rolled UNION ALL "
+               f"SELECT minute, card, n, util_n, util_sum FROM ({_CARD_MINUTE_OF_RAW})) "
+               f"GROUP BY hour, card ORDER BY hour, card")
+        return list(self.db.query(sql, {"lo_minute": lo, "rolled": rolled,
+                                        "lo": max(lo, rolled) * MINUTE_MS, "hi": 1 << 62}))
+
+    def idle_samples(self, since: float, thresholds: dict[str, float]) -> list[dict]:
+        """Per job and card: how many samples fell in minutes whose known utilisation averaged
+        under the idle threshold of the job's tier (thresholds: tier -> percent)."""
+        lo, rolled = to_ms(since) // MINUTE_MS, self.rolled_until()
+        sql = (f"SELECT m.job_id, m.card, sum(m.n) AS n FROM (SELECT job_id, minute, card, n, "
+               f"util_n, util_sum FROM job_minutes WHERE minute >= :lo_minute AND minute < "
+               f":rolled UNION ALL SELECT job_id, minute, card, n, util_n, util_sum FROM "
+               f"({_JOB_MINUTE_OF_RAW.format(job='')})) m JOIN jobs j ON j.id = m.job_id "
+               f"WHERE m.util_n > 0 AND m.util_sum < m.util_n * CASE j.priority "
+               f"WHEN 'high' THEN :high WHEN 'low' THEN :low ELSE :normal END "
+               f"GROUP BY m.job_id, m.card ORDER BY m.job_id, m.card")
+        args = {"lo_minute": lo, "rolled": rolled, "lo": max(lo, rolled) * MINUTE_MS,
+                "hi": 1 << 62, **{t: thresholds.get(t, 20.0) for t in ("high", "normal", "low")}}
         return list(self.db.query(sql, args))
