@@ -39,14 +39,16 @@ def machine() -> dict:
 class TempDaemon:
     """`python -m gq daemon run` on a fresh GQ_HOME under /tmp; stopped and removed on exit."""
 
-    def __init__(self, cpus: int):
+    def __init__(self, cpus: int, sim_gpus: str = SIM_GPUS, config: str = ""):
         self.cpus = cpus
+        self.sim_gpus = sim_gpus
+        self.config = config  # more config.toml, after [host]
         self.home = ""
         self.proc: subprocess.Popen | None = None
 
     @property
     def env(self) -> dict[str, str]:
-        return {**os.environ, "GQ_HOME": self.home, "GQ_SIM_GPUS": SIM_GPUS}
+        return {**os.environ, "GQ_HOME": self.home, "GQ_SIM_GPUS": self.sim_gpus}
 
     @property
     def socket(self) -> str:
@@ -58,7 +60,7 @@ class TempDaemon:
     def __enter__(self) -> TempDaemon:
         self.home = tempfile.mkdtemp(prefix="gq-", dir="/tmp")  # short: sun_path is 108 bytes
         with open(os.path.join(self.home, "config.toml"), "w") as f:
-            f.write(f"[host]\ncpus = {self.cpus}\n")
+            f.write(f"[host]\ncpus = {self.cpus}\n{self.config}")
         with open(daemon_log(self.home), "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "gq", "daemon", "run"],

@@ -5,7 +5,7 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus sim daemon completion"
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon completion"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -73,6 +73,16 @@ _gq_cmd() {  # the facts of one command path
             _gq_subs=""
             _gq_flags="--json --help -h"
             _gq_valued="  "
+            _gq_arg="none" ;;
+        "offenders")
+            _gq_subs=""
+            _gq_flags="--json --help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "stats")
+            _gq_subs=""
+            _gq_flags="--since --json --prometheus --help -h"
+            _gq_valued=" --since "
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""

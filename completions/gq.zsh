@@ -6,8 +6,8 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts it on first use)' 'completion:Shell completion for bash, zsh and fish')
-            _gq_names=(submit add ls ps show why logs cancel hold release requeue wait gpus sim daemon completion)
+            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts it on first use)' 'completion:Shell completion for bash, zsh and fish')
+            _gq_names=(submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon completion)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
@@ -88,6 +88,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_names=()
             _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
+            _gq_arg='none' ;;
+        "offenders")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "stats")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--since:the period: the last DUR, e.g. 7d, 12h, 30d' '--json:print JSON (a stable schema)' '--prometheus:print Prometheus text exposition, to scrape' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--since)
             _gq_arg='none' ;;
         "sim")
             _gq_subs=()

@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gq.config_telemetry import (
+    OFFENDER_KEYS, TELEMETRY_KEYS, OffendersConfig, TelemetryConfig, parse_offenders,
+    parse_telemetry,
+)
 from gq.policy import FairShareConfig, Limits, UserLimits
 from gq.protocol import GqError
 from gq.units import parse_duration, parse_size
@@ -46,6 +50,8 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    offenders: OffendersConfig = field(default_factory=OffendersConfig)
 
 
 _KNOWN = {
@@ -56,6 +62,8 @@ _KNOWN = {
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
     "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
     "notify": {"on_finish", "timeout", "sendmail"},
+    "telemetry": TELEMETRY_KEYS,
+    "offenders": OFFENDER_KEYS,
 }
 _TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -144,6 +152,10 @@ def _apply(config: Config, data: dict) -> None:
     if "preemption" in data:
         config.preemption = _preemption(data["preemption"], config.preemption)
     config.notify = _notify(data.get("notify", {}))
+    if "telemetry" in data:
+        config.telemetry = parse_telemetry(data["telemetry"], config.telemetry)
+    if "offenders" in data:
+        config.offenders = parse_offenders(data["offenders"], config.offenders)
 
 
 def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:

@@ -157,6 +157,7 @@ class Job:
 class GpuProcess:
     pid: int
     used_memory: int | None  # bytes; None when the driver cannot say
+    utilization: int | None = None  # percent of the card it keeps busy; None = unknown
 
 
 @dataclass
@@ -172,7 +173,9 @@ class Gpu:
     utilization: int | None = None  # percent; None = unknown
     temperature: int | None = None
     power_w: float | None = None
-    processes: list[GpuProcess] = field(default_factory=list)
+    # The processes holding memory on it; None = unknown (the list could not be read), which is
+    # not the same as [] (nothing runs there).
+    processes: list[GpuProcess] | None = field(default_factory=list)
     parent_uuid: str | None = None  # the physical GPU of a MIG instance
     simulated: bool = False
     # Cards with the same island number are linked (NVLink, or the same PCIe switch), so a

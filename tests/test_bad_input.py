@@ -45,6 +45,8 @@ BAD_SUBMITS = {
                                 "--retry-oom retries with more GPU memory"),
     "preemptible both ways": (["--preemptible", "--no-preemptible", "--", "true"],
                               "contradict"),
+    "mem auto without a GPU": (["-g", "0", "--mem", "auto", "--", "true"],
+                               "--mem auto is GPU memory per GPU and needs --gpus 1 or more"),
 }
 
 

@@ -137,7 +137,22 @@ def test_a_process_list_the_library_cannot_read_does_not_hide_the_card():
             raise NVMLLibraryMismatchError("Unversioned function called")
 
     a, b = NvmlBackend(OldDriver(two_cards())).read()
-    assert (a.processes, a.memory_used, b.uuid) == ([], 12 * GIB, UUID_B)
+    # Unknown, not "nothing runs there": 12G are held by someone.
+    assert (a.processes, a.memory_used, b.uuid) == (None, 12 * GIB, UUID_B)
+
+
+def test_each_process_gets_its_own_utilisation_when_the_driver_keeps_samples():
+    cards = two_cards()
+    cards[0].processes = [FakeProcess(4242, 12 * GIB, sm_util=60), FakeProcess(77, GIB)]
+    nvml = FakeNvml(cards)
+    backend = NvmlBackend(nvml)
+    # 77 launched nothing, or is gone: no sample, so unknown rather than idle.
+    assert [(p.pid, p.utilization) for p in backend.read()[0].processes] == [(4242, 60),
+                                                                             (77, None)]
+    cards[0].processes[0].sm_util = 20  # the samples since the last read, not the older ones
+    assert backend.read()[0].processes[0].utilization == 20
+    cards[0].unsupported.add("nvmlDeviceGetProcessUtilization")
+    assert [p.utilization for p in backend.read()[0].processes] == [None, None]
 
 
 # --- lost cards -------------------------------------------------------------------------------
@@ -151,7 +166,7 @@ def test_a_lost_card_stays_listed_with_nothing_measured():
     a, b = backend.read()
     assert identity([a, b]) == identity(before)
     assert (a.memory_used, a.utilization, a.temperature, a.power_w, a.processes) == (
-        None, None, None, None, [])
+        None, None, None, None, None)
     assert b.memory_used == 0
     cards[0].lost = False
     assert backend.read()[0].memory_used == 12 * GIB
@@ -510,7 +525,7 @@ def test_read_never_raises_and_never_invents_zeros(unsupported, lost):
         assert (gpu.utilization is None) == broken("nvmlDeviceGetUtilizationRates")
         assert (gpu.temperature is None) == broken("nvmlDeviceGetTemperature")
         assert (gpu.power_w is None) == broken("nvmlDeviceGetPowerUsage")
-        assert (gpu.processes == []) == broken("nvmlDeviceGetComputeRunningProcesses")
+        assert (gpu.processes is None) == broken("nvmlDeviceGetComputeRunningProcesses")
 
 
 # --- choosing a backend -----------------------------------------------------------------------

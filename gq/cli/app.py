@@ -81,6 +81,8 @@ def submit(
 
     values = {k: v for k, v in locals().items() if k != "command" and v not in (None, False)}
     job = call("submit", **request_args(*apply_directives(values, command or [])))
+    for note in job.get("notes", ()):
+        print(f"gq: {note}", file=sys.stderr)
     output.print_json(job) if json else print(job["id"])
 
 
@@ -209,6 +211,45 @@ def gpus(json: Json = False) -> None:
     from gq.cli.details import print_gpus
 
     print_gpus(cards)
+
+
+@app.command("offenders")
+def offenders(json: Json = False) -> None:
+    """Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory,
+    strays), with the evidence and a suggested action."""
+    found = call("offenders")
+    if json:
+        return output.print_json(found)
+    import time as _time
+
+    from gq.cli.stats_cmd import print_offenders
+
+    print_offenders(found, _time.time())
+
+
+@app.command("stats")
+def stats(
+    since: Annotated[str, typer.Option("--since", help="the period: the last DUR, e.g. 7d, "
+                     "12h, 30d", metavar="DUR")] = "7d",
+    json: Json = False,
+    prometheus: Annotated[bool, typer.Option("--prometheus", help="print Prometheus text "
+                          "exposition, to scrape")] = False,
+) -> None:
+    """The lab's numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and
+    idle GPU-hours by user, offenders."""
+    from gq.units import parse_duration
+
+    try:
+        seconds = parse_duration(since)
+    except ValueError as e:
+        raise GqError(f"--since {e}", BAD_INPUT) from None
+    figures = call("stats", since=seconds)
+    if json:
+        return output.print_json(figures)
+    from gq.cli import stats_cmd
+
+    print(stats_cmd.prometheus(figures, since), end="") if prometheus else (
+        stats_cmd.print_stats(figures))
 
 
 # ---- gq sim: options here, the work in gq/cli/sim_cmd.py (imported only when it runs) ----

@@ -26,6 +26,7 @@ def print_job(job: dict[str, Any]) -> None:
         ("time limit", format_duration(job["time_limit"]) if job["time_limit"] else "-"),
         ("preemption", _preemption_text(job)),
         ("peak gpu mem", format_size(job["peak_mem"]) if job.get("peak_mem") else "-"),
+        ("gpu usage", _usage_text(job.get("usage"))),
         ("command", shlex.join(job["command"])),
         ("cwd", job["cwd"]),
         ("depends on", ", ".join(f"{k} {','.join(map(str, v))}" for k, v in job["deps"].items())
@@ -75,6 +76,15 @@ def _array_text(array: dict) -> str:
     params = " ".join(f"{k}={v}" for k, v in array["params"].items())
     return (f"element {array['index']} ({array['id']}_{array['index']}) of array {array['id']}"
             f" ({array['size']} elements{limit})" + (f"; {params}" if params else ""))
+
+
+def _usage_text(usage: dict | None) -> str:
+    """What its current or last run used of each card, from telemetry."""
+    if not usage or not (usage["peak_mem_by_gpu"] or usage["util_mean"] is not None):
+        return "-"
+    peaks = ", ".join(f"{format_size(v)} on GPU {k}" for k, v in usage["peak_mem_by_gpu"].items())
+    util = "unknown" if usage["util_mean"] is None else f"{usage['util_mean']:.0f}%"
+    return f"{usage['run']} run: peak {peaks or 'unknown'}; mean utilisation {util}"
 
 
 def _score_text(score: dict | None) -> str:

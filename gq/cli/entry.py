@@ -21,6 +21,8 @@ def submit(argv: list[str]) -> int:
 
     values, command = parse_argv(argv)
     job = call("submit", **request_args(*apply_directives(values, command)))
+    for note in job.get("notes", ()):
+        print(f"gq: {note}", file=sys.stderr)
     print(json.dumps(job, indent=2) if values.get("json") else job["id"])
     return 0
 

@@ -29,7 +29,8 @@ class Opt:
 OPTIONS: tuple[Opt, ...] = (
     Opt("--gpus", "-g", "gpus", "value", "N", "GPUs per job (0 = CPU-only job)  [default: 1]"),
     Opt("--mem", "-m", "mem", "value", "SIZE",
-        "GPU memory per GPU, e.g. 20G; the job may share a card. Without it: whole cards"),
+        "GPU memory per GPU, e.g. 20G; the job may share a card. Without it: whole cards. "
+        "auto: the peak of this command's last successful runs here, plus 20%"),
     Opt("--cpus", "-c", "cpus", "value", "N", "host CPU cores  [default: 1]"),
     Opt("--ram", None, "ram", "value", "SIZE", "host memory, e.g. 32G"),
     Opt("--priority", "-p", "priority", "value", "TIER", "high | normal | low  [default: normal]"),
@@ -188,7 +189,8 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
     if values.get("cpus") is not None:
         args["cpus"] = _whole("--cpus", values["cpus"])
     if values.get("mem") is not None:
-        args["mem"] = _parsed("--mem", values["mem"], parse_size)
+        auto = values["mem"].strip().lower() == "auto"
+        args["mem"] = "auto" if auto else _parsed("--mem", values["mem"], parse_size)
     if values.get("ram") is not None:
         args["ram"] = _parsed("--ram", values["ram"], parse_size)
     if values.get("time") is not None:

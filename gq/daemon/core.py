@@ -13,11 +13,13 @@ from typing import Callable
 
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
-from gq.daemon.attribution import split_memory
+from gq.daemon.attribution import Attributor, Owner, split_memory
 from gq.daemon.ending import Ending
 from gq.daemon.notify import Notifier
+from gq.daemon.policing import Policing
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
+from gq.daemon.telemetry import Telemetry
 from gq.daemon.shim import ShimSpec
 from gq.daemon.supervisor import Shim, SpawnUnknown, Supervisor
 from gq.gpu.base import CardBackend
@@ -33,7 +35,7 @@ from gq.store import Store
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Ending, Preempting):
+class Daemon(Recovery, Ending, Preempting, Policing):
     def __init__(
         self,
         layout: Layout,
@@ -55,6 +57,11 @@ class Daemon(Recovery, Ending, Preempting):
         self.unadopted: set[int] = set()  # shims alive but not yet watched
         self.cards: list[Gpu] = []
         self.external: dict[int, int | None] = {}
+        self.attributor = Attributor()
+        self.owners: dict[int, Owner] = {}  # pid -> who holds each process on the cards
+        self.telemetry = Telemetry(self.store.samples, config.telemetry,
+                                   keep=config.offenders.longest_idle_window)
+        self.start_policing()
         # From the last pass: what each waiting job lacks, and when reserved jobs should start.
         self.shortfalls: dict[int, str] = {}
         self.forecasts: dict[int, Forecast] = {}
@@ -97,6 +104,7 @@ class Daemon(Recovery, Ending, Preempting):
         for job_id in list(self.unadopted):
             self.settle(self.store.get_job(job_id))
         self.enforce_time_limits()
+        self.telemetry.maintain(self.clock())
         self.run_pass()
 
     def refresh_usage(self, every: float = 60.0) -> None:
@@ -123,11 +131,22 @@ class Daemon(Recovery, Ending, Preempting):
             self.cards = self.backend.read()
         except Exception:  # a card backend must never take the daemon down
             log.exception("reading the cards failed; keeping the last reading")
+        holding = {j.id: j for j in self.store.holding_jobs()}
         shim_pids = {shim.pid: job_id for job_id, shim in self.shims.items()}
-        self.external, used = split_memory(self.cards, shim_pids)
-        for job in self.store.holding_jobs():  # the peak of each run, for out-of-memory reasons
+        # Until every running job's shim is watched (after a restart), a process outside
+        # them all may yet be found inside one: do not remember it as outside gq.
+        complete = self.loop is not None and not self.unadopted and all(
+            j in self.shims for j in holding)
+        self.owners = self.attributor.owners(self.cards, shim_pids, remember_outside=complete)
+        self.external, used = split_memory(self.cards, self.owners, set(holding))
+        for job in holding.values():  # the peak of each run, for out-of-memory reasons
             if used.get(job.id, 0) > (job.peak_mem or 0):
                 self.store.update(job.id, peak_mem=used[job.id])
+        if self.loop is None:
+            return  # not serving yet: the shims of running jobs are not adopted
+        now = self.clock()
+        if self.telemetry.observe(self.cards, self.owners, holding, self.external, now):
+            self.police(holding, now)
 
     # ---- scheduling ---------------------------------------------------------------------
 

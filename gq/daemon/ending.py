@@ -78,7 +78,8 @@ class Ending:
             self.store.note(job_id, now, f"stopped (exit code {code})")
             label = str(job.state)
         if not never_started:  # what the run cost, for fair share and stats
-            self.store.add_run(job, self.card_weight(job), ended_at, label)
+            self.store.add_run(job, self.card_weight(job), ended_at, label,
+                               self.telemetry.run_record(job))
 
     def _record_end(self, job: Job, record: dict | None, ended_at: float, now: float) -> str:
         code = record.get("exit_code") if record else None

@@ -18,7 +18,8 @@ import os
 import shlex
 import shutil
 import signal
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from gq.config import NotifyConfig
 from gq.model import ENDED_STATES, Job, Notify
@@ -147,27 +148,37 @@ class Notifier:
 
     def _spawn(self, job: Job, kind: str, argv: list[str], env: dict[str, str], cwd: str,
                stdin: bytes | None = None) -> None:
+        self.run(argv, env, cwd, self._output_path(job, kind),
+                 lambda outcome: self._record(job, kind, outcome), stdin)
+
+    def run(self, argv: list[str], env: dict[str, str], cwd: str, output: Path,
+            record: Callable[[str], None], stdin: bytes | None = None) -> None:
+        """Run a notification command in the background: at most CONCURRENCY at once, killed
+        after [notify] timeout, its output appended to `output`; `record` gets the outcome in
+        words ("sent", "failed with exit code 1 ...")."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(CONCURRENCY)
-        self.daemon.loop.create_task(self._run(job, kind, argv, env, cwd, stdin))
+        self.daemon.loop.create_task(self._run(argv, env, cwd, output, record, stdin))
 
-    def _output_path(self, job: Job, kind: str):
+    def _output_path(self, job: Job, kind: str) -> Path:
         logs = self.daemon.layout.logs
         return logs / ("on_finish.log" if kind == "on_finish" else f"{job.id}.notify")
 
-    async def _run(self, job: Job, kind: str, argv: list[str], env: dict[str, str], cwd: str,
-                   stdin: bytes | None) -> None:
+    async def _run(self, argv: list[str], env: dict[str, str], cwd: str, output: Path,
+                   record: Callable[[str], None], stdin: bytes | None) -> None:
         try:
             async with self._slots:
-                outcome = await self._execute(job, kind, argv, env, cwd, stdin)
+                outcome = await self._execute(argv, env, cwd, output, stdin)
         except Exception as e:
-            log.exception("job %s: %s notification failed", job.id, kind)
+            log.exception("notification %s failed", argv[-1])
             outcome = f"failed: {e.__class__.__name__}: {e}"
-        self._record(job, kind, outcome)
+        try:
+            record(outcome)
+        except Exception:
+            log.exception("could not record the outcome of notification %s", argv[-1])
 
-    async def _execute(self, job: Job, kind: str, argv: list[str], env: dict[str, str],
-                       cwd: str, stdin: bytes | None) -> str:
-        path = self._output_path(job, kind)
+    async def _execute(self, argv: list[str], env: dict[str, str], cwd: str, path: Path,
+                       stdin: bytes | None) -> str:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         except OSError as e:

@@ -10,8 +10,10 @@ from gq import __version__
 from gq.daemon import arrays
 from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
 from gq.daemon.core import Daemon
+from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
+from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, BadInput, GqError
@@ -81,6 +83,7 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         preemptible_tiers=daemon.config.preemption.preemptible,
         grace=daemon.config.preemption.grace,
     )
+    args, notes = apply_mem_history(daemon.store, args, limits.card_memory)
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
     args = arrays.expand_dependencies(daemon.store, args, resolve)
     job = build_job(args, caller, limits, resolve, daemon.clock())
@@ -89,10 +92,10 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     if parts is not None:
         ids = arrays.insert_elements(daemon.store, job, *parts)
         daemon.request_pass()
-        return {**job_json(daemon.store.get_job(ids[0])), "array_jobs": ids}
+        return {**job_json(daemon.store.get_job(ids[0])), "array_jobs": ids, "notes": notes}
     job.id = daemon.store.insert_job(job, job.submitted_at)
     daemon.request_pass()
-    return job_json(daemon.store.get_job(job.id))
+    return {**job_json(daemon.store.get_job(job.id)), "notes": notes}
 
 
 def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
@@ -133,6 +136,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "age": daemon.config.fairshare.weight_age,
                     "short": daemon.config.fairshare.weight_short},
     }
+    out["usage"] = usage_json(daemon, job)
     out["stdout"] = str(daemon.layout.stdout(job_id))
     out["stderr"] = str(daemon.layout.stderr(job_id))
     out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id))

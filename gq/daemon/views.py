@@ -117,5 +117,8 @@ def gpu_json(gpu: Gpu, jobs_on_card: list[dict[str, Any]], external: int | None)
         "island": gpu.island,
         "jobs": jobs_on_card,
         "external_used": external,
-        "processes": [{"pid": p.pid, "used_memory": p.used_memory} for p in gpu.processes],
+        # None: the card's process list could not be read (unknown, not empty).
+        "processes": None if gpu.processes is None else [
+            {"pid": p.pid, "used_memory": p.used_memory, "utilization": p.utilization}
+            for p in gpu.processes],
     }

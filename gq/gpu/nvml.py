@@ -41,6 +41,8 @@ class NvmlBackend(CardBackend):
         self._open = True
         # Identity seen on earlier reads, so that a card that stops answering is still listed.
         self._known: dict[CardKey, Gpu] = {}
+        # The newest per-process utilisation sample seen per card (NVML's microsecond clock).
+        self._util_seen: dict[CardKey, int] = {}
         # NVML index -> island; {} when the topology is unknown. Read once: links do not change.
         self._islands: dict[int, int] = read_islands(self._nvml, self._errors)
 
@@ -141,7 +143,7 @@ class NvmlBackend(CardBackend):
         card.utilization = None if util is None else _available(util.gpu)
         card.temperature = self._temperature(handle)
         card.power_w = None if power_mw is None else power_mw / 1000
-        card.processes = self._processes(handle)
+        card.processes = self._processes(key, handle)
         return card
 
     def _temperature(self, handle: Any) -> int | None:
@@ -156,9 +158,29 @@ class NvmlBackend(CardBackend):
                 return None if value is None else int(value)
             return None
 
-    def _processes(self, handle: Any) -> list[GpuProcess]:
-        procs = self._call(self._nvml.nvmlDeviceGetComputeRunningProcesses, handle) or []
-        return [GpuProcess(pid=int(p.pid), used_memory=_available(p.usedGpuMemory)) for p in procs]
+    def _processes(self, key: CardKey, handle: Any) -> list[GpuProcess] | None:
+        """The compute processes on the card, or None when NVML cannot list them."""
+        procs = self._call(self._nvml.nvmlDeviceGetComputeRunningProcesses, handle)
+        if procs is None:
+            return None
+        util = self._process_utilization(key, handle) if procs else {}
+        return [GpuProcess(pid=int(p.pid), used_memory=_available(p.usedGpuMemory),
+                           utilization=util.get(int(p.pid))) for p in procs]
+
+    def _process_utilization(self, key: CardKey, handle: Any) -> dict[int, int]:
+        """Each process's mean SM utilisation since the last read, by pid. A process with no
+        sample (NVML keeps none for one that launched no kernel, or one that has just gone)
+        is left out: unknown, not idle. Cards without per-process accounting give {}."""
+        since = self._util_seen.get(key, 0)
+        samples = self._call(self._nvml.nvmlDeviceGetProcessUtilization, handle, since)
+        if not samples:
+            return {}
+        by_pid: dict[int, list[int]] = {}
+        for sample in samples:
+            by_pid.setdefault(int(sample.pid), []).append(int(sample.smUtil))
+            since = max(since, int(sample.timeStamp))
+        self._util_seen[key] = since
+        return {pid: min(100, round(sum(v) / len(v))) for pid, v in by_pid.items()}
 
     # --- calling NVML -------------------------------------------------------------------------
 
@@ -199,7 +221,8 @@ def _available(value: int | None) -> int | None:
 def _unmeasured(card: Gpu) -> Gpu:
     """A copy holding only what does not change: every measurement unknown."""
     return Gpu(index=card.index, uuid=card.uuid, name=card.name, memory_total=card.memory_total,
-               visible_id=card.visible_id, parent_uuid=card.parent_uuid, island=card.island)
+               visible_id=card.visible_id, parent_uuid=card.parent_uuid, island=card.island,
+               processes=None)
 
 
 

@@ -15,6 +15,7 @@ from gq.units import format_size, parse_size
 GIB = 1 << 30
 MAX_SIM_CARDS = 64
 CARDS_FILE = "cards.json"
+FAULTS_FILE = "faults.json"
 PROCS_DIR = "procs"
 SIM_DIR_ENV = "GQ_SIM_DIR"
 
@@ -261,6 +262,35 @@ def memory_held_per_card(held: list[HeldMemory]) -> dict[str, int]:
     return totals
 
 
+# --- faults: cards that cannot be read ------------------------------------------------------
+
+# What a simulated card can fail to report, as the driver fails on real ones: "lost" is a card
+# that stops answering; "process_memory" leaves each process's memory unknown (as in a container).
+FAULTS = ("lost", "memory_used", "utilization", "temperature", "power_w", "processes",
+          "process_memory")
+
+
+def write_faults(state_dir: Path, faults: dict[int, list[str]]) -> None:
+    """Make cards (by index) report some measurements as unknown from the next read on;
+    {} heals them all."""
+    for index, fields in faults.items():
+        unknown = set(fields) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"card {index}: unknown fault {sorted(unknown)}; one of {FAULTS}")
+    write_json_atomic(Path(state_dir) / FAULTS_FILE,
+                      {str(i): sorted(fields) for i, fields in faults.items()})
+
+
+def read_faults(state_dir: Path) -> dict[int, set[str]]:
+    try:
+        data = json.loads((state_dir / FAULTS_FILE).read_text())
+        return {int(i): set(fields) for i, fields in data.items()}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}  # written by hand and broken: no faults rather than no cards
+
+
 # --- the backend ----------------------------------------------------------------------------
 
 
@@ -279,7 +309,9 @@ class SimBackend(CardBackend):
 
     def read(self) -> list[Gpu]:
         held = held_memory(self.state_dir)
-        return [self._measure(card, spec, held) for card, spec in zip(self._cards, self._specs)]
+        faults = read_faults(self.state_dir)
+        return [_broken(self._measure(card, spec, held), faults.get(card.index, set()))
+                for card, spec in zip(self._cards, self._specs)]
 
     def _measure(self, card: Gpu, spec: SimCardSpec, held: list[HeldMemory]) -> Gpu:
         on_card = [h for h in held if card.uuid in h.proc.cards]
@@ -292,8 +324,22 @@ class SimBackend(CardBackend):
             utilization=util,
             temperature=_temperature(util),
             power_w=_power(util, spec.tdp_w),
-            processes=[GpuProcess(pid=h.proc.pid, used_memory=h.proc.mem) for h in on_card],
+            processes=[GpuProcess(pid=h.proc.pid, used_memory=h.proc.mem,
+                                  utilization=h.proc.util if h.alive else 0) for h in on_card],
         )
+
+
+def _broken(card: Gpu, faults: set[str]) -> Gpu:
+    """The card as a driver with these faults reports it: the faulty fields unknown."""
+    if "lost" in faults:
+        faults = set(FAULTS)
+    for field in ("memory_used", "utilization", "temperature", "power_w", "processes"):
+        if field in faults:
+            setattr(card, field, None)
+    if "process_memory" in faults and card.processes:
+        for proc in card.processes:
+            proc.used_memory = None
+    return card
 
 
 def _temperature(util: int) -> int:

@@ -11,6 +11,9 @@ from typing import Any
 from sqlite_utils import Database
 
 from gq.model import ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition
+from gq.store.history import History
+from gq.store.offences import Offences
+from gq.store.samples import Samples
 from gq.store.schema import migrations
 
 _JSON_FIELDS = ("command", "env", "deps", "gpu_ids")
@@ -42,6 +45,9 @@ class Store:
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA busy_timeout=5000")
         migrations.apply(self.db)
+        self.samples = Samples(self.db)
+        self.offences = Offences(self.db)
+        self.history = History(self.db)
         self._relaxed = 0
         self._queue: dict[int, Job] = {}
         self._holding: dict[int, Job] = {}
@@ -230,15 +236,22 @@ class Store:
         with self.db.atomic():
             self._event(job_id, at, state, state, None, detail)
 
-    def add_run(self, job: Job, weight: float, ended_at: float, state: str) -> None:
-        """Record a run that ended (relaxed or not, as the caller's transaction is)."""
+    def add_run(self, job: Job, weight: float, ended_at: float, state: str,
+                usage: dict[str, Any] | None = None) -> None:
+        """Record a run that ended (relaxed or not, as the caller's transaction is). usage:
+        what it used, from telemetry: peaks ({card: bytes}), util_mean, cmd_key."""
         if job.started_at is None:
             return
+        usage = usage or {}
+        peaks = usage.get("peaks") or {}
         with self.db.atomic():
             self.db.execute(
-                "INSERT INTO runs (job_id, user, gpus, weight, started_at, ended_at, state) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [job.id, job.user, job.gpus, weight, job.started_at, ended_at, state],
+                "INSERT INTO runs (job_id, user, gpus, weight, started_at, ended_at, state, "
+                "peaks, peak_mem, util_mean, cmd_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [job.id, job.user, job.gpus, weight, job.started_at, ended_at, state,
+                 json.dumps({str(k): v for k, v in peaks.items()}) if peaks else None,
+                 max(peaks.values()) if peaks else None, usage.get("util_mean"),
+                 usage.get("cmd_key")],
             )
 
     def runs_since(self, since: float) -> list[dict[str, Any]]:

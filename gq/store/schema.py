@@ -116,3 +116,99 @@ def m004_arrays(db: Database) -> None:
 def m005_notify(db: Database) -> None:
     # JSON {"command": ..., "mail": ...} of --notify and --mail; NULL: nobody to tell.
     db.execute("ALTER TABLE jobs ADD COLUMN notify TEXT")
+
+
+@migrations()
+def m006_telemetry(db: Database) -> None:
+    # Card telemetry (docs/telemetry.md). Times are whole milliseconds since the epoch, memory
+    # whole MiB, power whole watts: the raw tables take a row per card (and per job and card)
+    # every few seconds, so each byte counts. NULL is "could not be read", never 0.
+    db.execute(
+        """
+        CREATE TABLE card_samples (
+            t INTEGER NOT NULL,
+            card INTEGER NOT NULL,
+            util INTEGER,          -- percent
+            mem INTEGER,           -- MiB used
+            ext INTEGER,           -- MiB held by processes outside gq's running jobs
+            temp INTEGER,          -- degrees C
+            power INTEGER,         -- watts
+            PRIMARY KEY (t, card)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE job_samples (
+            t INTEGER NOT NULL,
+            job_id INTEGER NOT NULL,
+            card INTEGER NOT NULL,
+            mem INTEGER,           -- MiB its processes hold on the card
+            util INTEGER,          -- percent of the card it keeps busy
+            PRIMARY KEY (t, job_id, card)
+        ) WITHOUT ROWID
+        """
+    )
+    # One-minute rollups: sums and counts, so that hours and days add up exactly.
+    db.execute(
+        """
+        CREATE TABLE card_minutes (
+            minute INTEGER NOT NULL,   -- t // 60000
+            card INTEGER NOT NULL,
+            n INTEGER NOT NULL,        -- samples
+            util_n INTEGER NOT NULL,   -- samples with a known utilisation
+            util_sum INTEGER NOT NULL,
+            util_max INTEGER,
+            mem_max INTEGER,
+            mem_avg INTEGER,
+            ext_max INTEGER,
+            temp_max INTEGER,
+            power_avg INTEGER,
+            PRIMARY KEY (minute, card)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute(
+        """
+        CREATE TABLE job_minutes (
+            job_id INTEGER NOT NULL,
+            minute INTEGER NOT NULL,
+            card INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            util_n INTEGER NOT NULL,
+            util_sum INTEGER NOT NULL,
+            mem_max INTEGER,
+            PRIMARY KEY (job_id, minute, card)
+        ) WITHOUT ROWID
+        """
+    )
+    # Jobs and processes found wasting cards, one row per episode, and what was done about it.
+    db.execute(
+        """
+        CREATE TABLE offences (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,        -- idle, over_declared, over_budget, zombie, stray
+            job_id INTEGER,
+            pid INTEGER,
+            card INTEGER,
+            user TEXT,
+            first_seen REAL NOT NULL,
+            last_seen REAL NOT NULL,
+            ended_at REAL,             -- NULL while it goes on
+            evidence TEXT NOT NULL,
+            figures TEXT NOT NULL,     -- JSON: the numbers behind the evidence
+            action TEXT NOT NULL,      -- what the configuration says to do
+            notified_at REAL,
+            acted TEXT,                -- requeued, cancelled: done once, when due
+            acted_at REAL
+        )
+        """
+    )
+    db.execute("CREATE INDEX offences_open ON offences(ended_at)")
+    db.execute("CREATE INDEX offences_seen ON offences(last_seen)")
+    # What each run used, for --mem auto and stats: the peak per card (JSON {card: bytes}),
+    # its largest value, the mean utilisation, and a key for "the same command in the same
+    # directory".
+    for column in ("peaks TEXT", "peak_mem INTEGER", "util_mean REAL", "cmd_key TEXT"):
+        db.execute(f"ALTER TABLE runs ADD COLUMN {column}")
+    db.execute("CREATE INDEX runs_cmd ON runs(cmd_key, ended_at)")

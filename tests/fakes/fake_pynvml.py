@@ -109,6 +109,7 @@ MIG_UNSUPPORTED = frozenset(
 class FakeProcess:
     pid: int
     usedGpuMemory: int | None
+    sm_util: int | None = None  # its utilisation samples; None: NVML keeps none for it
 
 
 @dataclass
@@ -164,6 +165,8 @@ class FakeNvml:
             device.bus_id = device.bus_id or bus_id(0x10 + i)
         self.initialised = 0
         self.shutdowns = 0
+        self.clock_us = 1_700_000_000_000_000  # NVML's timestamps, advanced by each sample call
+        self.util_samples: dict[int, list] = {}  # id(device) -> the samples it has kept
 
     def __getattr__(self, name: str):
         # The error classes and constants, reachable as pynvml's module attributes are.
@@ -231,6 +234,21 @@ class FakeNvml:
         return [SimpleNamespace(pid=p.pid, usedGpuMemory=p.usedGpuMemory,
                                 gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
                 for p in handle.processes]
+
+    def nvmlDeviceGetProcessUtilization(self, handle: FakeDevice, timeStamp: int):
+        """Every sample newer than timeStamp (microseconds), as the driver keeps a buffer of
+        them: two per process and second, a second passing at each call. Like pynvml, an
+        empty answer raises (NotFound: no sample in the period)."""
+        self._check(handle, "nvmlDeviceGetProcessUtilization")
+        self.clock_us += 1_000_000
+        kept = self.util_samples.setdefault(id(handle), [])
+        kept += [SimpleNamespace(pid=p.pid, timeStamp=self.clock_us - half, smUtil=p.sm_util,
+                                 memUtil=0, encUtil=0, decUtil=0)
+                 for p in handle.processes if p.sm_util is not None for half in (500_000, 0)]
+        samples = [s for s in kept if s.timeStamp > timeStamp]
+        if not samples:
+            raise NVMLError_NotFound()
+        return samples
 
     # --- MIG ---------------------------------------------------------------------------------
 

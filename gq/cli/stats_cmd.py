@@ -1,0 +1,123 @@
+"""`gq offenders` and `gq stats` for people, and `gq stats --prometheus` for scrapers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gq.cli.output import table
+from gq.units import format_duration, parse_iso
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def print_offenders(offenders: list[dict[str, Any]], now: float) -> None:
+    if not offenders:
+        print("no offenders: every card held is in use, and every byte on them is accounted for")
+        return
+    rows = []
+    for o in offenders:
+        who = f"job {o['job_id']}" if o["job_id"] is not None else f"pid {o['pid']}"
+        action = o["action"]
+        if o["acted"]:
+            action = f"{o['acted']}"
+        elif o.get("action_due_at"):
+            action += f" (due in {format_duration(max(0, parse_iso(o['action_due_at']) - now))})"
+        rows.append([o["kind"].replace("_", "-"), who, o["user"] or "-",
+                     ",".join(map(str, o["gpus"])) or "-",
+                     format_duration(now - parse_iso(o["since"])), action])
+    print(table(["KIND", "WHO", "USER", "GPUS", "FOR", "ACTION"], rows))
+    print()
+    for o in offenders:
+        who = f"job {o['job_id']}" if o["job_id"] is not None else f"pid {o['pid']}"
+        print(f"{who} ({o['kind'].replace('_', '-')}): {o['evidence']}")
+        print(f"  suggestion: {o['suggestion']}")
+
+
+def _pct(value: float | None) -> str:
+    return "N/A" if value is None else f"{value:.1f}%"
+
+
+def _secs(value: float | None) -> str:
+    return "-" if value is None else format_duration(value)
+
+
+def print_stats(s: dict[str, Any]) -> None:
+    u, a = s["utilization"], s["allocation"]
+    print(f"{s['host']}: {s['gpus']} GPUs, {s['covered_from']} to {s['until']}")
+    rate = "N/A" if a["rate"] is None else f"{a['rate'] * 100:.1f}%"
+    print(f"  utilisation {_pct(u['mean'])} (unknown in {u['unknown_samples']} of "
+          f"{u['samples']} samples); allocated {rate} ({a['gpu_hours']:.1f} of "
+          f"{a['capacity_gpu_hours']:.1f} GPU-hours); {s['oom']} out-of-memory run(s)")
+    days: dict[str, list[str]] = {}
+    for h in u["by_hour"]:
+        day, hour = h["hour"][:10], int(h["hour"][11:13])
+        days.setdefault(day, [" "] * 24)[hour] = (
+            "?" if h["mean"] is None else BLOCKS[min(8, round(h["mean"] / 12.5))])
+    if days:
+        print("\n  utilisation by hour (UTC, 0h to 23h; ? = unknown)")
+        for day, blocks in days.items():
+            print(f"  {day}  |{''.join(blocks)}|")
+    print("\n" + table(["TIER", "STARTED", "MEAN WAIT", "P50", "P95"], [
+        [t, str(w["jobs"]), _secs(w["mean"]), _secs(w["p50"]), _secs(w["p95"])]
+        for t, w in s["wait_seconds"].items()]))
+    ended = ", ".join(f"{k} {v}" for k, v in s["jobs_by_state"].items()) or "none"
+    print(f"\nended jobs: {ended}")
+    users = sorted(set(s["gpu_hours_by_user"]) | set(s["idle_gpu_hours_by_user"]))
+    if users:
+        print("\n" + table(["USER", "GPU-HOURS", "IDLE GPU-HOURS"], [
+            [name, f"{s['gpu_hours_by_user'].get(name, 0):.2f}",
+             f"{s['idle_gpu_hours_by_user'].get(name, 0):.2f}"] for name in users]))
+    offenders = s["offenders"]["list"]
+    print(f"\noffenders: {len(offenders)}" + "".join(
+        f"\n  {o['since']}  {o['kind'].replace('_', '-'):<13} "
+        f"{'job ' + str(o['job_id']) if o['job_id'] is not None else 'pid ' + str(o['pid'])}"
+        f" ({o['user'] or '-'}): {o['evidence']}" + (f" [{o['acted']}]" if o["acted"] else "")
+        for o in offenders))
+
+
+def _label(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def prometheus(s: dict[str, Any], period: str) -> str:
+    """The stats as Prometheus text exposition (format 0.0.4): gauges over the period."""
+    base = f'host="{_label(s["host"])}",period="{_label(period)}"'
+    lines: list[str] = []
+
+    def metric(name: str, help_text: str, kind: str, samples: list[tuple[str, Any]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            if value is not None:
+                extra = f",{labels}" if labels else ""
+                lines.append(f"{name}{{{base}{extra}}} {value:g}" if isinstance(value, float)
+                             else f"{name}{{{base}{extra}}} {value}")
+
+    u = s["utilization"]
+    metric("gq_gpu_utilization_ratio", "Mean GPU utilisation over the period (0 to 1).",
+           "gauge", [("", None if u["mean"] is None else u["mean"] / 100)] + [
+               (f'gpu="{g}"', None if m is None else m / 100) for g, m in u["by_gpu"].items()])
+    metric("gq_gpu_allocation_ratio", "Share of GPU time held by jobs over the period.",
+           "gauge", [("", s["allocation"]["rate"])])
+    waits = []
+    for tier, w in s["wait_seconds"].items():
+        waits += [(f'tier="{tier}",quantile="0.5"', w["p50"]),
+                  (f'tier="{tier}",quantile="0.95"', w["p95"])]
+    metric("gq_job_wait_seconds", "Time from submit to first start of the jobs started in the "
+           "period.", "summary", waits)
+    for tier, w in s["wait_seconds"].items():
+        total = 0.0 if w["mean"] is None else w["mean"] * w["jobs"]
+        lines.append(f'gq_job_wait_seconds_sum{{{base},tier="{tier}"}} {total:g}')
+        lines.append(f'gq_job_wait_seconds_count{{{base},tier="{tier}"}} {w["jobs"]}')
+    metric("gq_jobs_ended", "Jobs that ended in the period, by end state.", "gauge",
+           [(f'state="{k}"', v) for k, v in s["jobs_by_state"].items()])
+    metric("gq_oom_runs", "Runs that ended out of GPU memory in the period.", "gauge",
+           [("", s["oom"])])
+    metric("gq_gpu_hours", "GPU-hours held by each user's jobs in the period.", "gauge",
+           [(f'user="{_label(k)}"', float(v)) for k, v in s["gpu_hours_by_user"].items()])
+    metric("gq_idle_gpu_hours", "GPU-hours each user's jobs held while idle in the period.",
+           "gauge", [(f'user="{_label(k)}"', float(v))
+                     for k, v in s["idle_gpu_hours_by_user"].items()])
+    metric("gq_offenders", "Offences seen in the period, by kind.", "gauge",
+           [(f'kind="{k}"', v) for k, v in s["offenders"]["by_kind"].items()])
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,132 @@
+"""Request handlers for telemetry: offenders, sample history, the lab's stats, a job's usage."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gq.daemon.core import Daemon
+from gq.daemon.submission import Caller
+from gq.model import Job
+from gq.protocol import BadInput
+from gq.stats import StatsInput, lab_stats, offence_json
+from gq.units import iso
+
+MAX_SPAN = 40 * 86400.0  # the longest history one request may ask for
+RAW_UP_TO = 3600.0  # resolution "auto" gives raw samples up to this span, minutes beyond
+
+
+def op_offenders(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+    """The offences going on now, oldest first."""
+    return [_with_due(daemon, offence_json(row)) for row in daemon.open_offences.values()]
+
+
+def _with_due(daemon: Daemon, out: dict) -> dict:
+    action = daemon.action_of(out["kind"], out["tier"])
+    due = None
+    if action.what in ("requeue", "cancel") and not out["acted"]:
+        from gq.units import parse_iso
+
+        due = iso(parse_iso(out["since"]) + action.after)
+    out["action_due_at"] = due
+    return out
+
+
+def _span(args: dict, key: str, default: float, limit: float) -> float:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= limit:
+        raise BadInput(f"{key} {value!r}: expected seconds, more than 0 and at most {limit:g}")
+    return float(value)
+
+
+def op_samples(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
+    """History of one card, of every card, or of one job's cards (see docs/telemetry.md)."""
+    span = _span(args, "since", 3600.0, MAX_SPAN)
+    now = daemon.clock()
+    since = now - span
+    resolution = args.get("resolution", "auto")
+    if resolution not in ("auto", "raw", "minute"):
+        raise BadInput(f"resolution {resolution!r}: expected auto, raw or minute")
+    if resolution == "auto":
+        resolution = "raw" if span <= RAW_UP_TO else "minute"
+    gpu, job = args.get("gpu"), args.get("job")
+    if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int)):
+        raise BadInput(f"gpu {gpu!r}: expected a card index")
+    out = {"since": iso(since), "until": iso(now), "interval": daemon.config.telemetry.interval,
+           "resolution": resolution, "gpu": gpu, "job": None}
+    samples = daemon.store.samples
+    if job is not None:
+        from gq.daemon.ops import resolve_id
+
+        out["job"] = job_id = resolve_id(daemon, caller, str(job))
+        if resolution == "raw":
+            points = samples.job_series(job_id, since)
+        else:
+            points = [_job_minute(r) for r in samples.job_minutes(since, job_id)]
+        if gpu is not None:
+            points = [p for p in points if p["card"] == gpu]
+    elif resolution == "raw":
+        points = samples.card_series(since, gpu)
+    else:
+        points = [_card_minute(r) for r in samples.card_minutes(since, gpu)]
+    out["points"] = [{"at": _iso_ms(p.pop("at")), "gpu": p.pop("card"), **p} for p in points]
+    return out
+
+
+def _iso_ms(t: float) -> str:
+    from datetime import datetime, timezone
+
+    text = datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
+
+
+def _mean(total: int, n: int) -> float | None:
+    return round(total / n, 2) if n else None
+
+
+def _bytes(mib: int | None) -> int | None:
+    return None if mib is None else mib << 20
+
+
+def _card_minute(r: dict) -> dict:
+    return {"at": r["minute"] * 60.0, "card": r["card"],
+            "utilization": _mean(r["util_sum"], r["util_n"]), "utilization_max": r["util_max"],
+            "memory_used": _bytes(r["mem_avg"]), "memory_max": _bytes(r["mem_max"]),
+            "external_used": _bytes(r["ext_max"]), "temperature": r["temp_max"],
+            "power_w": r["power_avg"], "samples": r["n"]}
+
+
+def _job_minute(r: dict) -> dict:
+    return {"at": r["minute"] * 60.0, "card": r["card"],
+            "utilization": _mean(r["util_sum"], r["util_n"]),
+            "memory_used": _bytes(r["mem_max"]), "samples": r["n"]}
+
+
+def op_stats(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
+    span = _span(args, "since", 7 * 86400.0, 400 * 86400.0)
+    now = daemon.clock()
+    config = daemon.config
+    inp = StatsInput(
+        since=now - span, now=now,
+        card_totals={g.index: g.memory_total for g in daemon.cards},
+        running=[j for j in daemon.store.holding_jobs() if j.started_at is not None],
+        interval=max(config.telemetry.interval, config.tick),
+        idle_util={t: config.offenders.rules(t).idle_util for t in ("high", "normal", "low")},
+    )
+    return {"host": daemon.hostname, **lab_stats(daemon.store, inp)}
+
+
+def usage_json(daemon: Daemon, job: Job) -> dict[str, Any] | None:
+    """What the job's current (or else last) run used of its cards, for `gq show`."""
+    if daemon.store.is_holding(job.id):
+        usage = daemon.telemetry.usage_of(job)
+        mean = usage.util_mean
+        return {"run": "current", "peak_mem_by_gpu": {str(k): v for k, v in
+                                                     sorted(usage.peaks.items())},
+                "util_mean": None if mean is None else round(mean, 1),
+                "samples": usage.samples}
+    row = daemon.store.history.last_run(job.id)
+    if row is None:
+        return None
+    return {"run": "last", "peak_mem_by_gpu": json.loads(row["peaks"] or "{}"),
+            "util_mean": row["util_mean"], "samples": None}

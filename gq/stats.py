@@ -1,0 +1,161 @@
+"""The lab's numbers for a period: utilisation, allocation, waits, outcomes, GPU-hours, offenders.
+
+`lab_stats` reads the store and returns plain JSON-ready data (docs/telemetry.md has the
+schema); the CLI prints it as a table or as Prometheus text. Percentiles are nearest-rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from gq.model import Job, Tier
+from gq.store import Store
+from gq.units import iso
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class StatsInput:
+    since: float
+    now: float
+    card_totals: dict[int, int]  # card index -> memory, for the share a slice holds
+    running: list[Job]  # jobs holding cards now, counted up to `now`
+    interval: float  # seconds one sample stands for
+    idle_util: dict[str, float]  # tier -> the idle threshold, percent
+
+
+def percentile(sorted_values: list[float], p: float) -> float | None:
+    """Nearest rank: the smallest value with at least p% of the values at or below it."""
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def card_share(gpus: int, mem: int | None, card_total: int | None) -> float:
+    """How much of one card a job holds on each of its cards: 1 for whole cards."""
+    if mem is None or not card_total:
+        return 1.0
+    return min(1.0, mem / card_total)
+
+
+def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
+    began = store.history.first_activity()
+    start = max(inp.since, began) if began is not None else inp.since
+    start = min(start, inp.now)
+    span = inp.now - start
+    out: dict[str, Any] = {"since": iso(inp.since), "until": iso(inp.now),
+                           "covered_from": iso(start), "period_seconds": round(span, 3),
+                           "gpus": len(inp.card_totals)}
+    out["utilization"] = _utilization(store, start)
+    gpu_seconds = _gpu_seconds(store, inp, start)
+    capacity = len(inp.card_totals) * span
+    used = sum(gpu_seconds.values())
+    out["allocation"] = {
+        "rate": round(used / capacity, 4) if capacity > 0 else None,
+        "gpu_hours": round(used / HOUR, 3), "capacity_gpu_hours": round(capacity / HOUR, 3)}
+    out["wait_seconds"] = _waits(store, start, inp.now)
+    ended = store.history.ended_jobs(start, inp.now)
+    by_state: dict[str, int] = defaultdict(int)
+    for row in ended:
+        by_state[row["state"]] += 1
+    out["jobs_by_state"] = dict(sorted(by_state.items()))
+    runs = store.history.runs_between(start, inp.now)
+    out["oom"] = sum(1 for r in runs if r["state"] == "oom" and r["ended_at"] < inp.now)
+    out["gpu_hours_by_user"] = {u: round(s / HOUR, 3) for u, s in sorted(gpu_seconds.items())}
+    out["idle_gpu_hours_by_user"] = {u: round(s / HOUR, 3)
+                                     for u, s in sorted(_idle_seconds(store, inp, start).items())}
+    offences = store.offences.since(start)
+    kinds: dict[str, int] = defaultdict(int)
+    for o in offences:
+        kinds[o["kind"]] += 1
+    out["offenders"] = {"by_kind": dict(sorted(kinds.items())),
+                        "list": [offence_json(o) for o in offences]}
+    return out
+
+
+def _utilization(store: Store, start: float) -> dict[str, Any]:
+    total, known, samples = 0, 0, 0
+    by_card: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    by_hour: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for row in store.samples.card_hours(start):
+        total += row["util_sum"]
+        known += row["util_n"]
+        samples += row["n"]
+        for bucket in (by_card[row["card"]], by_hour[row["hour"]]):
+            bucket[0] += row["util_sum"]
+            bucket[1] += row["util_n"]
+    mean = lambda s, n: round(s / n, 2) if n else None  # noqa: E731
+    return {
+        "mean": mean(total, known),
+        "by_gpu": {str(c): mean(*v) for c, v in sorted(by_card.items())},
+        "by_hour": [{"hour": iso(h * HOUR), "mean": mean(*v)} for h, v in sorted(by_hour.items())],
+        "samples": samples, "unknown_samples": samples - known,
+    }
+
+
+def _gpu_seconds(store: Store, inp: StatsInput, start: float) -> dict[str, float]:
+    """Card-seconds each user held in [start, now): ended runs, and the jobs running now."""
+    held: dict[str, float] = defaultdict(float)
+    for run in store.history.runs_between(start, inp.now):
+        overlap = min(run["ended_at"], inp.now) - max(run["started_at"], start)
+        if overlap > 0:
+            held[run["user"]] += run["weight"] * overlap
+    for job in inp.running:
+        if job.started_at is None:
+            continue
+        overlap = inp.now - max(job.started_at, start)
+        if overlap > 0:
+            weight = sum(card_share(job.gpus, job.mem, inp.card_totals.get(i))
+                         for i in job.gpu_ids)
+            held[job.user] += weight * overlap
+    return held
+
+
+def _waits(store: Store, start: float, now: float) -> dict[str, Any]:
+    waits: dict[str, list[float]] = {str(t): [] for t in Tier}
+    for row in store.history.first_starts(start, now):
+        waits.setdefault(row["priority"], []).append(max(0.0, row["first_start"]
+                                                         - row["submitted_at"]))
+    out = {}
+    for tier, values in waits.items():
+        values.sort()
+        out[tier] = {"jobs": len(values),
+                     "mean": round(sum(values) / len(values), 3) if values else None,
+                     "p50": percentile(values, 50), "p95": percentile(values, 95)}
+    return out
+
+
+def _idle_seconds(store: Store, inp: StatsInput, start: float) -> dict[str, float]:
+    """Card-seconds each user's jobs held while under their tier's idle threshold: a minute
+    whose known samples average under it counts its samples, each `interval` seconds long."""
+    rows = store.samples.idle_samples(start, inp.idle_util)
+    jobs = {j.id: j for j in store.jobs(ids={r["job_id"] for r in rows}, light=True)} if (
+        rows) else {}
+    idle: dict[str, float] = defaultdict(float)
+    for row in rows:
+        job = jobs[row["job_id"]]
+        share = card_share(job.gpus, job.mem, inp.card_totals.get(row["card"]))
+        idle[job.user] += row["n"] * inp.interval * share
+    return idle
+
+
+def offence_json(row: dict[str, Any]) -> dict[str, Any]:
+    """An offence as `gq offenders --json` and `gq stats --json` show it."""
+    row = {k: v for k, v in row.items() if k != "present_at"}
+    figures = dict(row["figures"])
+    suggestion = figures.pop("suggestion", None)
+    gpus = figures.pop("gpus", [])
+    tier = figures.pop("tier", None)
+    return {
+        "id": row["id"], "kind": row["kind"], "job_id": row["job_id"], "user": row["user"],
+        "tier": tier, "pid": row["pid"], "gpus": gpus, "since": iso(row["first_seen"]),
+        "last_seen": iso(row["last_seen"]), "ended_at": iso(row["ended_at"]),
+        "evidence": row["evidence"], "suggestion": suggestion, "figures": figures,
+        "action": row["action"], "notified_at": iso(row["notified_at"]),
+        "acted": row["acted"], "acted_at": iso(row["acted_at"]),
+    }

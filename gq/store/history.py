@@ -1,0 +1,59 @@
+"""What the lab's numbers are made of: ended runs, waits and outcomes, read from the store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlite_utils import Database
+
+
+class History:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def runs_of_command(self, cmd_key: str, limit: int) -> list[dict[str, Any]]:
+        """The latest completed runs, with a known peak, of one command in one directory."""
+        return list(self.db.query(
+            "SELECT job_id, peak_mem, started_at, ended_at FROM runs WHERE cmd_key = ? AND "
+            "state = 'completed' AND peak_mem IS NOT NULL ORDER BY ended_at DESC LIMIT ?",
+            [cmd_key, limit]))
+
+    def runs_between(self, since: float, until: float) -> list[dict[str, Any]]:
+        """Ended runs that overlap [since, until)."""
+        return list(self.db.query(
+            "SELECT * FROM runs WHERE ended_at >= ? AND started_at < ? ORDER BY id",
+            [since, until]))
+
+    def first_starts(self, since: float, until: float) -> list[dict[str, Any]]:
+        """Jobs whose first run began in [since, until): id, priority, submitted_at,
+        first_start. The first run is the earliest recorded one, or the current one."""
+        return list(self.db.query(
+            """
+            SELECT * FROM (
+                SELECT j.id, j.priority, j.submitted_at,
+                       min(coalesce(r.first, j.started_at), coalesce(j.started_at, r.first))
+                           AS first_start
+                FROM jobs j LEFT JOIN (SELECT job_id, min(started_at) AS first FROM runs
+                                       GROUP BY job_id) r ON r.job_id = j.id
+            ) WHERE first_start >= ? AND first_start < ? ORDER BY id
+            """, [since, until]))
+
+    def ended_jobs(self, since: float, until: float) -> list[dict[str, Any]]:
+        """Jobs in an end state whose end falls in [since, until): id, user, state."""
+        return list(self.db.query(
+            "SELECT id, user, state FROM jobs WHERE ended_at >= ? AND ended_at < ? AND state "
+            "IN ('completed', 'failed', 'cancelled', 'timeout', 'oom', 'lost') ORDER BY id",
+            [since, until]))
+
+    def first_activity(self) -> float | None:
+        """When this host's store first saw a card sample or a run: where its history begins."""
+        row = self.db.execute(
+            "SELECT min(x) FROM (SELECT min(t) / 1000.0 AS x FROM card_samples UNION ALL "
+            "SELECT min(minute) * 60.0 FROM card_minutes UNION ALL "
+            "SELECT min(started_at) FROM runs)").fetchone()
+        return row[0]
+
+    def last_run(self, job_id: int) -> dict[str, Any] | None:
+        rows = list(self.db.query("SELECT * FROM runs WHERE job_id = ? ORDER BY id DESC LIMIT 1",
+                                  [job_id]))
+        return rows[0] if rows else None
