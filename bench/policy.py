@@ -131,9 +131,11 @@ def targets(case: dict) -> list[dict]:
         seconds = t.get("full_s", t.get("predicted_s"))
         measured = "full_s" in t
         what = "replay" if case["quick"] else "full replay"
+        cpu = full[policy]["sim_cpu_seconds"] if measured and full.get(policy) else None
         out.append({"target": f"{policy} {what} < {BUDGET:.0f}s", "value": seconds,
                     "ok": measured and seconds < BUDGET,
-                    "scope": "measured" if measured else f"not run; {t.get('not_run', '')}"})
+                    "scope": f"measured; {cpu:.1f}s of CPU" if cpu is not None
+                    else f"not run; {t.get('not_run', '')}"})
     return out
 
 

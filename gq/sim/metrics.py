@@ -85,4 +85,5 @@ def metrics(result: ReplayResult) -> dict[str, Any]:
         "hosts": len(result.hosts),
         "passes": result.passes,
         "sim_seconds": result.wall_seconds,
+        "sim_cpu_seconds": result.cpu_seconds,
     }

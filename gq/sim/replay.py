@@ -125,6 +125,7 @@ class ReplayResult:
     passes: int = 0  # scheduling passes run
     skipped_passes: int = 0  # event times at which no pending job fitted anywhere
     wall_seconds: float = 0.0  # time the replay took
+    cpu_seconds: float = 0.0  # CPU time it took (what a loaded machine does not inflate)
     # Preemption (gq policy with preemption on): jobs stopped, the card-seconds they spent in
     # their grace (saving, not progressing: what the checkpoint contract costs), and the
     # card-seconds since their last start (what a job that did not checkpoint would lose).
@@ -231,7 +232,7 @@ class _Replay:
     # ---- the event loop -------------------------------------------------------------------
 
     def run(self, jobs: list[Job]) -> ReplayResult:
-        began = time.perf_counter()
+        began, cpu_began = time.perf_counter(), time.process_time()
         arrivals = sorted(jobs, key=lambda j: (j.submitted_at, j.id))
         i, n = 0, len(arrivals)
         while i < n or self.completions:
@@ -254,6 +255,7 @@ class _Replay:
                     f"{len(self.pending)} waiting, {self.result.passes} passes")
         self.result.unfinished = len(self.pending)
         self.result.wall_seconds = time.perf_counter() - began
+        self.result.cpu_seconds = time.process_time() - cpu_began
         return self.result
 
     def arrive(self, job: Job) -> None:
