@@ -34,6 +34,19 @@ class NotifyConfig:
 
 
 @dataclass
+class PeersConfig:
+    """[peers] (docs/peers.md): how the daemon watches and talks to its peers."""
+
+    check_every: float = 10.0  # seconds between health checks of each peer
+    connect_timeout: float = 10.0  # for an SSH connection and a channel
+    timeout: float = 30.0  # for an answer to one request (waits excepted)
+    list_timeout: float = 5.0  # for a peer's part of `gq ls --all-hosts`, `gq gpus --all-hosts`
+    backoff_max: float = 60.0  # reconnects to a down peer back off up to this
+    submit_retry: float = 20.0  # a forwarded submit retries this long before it waits here
+    all_hosts: bool = False  # `gq ls` and `gq gpus` show every host without --all-hosts
+
+
+@dataclass
 class Config:
     host_cpus: int
     host_ram: int | None
@@ -46,6 +59,7 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
+    peers: PeersConfig = field(default_factory=PeersConfig)
 
 
 _KNOWN = {
@@ -56,6 +70,8 @@ _KNOWN = {
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
     "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
     "notify": {"on_finish", "timeout", "sendmail"},
+    "peers": {"check_every", "connect_timeout", "timeout", "list_timeout", "backoff_max",
+              "submit_retry", "all_hosts"},
 }
 _TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -144,6 +160,7 @@ def _apply(config: Config, data: dict) -> None:
     if "preemption" in data:
         config.preemption = _preemption(data["preemption"], config.preemption)
     config.notify = _notify(data.get("notify", {}))
+    config.peers = _peers(data.get("peers", {}))
 
 
 def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
@@ -171,6 +188,18 @@ def _notify(table: dict) -> NotifyConfig:
             setattr(out, key, table[key])
     if "timeout" in table:
         out.timeout = _duration("[notify] timeout", table["timeout"])
+    return out
+
+
+def _peers(table: dict) -> PeersConfig:
+    out = PeersConfig()
+    for key in _KNOWN["peers"] - {"all_hosts"}:
+        if key in table:
+            setattr(out, key, _duration(f"[peers] {key}", table[key]))
+    if "all_hosts" in table:
+        if not isinstance(table["all_hosts"], bool):
+            raise ValueError(f"[peers] all_hosts = {table['all_hosts']!r}: expected true or false")
+        out.all_hosts = table["all_hosts"]
     return out
 
 
