@@ -7,18 +7,19 @@ import json
 import os
 import shutil
 import signal
-import subprocess
+import socket
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
 import pytest
 
 from conftest import wait_for
+from gq.protocol import encode, request
 from sshd import SSHD, LoopbackSshd
 
-pytestmark = pytest.mark.skipif(not os.path.exists(SSHD), reason="no sshd (openssh-server)")
 GQ_COMMAND = f"{sys.executable} -m gq"  # the peer runs this checkout's gq
 
 
@@ -39,6 +40,8 @@ class Cluster:
 
 @pytest.fixture
 def cluster(make_host):
+    if not os.path.exists(SSHD):
+        pytest.skip("no sshd: install openssh-server (.ci/run does)")
     root = Path(tempfile.mkdtemp(prefix="gq-ssh-", dir="/tmp"))
     sshd = LoopbackSshd(root / "sshd")
     sshd.start()
@@ -89,6 +92,29 @@ def test_a_job_sent_to_any_runs_where_it_starts_first(joined):
     assert local.gq("wait", ref).stdout.strip() == f"job {ref}: completed (exit 0)"
     assert local.gq("logs", ref).stdout == "hi there\n"
     assert peer.count_jobs() == 1
+    hosts = json.loads(local.gq("gpus", "--all-hosts", "--json").stdout)
+    assert [(h["name"], h["state"], len(h["gpus"])) for h in hosts] == [
+        (socket.gethostname(), "up", 1), ("peer", "up", 2)]
+    assert "peer\tpeer, up, 2 GPU(s)\n" in local.gq("__complete", "hosts", "").stdout
+
+
+def test_a_peer_is_kept_across_daemon_restarts_and_bad_requests_are_refused(joined):
+    local = joined.local
+    local.kill_daemon(signal.SIGTERM)
+    local.start()
+    assert joined.peer_state()["name"] == "peer"
+    wait_for(lambda: joined.peer_state()["state"] == "up", what="the peer to be checked")
+    for args, needle in [
+        (("show", "nowhere:3"), "nowhere is not a peer (see gq peers ls)"),
+        (("submit", "--host", "nowhere", "--", "true"), "nowhere is not a peer"),
+        (("submit", "--host", "any", "-g", "9", "--", "true"), "no host can run this job: "),
+        (("submit", "--host", "peer", "--after", "1", "--", "true"),
+         f"--host peer: its dependencies are jobs of {socket.gethostname()}"),
+        (("peers", "add", "any"), "peer name 'any' is taken (reserved)"),
+        (("peers", "add", "127.0.0.1", "--name", "peer"), "peer is already a peer"),
+    ]:
+        proc = local.gq(*args, check=False)
+        assert proc.returncode == 2 and needle in proc.stderr, (args, proc.stderr)
 
 
 def test_logs_cancel_and_wait_across_hosts(joined):
@@ -120,21 +146,20 @@ def test_sshd_killed_mid_submit_gives_exactly_one_job(joined):
     """The cut comes after the peer's relay passed the submit on and before the answer came
     back; the local daemon sends it again with the same key once sshd is back."""
     local, peer = joined.local, joined.peer
+    args = {"command": ["true"], "cwd": "/", "env": {"BIG": "x" * 30_000}, "gpus": 1}
+    # What the peer's relay reads: the request as forwarded, with its 32-digit key.
+    size = len(encode(request("submit", **args, submit_key="0" * 32)))
     peer.daemon.send_signal(signal.SIGSTOP)  # it will take the request, but answer late
     try:
         before = {p.pid: p.io_counters().read_chars for p in _relays()}
-        submit = subprocess.Popen(
-            [sys.executable, "-m", "gq", "submit", "--host", "peer", "--env",
-             f"BIG={'x' * 30_000}", "--", "true"],
-            env=local.env, cwd=local.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)
+        submit = ThreadPoolExecutor(1).submit(local.call, "submit", **args, host="peer")
 
         def passed_on():
-            # A relay read the request (30 kB, unlike any other) from its channel: it passes
-            # it on to the stopped daemon's socket even once sshd is gone (nothing kills it).
+            # A relay read the whole request from its channel: it passes it on to the stopped
+            # daemon's socket even once sshd is gone (nothing kills it).
             for p in _relays():
                 try:
-                    if p.io_counters().read_chars - before.get(p.pid, 0) > 25_000:
+                    if p.io_counters().read_chars - before.get(p.pid, 0) >= size:
                         return True
                 except psutil.Error:
                     pass
@@ -146,9 +171,8 @@ def test_sshd_killed_mid_submit_gives_exactly_one_job(joined):
         peer.daemon.send_signal(signal.SIGCONT)
     wait_for(lambda: peer.count_jobs() == 1, what="the peer to make the job")
     joined.sshd.start()
-    out, err = submit.communicate(timeout=60)
-    assert submit.returncode == 0, err
-    assert out.strip() == f"peer:{peer.call('list', all=True)[0]['id']}"
+    job = submit.result(timeout=60)
+    assert job["id"] == f"peer:{peer.call('list', all=True)[0]['id']}"
     assert peer.count_jobs() == 1
 
 

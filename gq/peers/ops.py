@@ -71,6 +71,9 @@ async def op_peer_add(daemon, caller, args: dict) -> dict:
 
 
 def op_peer_rm(daemon, caller, args: dict) -> dict:
+    from gq.peers.forwarding import check_may_forward
+
+    check_may_forward(caller)
     name = str(args.get("name") or "")
     daemon.peers.remove(name)
     waiting = [j.id for j in daemon.store.queue() if j.forward == name]

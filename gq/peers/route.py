@@ -35,6 +35,8 @@ def route(daemon, caller, op: str, args: dict[str, Any], handler):
         where, ident = locate(daemon, caller, args.get("id", ""))
         if where == LOCAL:
             return handler(daemon, caller, args)
+        if op == "log":  # the peer lets its login read the file: keep it to the owner here
+            check_may_forward(caller)
         return _one(daemon, where, op, {**args, "id": ident})
     if op in SOME_JOBS and isinstance(args.get("ids"), list):
         groups: dict[str, list[str]] = {}
