@@ -126,6 +126,18 @@ def interleaved(commands: dict[str, list[str]], env: dict[str, str], rounds: int
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
+def round_options(doc: str | None):
+    """--quick (10 rounds after 2 warm-up, else 40 after 3) and --json: (options, rounds,
+    warmup)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--quick", action="store_true", help="10 rounds instead of 40")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    opts = parser.parse_args()
+    return (opts, 10, 2) if opts.quick else (opts, 40, 3)
+
+
 def verdict(ok: bool) -> str:
     return "ok" if ok else "MISSED"
 

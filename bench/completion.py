@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
-from _harness import TempDaemon, gq_script, interleaved, machine, print_table, verdict
+from _harness import (
+    TempDaemon, gq_script, interleaved, machine, print_table, round_options, verdict,
+)
 
 from gq.cli.submit_args import request_args
 
@@ -34,11 +35,7 @@ def bash_line(gq: str, words: str) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="10 rounds instead of 40")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    opts = parser.parse_args()
-    rounds, warmup = (10, 2) if opts.quick else (40, 3)
+    opts, rounds, warmup = round_options(__doc__)
     jobs, array = 200, 100
     gq = gq_script()
     with TempDaemon(os.cpu_count() or 1) as daemon:

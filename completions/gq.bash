@@ -5,28 +5,28 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon completion"
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "submit")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --hold --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
             _gq_arg="command" ;;
         "add")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --hold --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
             _gq_arg="command" ;;
         "ls")
             _gq_subs=""
-            _gq_flags="--all -a --user -u --state -s --start --expand -e --json --help -h"
+            _gq_flags="--all -a --user -u --state -s --start --expand -e --all-hosts --json --help -h"
             _gq_valued=" --user -u --state -s "
             _gq_arg="none" ;;
         "ps")
             _gq_subs=""
-            _gq_flags="--all -a --user -u --state -s --start --expand -e --json --help -h"
+            _gq_flags="--all -a --user -u --state -s --start --expand -e --all-hosts --json --help -h"
             _gq_valued=" --user -u --state -s "
             _gq_arg="none" ;;
         "show")
@@ -71,12 +71,12 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="jobs:wait" ;;
         "gpus")
             _gq_subs=""
-            _gq_flags="--json --help -h"
+            _gq_flags="--all-hosts --json --help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "offenders")
             _gq_subs=""
-            _gq_flags="--json --help -h"
+            _gq_flags="--all-hosts --json --help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "stats")
@@ -114,6 +114,31 @@ _gq_cmd() {  # the facts of one command path
             _gq_flags="--json --help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
+        "peers")
+            _gq_subs="add rm ls check"
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "peers add")
+            _gq_subs=""
+            _gq_flags="--name --user -u --port -p --identity -i --gq-home --gq-command --accept-new --replace --json --help -h"
+            _gq_valued=" --name --user -u --port -p --identity -i --gq-home --gq-command "
+            _gq_arg="none" ;;
+        "peers rm")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="hosts" ;;
+        "peers ls")
+            _gq_subs=""
+            _gq_flags="--json --help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "peers check")
+            _gq_subs=""
+            _gq_flags="--json --help -h"
+            _gq_valued="  "
+            _gq_arg="hosts" ;;
         "completion")
             _gq_subs="install script"
             _gq_flags="--help -h"
@@ -142,6 +167,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "submit|--afternotok") _gq_value="jobs:after" ;;
         "submit|--cwd") _gq_value="dirs" ;;
         "submit|--mail") _gq_value="users" ;;
+        "submit|--host") _gq_value="hosts" ;;
         "add|--priority"|"add|-p") _gq_value="words:high normal low" ;;
         "add|--signal") _gq_value="words:USR1 USR2 TERM INT HUP QUIT" ;;
         "add|--after") _gq_value="jobs:after" ;;
@@ -149,12 +175,15 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "add|--afternotok") _gq_value="jobs:after" ;;
         "add|--cwd") _gq_value="dirs" ;;
         "add|--mail") _gq_value="users" ;;
+        "add|--host") _gq_value="hosts" ;;
         "ls|--user"|"ls|-u") _gq_value="users" ;;
         "ls|--state"|"ls|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
         "ps|--user"|"ps|-u") _gq_value="users" ;;
         "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
         "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
+        "peers add|--user"|"peers add|-u") _gq_value="users" ;;
+        "peers add|--identity"|"peers add|-i") _gq_value="files" ;;
         *) _gq_value=none ;;
     esac
 }

@@ -5,16 +5,16 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon completion
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
             set -g __gq_arg command
         case 'add'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
             set -g __gq_arg command
         case 'ls'
             set -g __gq_subs
@@ -92,6 +92,26 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg none
+        case 'peers'
+            set -g __gq_subs add rm ls check
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'peers add'
+            set -g __gq_subs
+            set -g __gq_valued --name --user -u --port -p --identity -i --gq-home --gq-command
+            set -g __gq_arg none
+        case 'peers rm'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg hosts
+        case 'peers ls'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'peers check'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg hosts
         case 'completion'
             set -g __gq_subs install script
             set -g __gq_valued
@@ -178,6 +198,7 @@ complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting car
 complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
 complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts it on first use)'
+complete -c gq -n '__gq_at \'\'' -a peers -d 'SSH-reachable hosts that also run gq (docs/peers.md)'
 complete -c gq -n '__gq_at \'\'' -a completion -d 'Shell completion for bash, zsh and fish'
 complete -c gq -n '__gq_at \'\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'submit\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job)'
@@ -202,6 +223,7 @@ complete -c gq -n '__gq_at \'submit\'' -l array -x -d 'queue an array: one job p
 complete -c gq -n '__gq_at \'submit\'' -l sweep -x -d 'queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value'
 complete -c gq -n '__gq_at \'submit\'' -l notify -x -d 'run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE'
 complete -c gq -n '__gq_at \'submit\'' -l mail -x -a '(__fish_complete_users)' -d 'mail USER when the job ends (needs sendmail)'
+complete -c gq -n '__gq_at \'submit\'' -l host -x -a '(__gq_ask hosts)' -d 'run on a peer (gq peers ls)'
 complete -c gq -n '__gq_at \'submit\'' -l hold -d 'queue the job held: it waits for `gq release`'
 complete -c gq -n '__gq_at \'submit\'' -l json -d 'print the job as JSON'
 complete -c gq -n '__gq_at \'submit\'' -l help -s h -d 'show the help and exit'
@@ -228,6 +250,7 @@ complete -c gq -n '__gq_at \'add\'' -l array -x -d 'queue an array: one job per 
 complete -c gq -n '__gq_at \'add\'' -l sweep -x -d 'queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value'
 complete -c gq -n '__gq_at \'add\'' -l notify -x -d 'run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE'
 complete -c gq -n '__gq_at \'add\'' -l mail -x -a '(__fish_complete_users)' -d 'mail USER when the job ends (needs sendmail)'
+complete -c gq -n '__gq_at \'add\'' -l host -x -a '(__gq_ask hosts)' -d 'run on a peer (gq peers ls)'
 complete -c gq -n '__gq_at \'add\'' -l hold -d 'queue the job held: it waits for `gq release`'
 complete -c gq -n '__gq_at \'add\'' -l json -d 'print the job as JSON'
 complete -c gq -n '__gq_at \'add\'' -l help -s h -d 'show the help and exit'
@@ -237,6 +260,7 @@ complete -c gq -n '__gq_at \'ls\'' -l user -s u -x -a '(__fish_complete_users)' 
 complete -c gq -n '__gq_at \'ls\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
 complete -c gq -n '__gq_at \'ls\'' -l start -d 'show when pending jobs with a reservation are expected to start'
 complete -c gq -n '__gq_at \'ls\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
+complete -c gq -n '__gq_at \'ls\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
 complete -c gq -n '__gq_at \'ls\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'ls\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'ps\'' -l all -s a -d 'also ended jobs'
@@ -244,6 +268,7 @@ complete -c gq -n '__gq_at \'ps\'' -l user -s u -x -a '(__fish_complete_users)' 
 complete -c gq -n '__gq_at \'ps\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
 complete -c gq -n '__gq_at \'ps\'' -l start -d 'show when pending jobs with a reservation are expected to start'
 complete -c gq -n '__gq_at \'ps\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
+complete -c gq -n '__gq_at \'ps\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
 complete -c gq -n '__gq_at \'ps\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'ps\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'show\'' -l json -d 'print JSON (a stable schema)'
@@ -265,8 +290,10 @@ complete -c gq -n '__gq_at \'requeue\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'requeue\'' -x -a '(__gq_ask jobs requeue)'
 complete -c gq -n '__gq_at \'wait\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'wait\'' -x -a '(__gq_ask jobs wait)'
+complete -c gq -n '__gq_at \'gpus\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
 complete -c gq -n '__gq_at \'gpus\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'gpus\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'offenders\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
 complete -c gq -n '__gq_at \'offenders\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'offenders\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'stats\'' -l since -x -d 'the period: the last DUR, e.g. 7d, 12h, 30d'
@@ -293,6 +320,28 @@ complete -c gq -n '__gq_at \'daemon start\'' -l help -s h -d 'show the help and 
 complete -c gq -n '__gq_at \'daemon stop\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'daemon status\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'peers\'' -a add -d 'Add a peer: connect over SSH, check its host key and that gq runs there, remember it'
+complete -c gq -n '__gq_at \'peers\'' -a rm -d 'Forget a peer'
+complete -c gq -n '__gq_at \'peers\'' -a ls -d 'Peers, whether they answer, and what was last seen of each'
+complete -c gq -n '__gq_at \'peers\'' -a check -d 'Check peers now: reachability, latency, version, cards'
+complete -c gq -n '__gq_at \'peers\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'peers add\'' -l name -x -d 'what gq calls it, in HOST:ID and --host'
+complete -c gq -n '__gq_at \'peers add\'' -l user -s u -x -a '(__fish_complete_users)' -d 'SSH login'
+complete -c gq -n '__gq_at \'peers add\'' -l port -s p -x -d 'SSH port'
+complete -c gq -n '__gq_at \'peers add\'' -l identity -s i -r -F -d 'private key file'
+complete -c gq -n '__gq_at \'peers add\'' -l gq-home -x -d 'GQ_HOME of the daemon there'
+complete -c gq -n '__gq_at \'peers add\'' -l gq-command -x -d 'how to run gq there, e.g. ~/venv/bin/gq'
+complete -c gq -n '__gq_at \'peers add\'' -l accept-new -d 'trust the host\'s key if it is not known yet (a changed key is always refused)'
+complete -c gq -n '__gq_at \'peers add\'' -l replace -d 'replace a peer of that name'
+complete -c gq -n '__gq_at \'peers add\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'peers add\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'peers rm\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'peers rm\'' -x -a '(__gq_ask hosts)'
+complete -c gq -n '__gq_at \'peers ls\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'peers ls\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'peers check\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'peers check\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'peers check\'' -x -a '(__gq_ask hosts)'
 complete -c gq -n '__gq_at \'completion\'' -a install -d 'Install the completion scripts where each shell looks for them (for your user)'
 complete -c gq -n '__gq_at \'completion\'' -a script -d 'Print one shell\'s completion script, e.g. source <(gq completion script bash)'
 complete -c gq -n '__gq_at \'completion\'' -l help -s h -d 'show the help and exit'

@@ -6,33 +6,33 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts it on first use)' 'completion:Shell completion for bash, zsh and fish')
-            _gq_names=(submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon completion)
+            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts it on first use)' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish')
+            _gq_names=(submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
         "submit")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job)' '-g:GPUs per job (0 = CPU-only job)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the command'\''s name)' '-n:a label (default: the command'\''s name)' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=(--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail)
+            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job)' '-g:GPUs per job (0 = CPU-only job)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the command'\''s name)' '-n:a label (default: the command'\''s name)' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--host:run on a peer (gq peers ls)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host)
             _gq_arg='command' ;;
         "add")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job)' '-g:GPUs per job (0 = CPU-only job)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the command'\''s name)' '-n:a label (default: the command'\''s name)' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=(--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail)
+            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job)' '-g:GPUs per job (0 = CPU-only job)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the command'\''s name)' '-n:a label (default: the command'\''s name)' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--host:run on a peer (gq peers ls)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host)
             _gq_arg='command' ;;
         "ls")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--all:also ended jobs' '-a:also ended jobs' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_opts=('--all:also ended jobs' '-a:also ended jobs' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--all-hosts:every host: this one and its peers (gq peers), remote jobs as HOST:ID' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--user -u --state -s)
             _gq_arg='none' ;;
         "ps")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--all:also ended jobs' '-a:also ended jobs' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_opts=('--all:also ended jobs' '-a:also ended jobs' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--all-hosts:every host: this one and its peers (gq peers), remote jobs as HOST:ID' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--user -u --state -s)
             _gq_arg='none' ;;
         "show")
@@ -86,13 +86,13 @@ _gq_cmd() {  # the facts of one command path
         "gpus")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_opts=('--all-hosts:every host: this one and its peers (gq peers), remote jobs as HOST:ID' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
         "offenders")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_opts=('--all-hosts:every host: this one and its peers (gq peers), remote jobs as HOST:ID' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
         "stats")
@@ -137,6 +137,36 @@ _gq_cmd() {  # the facts of one command path
             _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
+        "peers")
+            _gq_subs=('add:Add a peer: connect over SSH, check its host key and that gq runs there, remember it' 'rm:Forget a peer' 'ls:Peers, whether they answer, and what was last seen of each' 'check:Check peers now: reachability, latency, version, cards')
+            _gq_names=(add rm ls check)
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "peers add")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--name:what gq calls it, in HOST:ID and --host' '--user:SSH login' '-u:SSH login' '--port:SSH port' '-p:SSH port' '--identity:private key file' '-i:private key file' '--gq-home:GQ_HOME of the daemon there' '--gq-command:how to run gq there, e.g. ~/venv/bin/gq' '--accept-new:trust the host'\''s key if it is not known yet (a changed key is always refused)' '--replace:replace a peer of that name' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--name --user -u --port -p --identity -i --gq-home --gq-command)
+            _gq_arg='none' ;;
+        "peers rm")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='hosts' ;;
+        "peers ls")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "peers check")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='hosts' ;;
         "completion")
             _gq_subs=('install:Install the completion scripts where each shell looks for them (for your user)' 'script:Print one shell'\''s completion script, e.g. source <(gq completion script bash)')
             _gq_names=(install script)
@@ -168,6 +198,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "submit|--afternotok") _gq_value="jobs:after" ;;
         "submit|--cwd") _gq_value="dirs" ;;
         "submit|--mail") _gq_value="users" ;;
+        "submit|--host") _gq_value="hosts" ;;
         "add|--priority"|"add|-p") _gq_value="words:high normal low" ;;
         "add|--signal") _gq_value="words:USR1 USR2 TERM INT HUP QUIT" ;;
         "add|--after") _gq_value="jobs:after" ;;
@@ -175,12 +206,15 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "add|--afternotok") _gq_value="jobs:after" ;;
         "add|--cwd") _gq_value="dirs" ;;
         "add|--mail") _gq_value="users" ;;
+        "add|--host") _gq_value="hosts" ;;
         "ls|--user"|"ls|-u") _gq_value="users" ;;
         "ls|--state"|"ls|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
         "ps|--user"|"ps|-u") _gq_value="users" ;;
         "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
         "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
+        "peers add|--user"|"peers add|-u") _gq_value="users" ;;
+        "peers add|--identity"|"peers add|-i") _gq_value="files" ;;
         *) _gq_value=none ;;
     esac
 }

@@ -38,6 +38,19 @@ class NotifyConfig:
 
 
 @dataclass
+class PeersConfig:
+    """[peers] (docs/peers.md): how the daemon watches and talks to its peers."""
+
+    check_every: float = 10.0  # seconds between health checks of each peer
+    connect_timeout: float = 10.0  # for an SSH connection and a channel
+    timeout: float = 30.0  # for an answer to one request (waits excepted)
+    list_timeout: float = 5.0  # for a peer's part of `gq ls --all-hosts`, `gq gpus --all-hosts`
+    backoff_max: float = 60.0  # reconnects to a down peer back off up to this
+    submit_retry: float = 20.0  # a forwarded submit retries this long before it waits here
+    all_hosts: bool = False  # `gq ls` and `gq gpus` show every host without --all-hosts
+
+
+@dataclass
 class Config:
     host_cpus: int
     host_ram: int | None
@@ -52,6 +65,7 @@ class Config:
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     offenders: OffendersConfig = field(default_factory=OffendersConfig)
+    peers: PeersConfig = field(default_factory=PeersConfig)
 
 
 _KNOWN = {
@@ -64,6 +78,8 @@ _KNOWN = {
     "notify": {"on_finish", "timeout", "sendmail"},
     "telemetry": TELEMETRY_KEYS,
     "offenders": OFFENDER_KEYS,
+    "peers": {"check_every", "connect_timeout", "timeout", "list_timeout", "backoff_max",
+              "submit_retry", "all_hosts"},
 }
 _TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -156,6 +172,7 @@ def _apply(config: Config, data: dict) -> None:
         config.telemetry = parse_telemetry(data["telemetry"], config.telemetry)
     if "offenders" in data:
         config.offenders = parse_offenders(data["offenders"], config.offenders)
+    config.peers = _peers(data.get("peers", {}))
 
 
 def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
@@ -183,6 +200,18 @@ def _notify(table: dict) -> NotifyConfig:
             setattr(out, key, table[key])
     if "timeout" in table:
         out.timeout = _duration("[notify] timeout", table["timeout"])
+    return out
+
+
+def _peers(table: dict) -> PeersConfig:
+    out = PeersConfig()
+    for key in _KNOWN["peers"] - {"all_hosts"}:
+        if key in table:
+            setattr(out, key, _duration(f"[peers] {key}", table[key]))
+    if "all_hosts" in table:
+        if not isinstance(table["all_hosts"], bool):
+            raise ValueError(f"[peers] all_hosts = {table['all_hosts']!r}: expected true or false")
+        out.all_hosts = table["all_hosts"]
     return out
 
 

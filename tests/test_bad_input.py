@@ -133,6 +133,8 @@ def test_oversized_request_is_refused(host):
     ('[notify]\ntimeout = "soon"\n', "[notify] timeout = "),
     ("[notify]\non_finish = 3\n", "[notify] on_finish = 3: expected a command"),
     ('[notify]\non_end = "x"\n', "unknown setting [notify] on_end"),
+    ('[peers]\ncheck_every = "often"\n', "[peers] check_every = 'often': expected a duration"),
+    ('[peers]\nall_hosts = "yes"\n', "[peers] all_hosts = 'yes': expected true or false"),
 ])
 def test_a_bad_config_file_is_refused_at_start_with_the_reason(make_host, config, needle):
     host = make_host("1x80G", start=False)

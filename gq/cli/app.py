@@ -29,6 +29,9 @@ Ids = Annotated[list[str], typer.Argument(
     "last submit", metavar="ID...")]
 Id = Annotated[str, typer.Argument(help="a job id; @ is your last job", metavar="ID")]
 Json = Annotated[bool, typer.Option("--json", help="print JSON (a stable schema)")]
+AllHosts = Annotated[Optional[bool], typer.Option(
+    "--all-hosts/--this-host", help="every host: this one and its peers (gq peers), remote jobs "
+    "as HOST:ID  [default: [peers] all_hosts, else this host]", show_default=False)]
 
 
 def _opt(dest: str, *, multi: bool = False):
@@ -73,6 +76,7 @@ def submit(
     sweep: Annotated[Optional[list[str]], _opt("sweep")] = None,
     notify: Annotated[Optional[str], _opt("notify")] = None,
     mail: Annotated[Optional[str], _opt("mail")] = None,
+    host: Annotated[Optional[str], _opt("host")] = None,
     hold: Annotated[bool, _opt("hold")] = False,
     json: Annotated[bool, _opt("json")] = False,
 ) -> None:
@@ -100,11 +104,15 @@ def ls(
                      "reservation are expected to start")] = False,
     expand: Annotated[bool, typer.Option("--expand", "-e", help="one line per element of an "
                       "array or sweep, instead of one per array")] = False,
+    all_hosts: AllHosts = None,
     json: Json = False,
 ) -> None:
     """List jobs: pending and running ones, or all with --all. Pending ones show a reason.
     An array is one line, with its elements counted by state (see --expand)."""
-    jobs = call("list", all=all, user=user, states=state or [])
+    from gq.cli.peers_cmd import hosts_arg, split_hosts
+
+    jobs = split_hosts(call("list", all=all, user=user, states=state or [],
+                            hosts=hosts_arg(all_hosts)), "jobs")
     if json:
         return output.print_json(jobs)
     from gq.cli.arrays_view import table_rows
@@ -203,9 +211,13 @@ def wait(ids: Ids) -> int:
 
 
 @app.command("gpus")
-def gpus(json: Json = False) -> None:
+def gpus(all_hosts: AllHosts = None, json: Json = False) -> None:
     """Cards: memory held by each job and by processes outside gq, utilisation."""
-    cards = call("gpus")
+    from gq.cli.peers_cmd import hosts_arg, print_hosts_gpus
+
+    cards = call("gpus", hosts=hosts_arg(all_hosts))
+    if isinstance(cards, dict):  # every host's
+        return output.print_json(cards["hosts"]) if json else print_hosts_gpus(cards["hosts"])
     if json:
         return output.print_json(cards)
     from gq.cli.details import print_gpus
@@ -214,16 +226,26 @@ def gpus(json: Json = False) -> None:
 
 
 @app.command("offenders")
-def offenders(json: Json = False) -> None:
+def offenders(all_hosts: AllHosts = None, json: Json = False) -> None:
     """Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory,
     strays), with the evidence and a suggested action."""
-    found = call("offenders")
-    if json:
-        return output.print_json(found)
     import time as _time
 
+    from gq.cli.peers_cmd import hosts_arg, warn_down
     from gq.cli.stats_cmd import print_offenders
 
+    found = call("offenders", hosts=hosts_arg(all_hosts))
+    if isinstance(found, dict):  # every host's
+        if json:
+            return output.print_json(found["hosts"])
+        warn_down(found["hosts"])
+        for n, h in enumerate(found["hosts"]):
+            print(("\n" if n else "") + h["name"] + ("" if h["state"] == "up" else
+                                                    " (down: as last seen)"))
+            print_offenders(h["offenders"], _time.time())
+        return None
+    if json:
+        return output.print_json(found)
     print_offenders(found, _time.time())
 
 
@@ -250,6 +272,11 @@ def stats(
 
     print(stats_cmd.prometheus(figures, since), end="") if prometheus else (
         stats_cmd.print_stats(figures))
+
+
+from gq.cli.peers_cmd import peers_app  # noqa: E402 (gq peers: gq/cli/peers_cmd.py)
+
+app.add_typer(peers_app, name="peers")
 
 
 # ---- gq sim: options here, the work in gq/cli/sim_cmd.py (imported only when it runs) ----

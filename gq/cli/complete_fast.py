@@ -21,8 +21,17 @@ def _jobs(purpose: str, word: str) -> list[list[str]]:
 
 
 def _hosts(word: str) -> list[list[str]]:
-    # Peers (`gq peers`) will add theirs here; until then: this host, and any.
+    """any, this host, and the peers (from the daemon, when it answers)."""
     rows = [["any", "wherever it starts first"], [socket.gethostname(), "this host"]]
+    try:
+        from gq.paths import gq_home, socket_path
+        from gq.protocol import Connection
+
+        with Connection(socket_path(gq_home()), timeout=TIMEOUT) as conn:
+            rows += [[p["name"], f"peer, {p['state']}, {p['gpus']} GPU(s)"]
+                     for p in conn.call("peers")]
+    except Exception:  # no daemon, an old one: the two that are always there
+        pass
     return [r for r in rows if r[0].startswith(word)]
 
 

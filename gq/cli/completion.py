@@ -31,6 +31,7 @@ def _option_kinds() -> dict[str, str]:
         "--state": "words:" + " ".join(s.value for s in JobState),
         "--signal": "words:" + _SIGNALS,
         "--host": "hosts",
+        "--identity": "files",
         "--after": "jobs:after",
         "--afterok": "jobs:after",
         "--afternotok": "jobs:after",
@@ -47,6 +48,7 @@ def _option_kinds() -> dict[str, str]:
 # What each command's arguments are, by the parameter's name. "command" is a command line of
 # its own (gq submit): its first word a program or script, the rest its arguments.
 ARGUMENT_KINDS = {"ids": "jobs", "id": "jobs", "command": "command", "trace": "files",
+                  "host": "none", "name": "hosts", "names": "hosts",  # gq peers
                   "shells": "words:" + " ".join(SHELLS), "shell": "words:" + " ".join(SHELLS)}
 
 

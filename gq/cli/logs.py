@@ -21,9 +21,31 @@ def _copy_new(fd: int) -> int:
     return copied
 
 
+def _remote_log(conn, job: dict, follow: bool, stderr: bool) -> None:
+    """A peer's job: its log comes through the daemons, a chunk an answer."""
+    import base64
+
+    offset = 0
+    while True:
+        part = conn.call("log", id=job["id"], err=stderr, offset=offset)
+        data = base64.b64decode(part["data"])
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        offset = part["offset"]
+        if data:
+            continue
+        if not follow or part["state"] not in ("pending", "held", "running", "preempting"):
+            if not follow and part["state"] in ("pending", "held") and not offset:
+                raise GqError(f"job {job['id']} has not started yet: no output")
+            return
+        time.sleep(FOLLOW_POLL)
+
+
 def show_log(job_id: str, follow: bool, stderr: bool) -> None:
     with connect(timeout=None) as conn:
         job = conn.call("show", id=job_id)
+        if isinstance(job["id"], str):  # HOST:ID, on a peer
+            return _remote_log(conn, job, follow, stderr)
         path = job["stderr" if stderr else "stdout"]
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)

@@ -64,6 +64,9 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--notify", None, "notify", "value", "CMD",
         "run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE... set)"),
     Opt("--mail", None, "mail", "value", "USER", "mail USER when the job ends (needs sendmail)"),
+    Opt("--host", None, "host", "value", "HOST|any",
+        "run on a peer (gq peers ls); any: on the host where it would start first  "
+        "[default: this host]"),
     Opt("--hold", None, "hold", "flag", "", "queue the job held: it waits for `gq release`"),
     Opt("--json", None, "json", "flag", "", "print the job as JSON"),
 )
@@ -173,7 +176,7 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
     if not command:
         raise BadInput("no command given: gq submit [OPTIONS] -- COMMAND [ARGS...]")
     cwd = os.path.abspath(values.get("cwd") or os.getcwd())
-    if not os.path.isdir(cwd):
+    if not values.get("host") and not os.path.isdir(cwd):  # else the host that runs it checks
         raise BadInput(f"--cwd {values.get('cwd')!r}: no such directory")
     env = dict(os.environ)  # as sbatch --export=ALL
     env.update(_env(values.get("env") or []))
@@ -208,7 +211,7 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
             args["array"] = _parsed("--array", values["array"], parse_array, prefixed=True)
         if values.get("sweep"):
             args["sweep"] = _parsed("--sweep", values["sweep"], parse_sweep, prefixed=True)
-    for key in ("notify", "mail"):
+    for key in ("notify", "mail", "host"):
         if values.get(key) is not None:
             args[key] = values[key]
     return args

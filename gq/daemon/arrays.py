@@ -107,9 +107,10 @@ def _fill(arg: str, params: dict[str, str]) -> str:
 
 def insert_elements(store: Store, job: Job, parts: list[Element], limit: int | None) -> list[int]:
     """Queue every element or none: one transaction."""
-    jobs = [
-        replace(job, command=e.command, array=ArrayPart(0, e.index, len(parts), limit, e.params))
-        for e in parts
+    jobs = [  # a peer's idempotency key (op_submit) goes with the first element only
+        replace(job, command=e.command, array=ArrayPart(0, e.index, len(parts), limit, e.params),
+                submit_key=job.submit_key if n == 0 else None)
+        for n, e in enumerate(parts)
     ]
     return store.insert_array(jobs, job.submitted_at)
 

@@ -22,8 +22,9 @@ from gq.daemon.recovery import Recovery
 from gq.daemon.telemetry import Telemetry
 from gq.daemon.shim import ShimSpec
 from gq.daemon.supervisor import Shim, SpawnUnknown, Supervisor
+from gq.peers.registry import Peers
 from gq.gpu.base import CardBackend
-from gq.model import ENDED_STATES, Gpu, Job, JobState
+from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
 from gq.layout import Layout
 from gq.policy import (
     Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, schedule,
@@ -75,17 +76,20 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self._last_pass_cost = 0.0  # how long it took, in seconds
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
+        self.peers = Peers(self)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.peers.start(loop)
         self.recover()
         self.refresh_usage()
         self.request_pass()
 
     def close(self) -> None:
+        self.peers.close()
         for shim in self.shims.values():
             if self.loop:
                 self.loop.remove_reader(shim.pidfd)
@@ -181,26 +185,13 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             self._last_pass_cost = self._last_pass_end - began
 
     def _schedule_once(self) -> None:
-        pending = self.store.queue()
+        pending = self.local_queue()
         if not pending:
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
             return
         running = self.store.holding_jobs()
         pending, throttled = hold_back_throttled(pending, running)
-        dep_ids = {i for job in pending for ids in job.deps.values() for i in ids}
-        outcomes = {
-            j.id: Outcome(j.state, j.exit_code, j.ended_at)
-            for j in self.store.jobs(ids=dep_ids, light=True)
-            if j.state in ENDED_STATES
-        } if dep_ids else {}
-        inp = SchedulerInput(
-            self.host(), pending, running, outcomes, self.clock(),
-            default_limit=self.config.default_time,
-            tier_limits=self.config.default_time_by_tier,
-            max_reservations=self.config.reservations,
-            usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
-            score_time=self._usage_at,
-        )
+        inp = self.scheduler_input(pending, running)
         plan = schedule(inp)
         self.store.set_reasons(plan.reasons | throttled)
         self.shortfalls = plan.shortfalls
@@ -209,6 +200,33 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
         self.preempt_for_waiting(inp, plan)
+
+    def local_queue(self) -> list[Job]:
+        """Pending and held jobs to run here: not those waiting to be sent to a peer
+        (gq/peers/forwarding.py), which it keeps at reason PeerDown."""
+        queue = self.store.queue()
+        waiting = {j.id: Reason.PEER_DOWN for j in queue
+                   if j.forward is not None and j.state == JobState.PENDING}
+        if not waiting:
+            return queue
+        self.store.set_reasons(waiting)
+        return [j for j in queue if j.forward is None]
+
+    def scheduler_input(self, pending: list[Job], running: list[Job]) -> SchedulerInput:
+        dep_ids = {i for job in pending for ids in job.deps.values() for i in ids}
+        outcomes = {
+            j.id: Outcome(j.state, j.exit_code, j.ended_at)
+            for j in self.store.jobs(ids=dep_ids, light=True)
+            if j.state in ENDED_STATES
+        } if dep_ids else {}
+        return SchedulerInput(
+            self.host(), pending, running, outcomes, self.clock(),
+            default_limit=self.config.default_time,
+            tier_limits=self.config.default_time_by_tier,
+            max_reservations=self.config.reservations,
+            usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
+            score_time=self._usage_at,
+        )
 
     # ---- acting on jobs -----------------------------------------------------------------
 

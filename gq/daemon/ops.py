@@ -15,6 +15,9 @@ from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import gpu_json, job_json, why_sentence
+from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
+    op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
+)
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, BadInput, GqError
 from gq.units import format_duration, iso
@@ -74,8 +77,8 @@ def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
     }
 
 
-def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
-    limits = HostLimits(
+def host_limits(daemon: Daemon) -> HostLimits:
+    return HostLimits(
         name=daemon.hostname,
         cpus=daemon.config.host_cpus,
         ram=daemon.config.host_ram,
@@ -83,11 +86,23 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         preemptible_tiers=daemon.config.preemption.preemptible,
         grace=daemon.config.preemption.grace,
     )
+
+
+def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
+    key = args.get("submit_key")  # sent by a peer: the same key again is the same submit
+    if key is not None:
+        done = daemon.store.job_by_submit_key(str(key))
+        if done is not None:
+            if done.array is None:
+                return job_json(done)
+            return {**job_json(done), "array_jobs": daemon.store.array_members(done.array.id)}
+    limits = host_limits(daemon)
     args, notes = apply_mem_history(daemon.store, args, limits.card_memory)
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
     args = arrays.expand_dependencies(daemon.store, args, resolve)
     job = build_job(args, caller, limits, resolve, daemon.clock())
     job.notify = check_notify(args, daemon.config.notify)
+    job.submit_key = None if key is None else str(key)
     parts = arrays.elements(args, job.command)
     if parts is not None:
         ids = arrays.insert_elements(daemon.store, job, *parts)
@@ -109,7 +124,8 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     elif not args.get("all"):
         states = ACTIVE_STATES
     jobs = daemon.store.jobs(states=states, user=args.get("user") or None)
-    return [{**job_json(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs]
+    return [{**job_json(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs
+            if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
 
 
 def _expected_start(daemon: Daemon, job_id: int) -> str | None:

@@ -17,6 +17,7 @@ import struct
 from gq.daemon.core import Daemon
 from gq.daemon.ops import OPS
 from gq.daemon.submission import Caller
+from gq.peers.route import route
 from gq.protocol import MAX_LINE, VERSION, BadInput, GqError, encode, error, ok
 
 log = logging.getLogger("gq.daemon")
@@ -51,7 +52,7 @@ async def dispatch(daemon: Daemon, caller: Caller, line: bytes) -> dict:
         args = req.get("args") or {}
         if not isinstance(args, dict):
             raise BadInput("malformed request: args must be an object")
-        result = handler(daemon, caller, args)
+        result = route(daemon, caller, req["op"], args, handler)  # peers: gq/peers/route.py
         if inspect.isawaitable(result):
             result = await result
         return ok(result)

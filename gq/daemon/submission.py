@@ -150,8 +150,10 @@ def check_preemption(args: dict[str, Any], gpus: int, time_limit: float | None,
     return out
 
 
-def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, now: float) -> Job:
-    """`resolve(text, flag)` turns '12' or '@' into an existing job id, or raises BadInput."""
+def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, now: float,
+              cwd_here: bool = True) -> Job:
+    """`resolve(text, flag)` turns '12' or '@' into an existing job id, or raises BadInput.
+    cwd_here=False: the directory is on another host (a job waiting to be sent to a peer)."""
     command = check_command(args.get("command"))
     if args.get("name"):
         name = check_name(args["name"])
@@ -169,7 +171,7 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
             f"--priority {args.get('priority')!r}: expected high, normal or low"
         ) from None
     cwd = _no_nul(args.get("cwd") or "", "--cwd")
-    if not os.path.isabs(cwd) or not os.path.isdir(cwd):
+    if not os.path.isabs(cwd) or (cwd_here and not os.path.isdir(cwd)):
         raise BadInput(f"--cwd {cwd!r}: no such directory")
     env = args.get("env") or {}
     if not isinstance(env, dict):

@@ -20,12 +20,13 @@ _JSON_FIELDS = ("command", "env", "deps", "gpu_ids")
 _JOB_COLUMNS = (
     "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
     "deps submitted_at started_at ended_at exit_code restarts gpu_ids preemptible signal "
-    "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem"
+    "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem submit_key "
+    "forward moved_to"
 ).split()
 _BOOL_FIELDS = ("preemptible", "signal_group")
 # What a scheduling pass needs: not the command, directory and environment, which are large
 # and only needed to start a job.
-_HEAVY_COLUMNS = {"command", "cwd", "env", "notify"}
+_HEAVY_COLUMNS = {"command", "cwd", "env", "notify", "forward_args"}
 # Job.array is stored flat, in these columns (migration m004).
 _ARRAY_COLUMNS = ("array_id", "array_index", "array_size", "array_limit", "array_params")
 _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
@@ -190,6 +191,10 @@ class Store:
         rows = list(self.db.query("SELECT max(id) AS id FROM jobs WHERE user = ?", [user]))
         return rows[0]["id"] if rows else None
 
+    def job_by_submit_key(self, key: str) -> Job | None:
+        rows = list(self.db.query("SELECT * FROM jobs WHERE submit_key = ?", [key]))
+        return _row_to_job(rows[0]) if rows else None
+
     def existing_ids(self, ids: Iterable[int]) -> set[int]:
         ids = list(ids)
         if not ids:
@@ -262,6 +267,29 @@ class Store:
     def events(self, job_id: int) -> list[dict[str, Any]]:
         return list(self.db.query("SELECT * FROM events WHERE job_id = ? ORDER BY id", [job_id]))
 
+    # ---- peers (docs/peers.md) --------------------------------------------------------
+
+    def peers(self) -> list[dict[str, Any]]:
+        return [{**r, "snapshot": json.loads(r["snapshot"] or "null")}
+                for r in self.db.query("SELECT * FROM peers ORDER BY name")]
+
+    def save_peer(self, peer: dict[str, Any]) -> None:
+        """Add a peer, or replace how it is reached (what was seen of it is kept)."""
+        with self.db.atomic():
+            self.db.table("peers").upsert(peer, pk="name")
+
+    def remove_peer(self, name: str) -> bool:
+        with self.db.atomic():
+            return self.db.execute("DELETE FROM peers WHERE name = ?", [name]).rowcount > 0
+
+    def peer_seen(self, name: str, **fields: Any) -> None:
+        """What was last seen of a peer: last_seen, version, last_error, snapshot."""
+        if "snapshot" in fields:
+            fields["snapshot"] = json.dumps(fields["snapshot"])
+        cols = ", ".join(f"{k} = ?" for k in fields)
+        with self.db.atomic():
+            self.db.execute(f"UPDATE peers SET {cols} WHERE name = ?", [*fields.values(), name])
+
     # ---- internals --------------------------------------------------------------------
 
     def _update(self, job_id: int, **fields: Any) -> None:
@@ -291,6 +319,8 @@ def _job_to_row(job: Job) -> dict[str, Any]:
     row.update(_array_row(job.array))
     if job.notify is not None:
         row["notify"] = json.dumps({"command": job.notify.command, "mail": job.notify.mail})
+    if job.forward_args is not None:
+        row["forward_args"] = json.dumps(job.forward_args)
     return row
 
 
@@ -318,4 +348,6 @@ def _row_to_job(row: dict[str, Any]) -> Job:
                                   row["array_limit"], json.loads(row["array_params"] or "{}"))
     if row.get("notify"):
         data["notify"] = Notify(**json.loads(row["notify"]))
+    if row.get("forward_args"):
+        data["forward_args"] = json.loads(row["forward_args"])
     return Job(**data)

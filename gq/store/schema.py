@@ -212,3 +212,37 @@ def m006_telemetry(db: Database) -> None:
     for column in ("peaks TEXT", "peak_mem INTEGER", "util_mean REAL", "cmd_key TEXT"):
         db.execute(f"ALTER TABLE runs ADD COLUMN {column}")
     db.execute("CREATE INDEX runs_cmd ON runs(cmd_key, ended_at)")
+
+
+@migrations()
+def m007_peers(db: Database) -> None:
+    # Peers (docs/peers.md): how to reach each, and what was last seen of it.
+    db.execute(
+        """
+        CREATE TABLE peers (
+            name TEXT PRIMARY KEY,
+            address TEXT NOT NULL,   -- host name or IP that SSH connects to
+            port INTEGER,            -- NULL: ~/.ssh/config's, else 22
+            user TEXT,               -- NULL: ~/.ssh/config's, else the daemon's user
+            identity TEXT,           -- private key file; NULL: agent and default keys
+            gq_home TEXT,            -- GQ_HOME there; NULL: its default
+            gq_command TEXT NOT NULL DEFAULT 'gq',
+            added_at REAL NOT NULL,
+            version TEXT,
+            last_seen REAL,
+            last_error TEXT,
+            snapshot TEXT            -- JSON {"jobs": [...], "gpus": [...]} as last seen
+        )
+        """
+    )
+    # A submit forwarded by another daemon carries an idempotency key: sent again after a cut
+    # connection, it finds the job the first one made instead of making a second.
+    db.execute("ALTER TABLE jobs ADD COLUMN submit_key TEXT")
+    db.execute("CREATE UNIQUE INDEX jobs_submit_key ON jobs(submit_key) "
+               "WHERE submit_key IS NOT NULL")
+    # A job queued here for another host (--host NAME|any) while none could take it: the
+    # target ('any' or a peer's name) until it is sent, then where it went ('gpu2:17').
+    # forward_args: the submit request to send (JSON), with its idempotency key.
+    db.execute("ALTER TABLE jobs ADD COLUMN forward TEXT")
+    db.execute("ALTER TABLE jobs ADD COLUMN forward_args TEXT")
+    db.execute("ALTER TABLE jobs ADD COLUMN moved_to TEXT")

@@ -1,0 +1,121 @@
+"""Protocol operations for peers: add, remove, list and check them; estimate a job's start for
+`--host any`; read a job's log for `gq logs HOST:ID`."""
+
+from __future__ import annotations
+
+import base64
+import os
+from typing import Any
+
+from gq.protocol import VERSION, BadInput, GqError
+
+LOG_CHUNK = 1 << 20  # bytes of a log per answer: well under the protocol's line limit
+RESERVED = ("any", "local")
+
+
+def _name(daemon, args: dict) -> str:
+    name = str(args.get("name") or args.get("address") or "").strip()
+    if not name or any(c.isspace() or c in ":/@" for c in name):
+        raise BadInput(f"peer name {name!r}: expected a host name without spaces, ':', '/' or "
+                       "'@' (give --name for an IPv6 address)")
+    if name in RESERVED or name == daemon.hostname:
+        taken = "reserved" if name in RESERVED else "this host's name"
+        raise BadInput(f"peer name {name!r} is taken ({taken}): give another with --name")
+    return name
+
+
+def _port(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 65536:
+        raise BadInput(f"--port {value!r}: expected a port number, 1 to 65535")
+    return value
+
+
+async def op_peer_add(daemon, caller, args: dict) -> dict:
+    """Connect (host key checked), run `gq rpc` there, check its version, remember it."""
+    from gq.peers.forwarding import check_may_forward
+    from gq.peers.registry import spec_of
+    from gq.peers.transport import PeerLink, ping_time
+
+    check_may_forward(caller)
+    peers = daemon.peers
+    name = _name(daemon, args)
+    if name in peers.states and not args.get("replace"):
+        raise BadInput(f"{name} is already a peer (gq peers rm {name} first, or --replace)")
+    row = {"name": name, "address": str(args.get("address") or name),
+           "port": _port(args.get("port")), "user": args.get("user") or None,
+           "identity": args.get("identity") or None, "gq_home": args.get("gq_home") or None,
+           "gq_command": args.get("gq_command") or "gq", "added_at": daemon.clock()}
+    if row["identity"] and not os.path.isfile(row["identity"]):
+        raise BadInput(f"--identity {row['identity']}: no such file")
+    link = PeerLink(spec_of(row), peers.known_hosts, peers.config.connect_timeout)
+    accepted: list[str] = []
+
+    def connect_and_ping():
+        link.open(bool(args.get("accept_new")), accepted)
+        return ping_time(link, peers.config.timeout)
+
+    try:
+        info, latency = await peers.run(connect_and_ping)
+        if info.get("protocol") != VERSION:
+            raise GqError(f"{name} runs gq {info.get('version')}, which speaks protocol "
+                          f"{info.get('protocol')}; this one speaks {VERSION}: upgrade one")
+    except BaseException:
+        link.close()
+        raise
+    peers.add(row, link, info, latency)
+    state = await peers.check(name, force=True)
+    return {**state.json(), "accepted_key": accepted[0] if accepted else None,
+            "remote_host": info.get("host"), "remote_user": info.get("user")}
+
+
+def op_peer_rm(daemon, caller, args: dict) -> dict:
+    from gq.peers.forwarding import check_may_forward
+
+    check_may_forward(caller)
+    name = str(args.get("name") or "")
+    daemon.peers.remove(name)
+    waiting = [j.id for j in daemon.store.queue() if j.forward == name]
+    return {"removed": name, "waiting_jobs": waiting}
+
+
+def op_peers(daemon, caller, args: dict) -> list[dict]:
+    return [s.json() for s in daemon.peers.states.values()]
+
+
+async def op_peer_check(daemon, caller, args: dict) -> list[dict]:
+    """Check the peers named (all by default) now, whatever their back-off."""
+    import asyncio
+
+    names = args.get("names") or list(daemon.peers.states)
+    for name in names:
+        daemon.peers.state(name)
+    states = await asyncio.gather(*(daemon.peers.check(n, force=True) for n in names))
+    return [s.json() for s in states]
+
+
+def op_estimate(daemon, caller, args: dict) -> dict:
+    from gq.peers.placement import estimate
+
+    return estimate(daemon, caller, args)
+
+
+def op_log(daemon, caller, args: dict) -> dict:
+    """Part of a job's output (or error) file from `offset`, base64, and the job's state."""
+    from gq.daemon.ops import check_owner, resolve_id
+
+    job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
+    check_owner(job, caller)
+    path = daemon.layout.stderr(job.id) if args.get("err") else daemon.layout.stdout(job.id)
+    offset = args.get("offset") or 0
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise BadInput(f"offset {offset!r}: expected a byte offset")
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read(LOG_CHUNK)
+    except FileNotFoundError:
+        data = b""
+    return {"id": job.id, "state": str(job.state), "reason": job.reason,
+            "data": base64.b64encode(data).decode(), "offset": offset + len(data)}
