@@ -147,6 +147,7 @@ class Job:
     peak_mem: int | None = None  # the most GPU memory its processes were seen to hold, bytes
     array: ArrayPart | None = None
     notify: Notify | None = None
+    umask: int | None = None  # the submitter's, which the job runs with; None: the daemon's
 
     @property
     def whole_cards(self) -> bool:

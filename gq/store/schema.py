@@ -116,3 +116,9 @@ def m004_arrays(db: Database) -> None:
 def m005_notify(db: Database) -> None:
     # JSON {"command": ..., "mail": ...} of --notify and --mail; NULL: nobody to tell.
     db.execute("ALTER TABLE jobs ADD COLUMN notify TEXT")
+
+
+@migrations()
+def m006_identity(db: Database) -> None:
+    # The submitter's umask, which each run of the job gets; NULL for jobs from before it.
+    db.execute("ALTER TABLE jobs ADD COLUMN umask INTEGER")
