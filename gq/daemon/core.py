@@ -14,7 +14,9 @@ from typing import Callable
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
 from gq.daemon.attribution import split_memory
+from gq.daemon.authz import Authority
 from gq.daemon.ending import Ending
+from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.notify import Notifier
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
@@ -47,7 +49,8 @@ class Daemon(Recovery, Ending, Preempting):
         self.backend = backend
         self.hostname = hostname
         self.clock = clock
-        for d in (layout.logs, layout.run, layout.checkpoints):
+        # A system daemon's job files are in users/NAME/, made as each user's first job starts.
+        for d in (layout.logs, layout.run) + (() if layout.system else (layout.checkpoints,)):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(layout.db)
         self.supervisor = Supervisor(layout.run)
@@ -68,6 +71,7 @@ class Daemon(Recovery, Ending, Preempting):
         self._last_pass_cost = 0.0  # how long it took, in seconds
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
+        self.authority = Authority(config.access)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -201,7 +205,7 @@ class Daemon(Recovery, Ending, Preempting):
             CUDA_DEVICE_ORDER="PCI_BUS_ID",
             GQ_JOB_ID=str(job.id),
             GQ_RESTART_COUNT=str(job.restarts),
-            GQ_CHECKPOINT_DIR=str(self.layout.checkpoint_dir(job.id)),
+            GQ_CHECKPOINT_DIR=str(self.layout.checkpoint_dir(job.id, job.user)),
         )
         if gpu_ids:
             limit = job.mem or min(cards[i].memory_total for i in gpu_ids if i in cards)
@@ -218,32 +222,13 @@ class Daemon(Recovery, Ending, Preempting):
             job.id, JobState.RUNNING, now, started_at=now, gpu_ids=gpu_ids, holding=1,
             ended_at=None, exit_code=None, peak_mem=None,
         )
-        warn_after = None
-        if job.time_limit and job.signal_before:
-            warn_after = job.time_limit - job.signal_before
-        spec = ShimSpec(
-            job_id=job.id,
-            run=job.restarts,
-            command=job.command,
-            cwd=job.cwd,
-            env=self.job_env(job, gpu_ids),
-            stdout=str(self.layout.stdout(job.id)),
-            stderr=str(self.layout.stderr(job.id)),
-            checkpoint_dir=str(self.layout.checkpoint_dir(job.id)),
-            exit_path=str(self.supervisor.exit_path(job.id)),
-            kill_wait=self.config.kill_wait,
-            grace=self.grace_of(job),
-            checkpoint_signal=int(signal.Signals[job.signal]),
-            signal_group=job.signal_group,
-            warn_after=warn_after,
-        )
         try:
-            shim = self.supervisor.spawn(spec)
+            shim = self.supervisor.spawn(self.shim_spec(job, gpu_ids))
         except SpawnUnknown as e:
             log.error("job %s: %s; the next tick settles it", job.id, e)
             self.unadopted.add(job.id)
             return
-        except OSError as e:
+        except OSError as e:  # no shim, or (system daemon) no account or directory for it
             log.error("job %s: cannot start its shim: %s", job.id, e)
             self.store.transition(
                 job.id, JobState.FAILED, now, reason=f"could not start: {e}", ended_at=now,
@@ -252,6 +237,36 @@ class Daemon(Recovery, Ending, Preempting):
             self.notify(job.id)
             return
         self.watch(shim)
+
+    def shim_spec(self, job: Job, gpu_ids: list[int]) -> ShimSpec:
+        env = self.job_env(job, gpu_ids)
+        run_as: dict = {"uid": None, "gid": None, "groups": None}
+        if self.layout.system:  # the job runs as its submitter, in their own directory
+            who = identity_of(job.uid)
+            prepare_user_dir(self.layout, who)
+            env.update(who.env())
+            run_as = who.credentials()
+        warn_after = None
+        if job.time_limit and job.signal_before:
+            warn_after = job.time_limit - job.signal_before
+        return ShimSpec(
+            job_id=job.id,
+            run=job.restarts,
+            command=job.command,
+            cwd=job.cwd,
+            env=env,
+            stdout=str(self.layout.stdout(job.id, job.user)),
+            stderr=str(self.layout.stderr(job.id, job.user)),
+            checkpoint_dir=str(self.layout.checkpoint_dir(job.id, job.user)),
+            exit_path=str(self.supervisor.exit_path(job.id)),
+            kill_wait=self.config.kill_wait,
+            grace=self.grace_of(job),
+            checkpoint_signal=int(signal.Signals[job.signal]),
+            signal_group=job.signal_group,
+            warn_after=warn_after,
+            umask=job.umask,
+            **run_as,
+        )
 
     def watch(self, shim: Shim) -> None:
         self.shims[shim.job_id] = shim

@@ -7,7 +7,9 @@ or cannot start is written to the daemon's log and to the job's history, and tha
 What each one sees: the submitter's own command and mail run with the job's environment (it is
 theirs). The host's `on_finish` hook is the daemon owner's and may serve every user of a
 system daemon, so it gets a clean environment with the `GQ_*` facts of the job, never the
-environment the job was submitted with.
+environment the job was submitted with. Under a system daemon the submitter's command and mail
+run as the submitter (gq/daemon/identity.py) and open their output file themselves; only the
+hook runs as root.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import signal
 from typing import Any
 
 from gq.config import NotifyConfig
+from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.model import ENDED_STATES, Job, Notify
 from gq.protocol import BadInput
 from gq.units import iso
@@ -73,8 +76,8 @@ def facts(job: Job, layout) -> dict[str, str]:
         "GQ_ENDED_AT": iso(job.ended_at) or "",
         "GQ_RUN_SECONDS": ("" if job.started_at is None or job.ended_at is None
                            else str(round(job.ended_at - job.started_at))),
-        "GQ_STDOUT": str(layout.stdout(job.id)),
-        "GQ_STDERR": str(layout.stderr(job.id)),
+        "GQ_STDOUT": str(layout.stdout(job.id, job.user)),
+        "GQ_STDERR": str(layout.stderr(job.id, job.user)),
     }
     if job.array is not None:
         out.update(GQ_ARRAY_ID=str(job.array.id), GQ_ARRAY_INDEX=str(job.array.index))
@@ -152,8 +155,21 @@ class Notifier:
         self.daemon.loop.create_task(self._run(job, kind, argv, env, cwd, stdin))
 
     def _output_path(self, job: Job, kind: str):
-        logs = self.daemon.layout.logs
-        return logs / ("on_finish.log" if kind == "on_finish" else f"{job.id}.notify")
+        if kind == "on_finish":
+            return self.daemon.layout.logs / "on_finish.log"
+        return self.daemon.layout.stdout(job.id, job.user).with_suffix(".notify")
+
+    def _as_submitter(self, job: Job, kind: str, argv: list[str]) -> tuple[list[str], dict]:
+        """A system daemon runs the submitter's own notification as them: their uid and
+        groups, and a shell of theirs opens the output file, so root never writes it."""
+        if kind == "on_finish" or not self.daemon.layout.system:
+            return argv, {}
+        who = identity_of(job.uid)
+        prepare_user_dir(self.daemon.layout, who)
+        wrapped = ["/bin/sh", "-c", 'exec >>"$0" 2>&1 && exec "$@"',
+                   str(self._output_path(job, kind)), *argv]
+        return wrapped, {"user": who.uid, "group": who.gid, "extra_groups": list(who.groups),
+                         "umask": 0o077 if job.umask is None else job.umask}
 
     async def _run(self, job: Job, kind: str, argv: list[str], env: dict[str, str], cwd: str,
                    stdin: bytes | None) -> None:
@@ -169,13 +185,15 @@ class Notifier:
                        cwd: str, stdin: bytes | None) -> str:
         path = self._output_path(job, kind)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+            argv, run_as = self._as_submitter(job, kind, argv)
+            fd = (os.open(os.devnull, os.O_WRONLY) if run_as else
+                  os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
         except OSError as e:
-            return f"could not open {path}: {e.strerror}"
+            return f"could not open {path}: {e.strerror or e}"
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-                stdout=fd, stderr=fd, cwd=cwd, env=env, start_new_session=True,
+                stdout=fd, stderr=fd, cwd=cwd, env=env, start_new_session=True, **run_as,
             )
         except OSError as e:
             return f"could not start: {e.strerror or e}"

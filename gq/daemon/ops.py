@@ -9,6 +9,8 @@ from typing import Any
 from gq import __version__
 from gq.daemon import arrays
 from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
+from gq.config_show import effective
+from gq.daemon.authz import require_owner
 from gq.daemon.core import Daemon
 from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
@@ -38,6 +40,9 @@ def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") 
     job_id = int(text)
     if not daemon.store.existing_ids([job_id]):
         raise BadInput(f"{flag} {job_id}: no such job")
+    if not daemon.authority.sees_all(caller):  # [access] queue = "own": others' are hidden
+        if not daemon.authority.may_see(caller, daemon.store.get_job(job_id)):
+            raise BadInput(f"{flag} {job_id}: no such job of yours")
     return job_id
 
 
@@ -54,11 +59,6 @@ def load_jobs(daemon: Daemon, caller: Caller, ids: Any,
     return [daemon.store.get_job(i) for i in selected]
 
 
-def check_owner(job: Job, caller: Caller) -> None:
-    if caller.uid not in (job.uid, 0, os.getuid()):
-        raise GqError(f"job {job.id} belongs to {job.user}; you can only act on your own jobs")
-
-
 def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
     return {
         "version": __version__,
@@ -69,7 +69,16 @@ def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
         "backend": daemon.backend.kind,
         "gpus": len(daemon.cards),
         "user": caller.user,
+        "uid": caller.uid,
+        "system": daemon.layout.system,
+        "socket": str(daemon.layout.socket),
     }
+
+
+def op_config(daemon: Daemon, caller: Caller, args: dict) -> dict:
+    """The effective settings and where each came from (`gq config show`)."""
+    return {"file": str(daemon.layout.config), "read": daemon.config.path is not None,
+            "socket": str(daemon.layout.socket), "settings": effective(daemon.config)}
 
 
 def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
@@ -105,7 +114,10 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
             raise BadInput(f"--state: expected one of {names}") from None
     elif not args.get("all"):
         states = ACTIVE_STATES
-    jobs = daemon.store.jobs(states=states, user=args.get("user") or None)
+    user = args.get("user") or None
+    if not daemon.authority.sees_all(caller):  # [access] queue = "own"
+        user = caller.user
+    jobs = daemon.store.jobs(states=states, user=user)
     return [{**job_json(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs]
 
 
@@ -133,14 +145,14 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "age": daemon.config.fairshare.weight_age,
                     "short": daemon.config.fairshare.weight_short},
     }
-    out["stdout"] = str(daemon.layout.stdout(job_id))
-    out["stderr"] = str(daemon.layout.stderr(job_id))
-    out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id))
+    out["stdout"] = str(daemon.layout.stdout(job_id, job.user))
+    out["stderr"] = str(daemon.layout.stderr(job_id, job.user))
+    out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id, job.user))
     out["events"] = [
         {k: e[k] for k in ("at", "old_state", "new_state", "reason", "detail")}
         for e in daemon.store.events(job_id)
     ]
-    if caller.uid in (job.uid, 0):  # another user's environment is theirs alone
+    if daemon.authority.may_act(caller, job):  # the environment is the owner's (and admins')
         out["env"] = job.env
         out["notify"] = job.notify and {"command": job.notify.command, "mail": job.notify.mail}
     return out
@@ -159,8 +171,7 @@ def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     results = []
     from_array: set[int] = set()
     jobs = load_jobs(daemon, caller, args.get("ids"), from_array)
-    for job in jobs:
-        check_owner(job, caller)
+    require_owner(daemon, caller, jobs, "cancel")
     for job in jobs:
         now = daemon.clock()
         if job.state in ENDED_STATES:
@@ -192,8 +203,7 @@ def op_requeue(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 def _each(daemon: Daemon, caller: Caller, args: dict, action) -> list[dict]:
     from_array: set[int] = set()
     jobs = load_jobs(daemon, caller, args.get("ids"), from_array)
-    for job in jobs:
-        check_owner(job, caller)
+    require_owner(daemon, caller, jobs, action.__name__.strip("_"))
     results = []
     for job in jobs:
         ok, message = action(daemon, caller, job)
@@ -254,10 +264,14 @@ async def op_wait(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 
 def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     holding = daemon.store.holding_jobs()
+    hide = not daemon.authority.sees_all(caller)  # others' jobs: how much, not whose
     out = []
     for card in daemon.cards:
         on_card = [
             {"id": j.id, "user": j.user, "name": j.name, "mem": j.mem or card.memory_total,
+             "whole_card": j.mem is None, "state": str(j.state)}
+            if not (hide and j.uid != caller.uid) else
+            {"id": None, "user": None, "name": None, "mem": j.mem or card.memory_total,
              "whole_card": j.mem is None, "state": str(j.state)}
             for j in holding
             if card.index in j.gpu_ids
