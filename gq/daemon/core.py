@@ -66,7 +66,7 @@ class Daemon(Recovery, Ending, Preempting):
         self._usage_at = float("-inf")
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._pass_requested = False
+        self._pass_timer: asyncio.TimerHandle | None = None  # a spaced pass to come
         self._last_pass_end = 0.0  # time.monotonic() when the last pass ended
         self._last_pass_cost = 0.0  # how long it took, in seconds
         self.loop_stop = asyncio.Event()  # set to stop serving
@@ -101,7 +101,9 @@ class Daemon(Recovery, Ending, Preempting):
         for job_id in list(self.unadopted):
             self.settle(self.store.get_job(job_id))
         self.enforce_time_limits()
-        self.run_pass()
+        # Spaced like any other (request_pass): under a flood of requests, a pass on every
+        # tick as well would leave the daemon little time to answer them.
+        self.request_pass()
 
     def refresh_usage(self, every: float = 60.0) -> None:
         """Each user's decayed card-seconds, from ended runs and the jobs running now. At most
@@ -139,14 +141,13 @@ class Daemon(Recovery, Ending, Preempting):
         """Schedule: at once when resources were freed or the daemon is not busy (so that the
         answer to a submit already shows the job's reason), else spaced so that passes take
         at most half the daemon's time: under a flood of submits, one pass serves many."""
-        if self.loop is None or self._pass_requested:
+        if self.loop is None or self._pass_timer is not None:
             return
         delay = 0.0 if freed else self._last_pass_end + self._last_pass_cost - time.monotonic()
         if delay <= 0:
             self.run_pass()
         else:
-            self._pass_requested = True
-            self.loop.call_later(delay, self.run_pass)
+            self._pass_timer = self.loop.call_later(delay, self.run_pass)
 
     def host(self) -> Host:
         cards = tuple(
@@ -156,7 +157,9 @@ class Daemon(Recovery, Ending, Preempting):
         return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)
 
     def run_pass(self) -> None:
-        self._pass_requested = False
+        if self._pass_timer is not None:  # this pass serves whoever asked for that one
+            self._pass_timer.cancel()
+            self._pass_timer = None
         began = time.monotonic()
         try:
             with self.store.relaxed():
