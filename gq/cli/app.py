@@ -103,7 +103,7 @@ def ls(
 ) -> None:
     """List jobs: pending and running ones, or all with --all. Pending ones show a reason.
     An array is one line, with its elements counted by state (see --expand)."""
-    jobs = call("list", all=all, user=user, states=state or [])
+    jobs = call("list", all=all, user=user, states=state or [], brief=not json)
     if json:
         return output.print_json(jobs)
     from gq.cli.arrays_view import table_rows

@@ -14,7 +14,7 @@ from gq.daemon.authz import require_owner
 from gq.daemon.core import Daemon
 from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
-from gq.daemon.views import gpu_json, job_json, why_sentence
+from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, BadInput, GqError
 from gq.units import format_duration, iso
@@ -117,8 +117,15 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     user = args.get("user") or None
     if not daemon.authority.sees_all(caller):  # [access] queue = "own"
         user = caller.user
-    jobs = daemon.store.jobs(states=states, user=user)
-    return [{**job_json(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs]
+    brief = bool(args.get("brief"))  # the table of `gq ls`: no command, cwd or environment
+    if brief and states is ACTIVE_STATES:  # all in the store's memory: no rows to read
+        active = daemon.store.queue() + daemon.store.holding_jobs()
+        jobs = sorted({j.id: j for j in active if j.state in ACTIVE_STATES
+                       and (user is None or j.user == user)}.values(), key=lambda j: j.id)
+    else:
+        jobs = daemon.store.jobs(states=states, user=user, light=brief)
+    view = brief_json if brief else job_json
+    return [{**view(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs]
 
 
 def _expected_start(daemon: Daemon, job_id: int) -> str | None:
