@@ -168,8 +168,8 @@ class SystemHost:
 
     def close(self) -> None:
         if self.daemon is not None and self.daemon.poll() is None:
-            try:
-                active = [str(j["id"]) for j in self.call("list")]
+            try:  # the running ones, which have processes; the queue goes with the directory
+                active = [str(j["id"]) for j in self.call("list", states=["running"])]
                 if active:
                     self.call("cancel", ids=active)
             except (OSError, AssertionError):

@@ -131,6 +131,14 @@ def test_oversized_request_is_refused(host):
     ('[notify]\ntimeout = "soon"\n', "[notify] timeout = "),
     ("[notify]\non_finish = 3\n", "[notify] on_finish = 3: expected a command"),
     ('[notify]\non_end = "x"\n', "unknown setting [notify] on_end"),
+    ('[host]\ncpus = 4\n\n[access]\nqueue = "x"\n', "config.toml line 5: [access] queue = 'x'"),
+    ('[access]\nadmins = "a b"\n', "line 2: [access] admins = 'a b': expected the name of a "
+                                    "group"),
+    ("[daemon]\nmax_connections_per_user = 0\n", "line 2: [daemon] max_connections_per_user"),
+    ('[daemon]\nmax_request = "1K"\n', "[daemon] max_request = '1K': expected a size from 64K"),
+    ('[daemon]\nidle_timeout = "never"\n', "line 2: [daemon] idle_timeout = 'never'"),
+    ("[limits.users.ann]\nhigh_share = 2\n", "line 2: [limits.users.ann] high_share = 2"),
+    ("[host]\ncpus = 4\ncores = 3\n", "config.toml line 3: unknown setting [host] cores"),
 ])
 def test_a_bad_config_file_is_refused_at_start_with_the_reason(make_host, config, needle):
     host = make_host("1x80G", start=False)
