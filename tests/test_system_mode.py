@@ -199,7 +199,7 @@ def test_the_cli_finds_the_system_daemon_and_starts_none_of_its_own(users):
         status = h.gq(bob, "daemon", "status").stdout
         assert status.startswith("running: the system daemon for every user, pid")
         assert h.gq(bob, "daemon", "stop", check=False).stderr == \
-            "gq: only the daemon's owner can stop it\n"
+            "gq: only root can stop the system daemon\n"
         h.stop()
         down = h.gq(bob, "ls", check=False)
         assert down.returncode == 1 and "the system daemon does not answer" in down.stderr
@@ -273,3 +273,15 @@ def test_an_unsafe_or_bad_configuration_is_refused_at_start_with_its_line(users)
             h.start()
     finally:
         h.close()
+
+
+def test_a_job_cannot_enter_a_directory_its_user_cannot(host, users):
+    ann, bob = users.ann, users.bob
+    private = os.path.join(ann.home, "private")
+    assert host.run_as(ann, ["mkdir", "-m", "0711", private]).returncode == 0
+    os.chmod(ann.home, 0o711)  # bob may pass through ann's home, not into private/
+    os.chmod(private, 0o700)
+    job = host.submit(bob, "-g", "0", "--cwd", private, "--", "pwd")
+    ended = host.wait_ended(job)
+    assert (ended["state"], ended["exit_code"]) == ("failed", 127)
+    assert ended["reason"] == f"cannot enter {private}: Permission denied"

@@ -12,6 +12,7 @@ from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
 from gq.config_show import effective
 from gq.daemon.authz import require_owner
 from gq.daemon.core import Daemon
+from gq.daemon.identity import NoAccount, identity_of
 from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
 from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
@@ -90,6 +91,11 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         preemptible_tiers=daemon.config.preemption.preemptible,
         grace=daemon.config.preemption.grace,
     )
+    if daemon.layout.system:  # the job will run as the caller: they must have an account
+        try:
+            identity_of(caller.uid)
+        except NoAccount as e:
+            raise GqError(f"{e}: jobs run as their submitter") from None
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
     args = arrays.expand_dependencies(daemon.store, args, resolve)
     job = build_job(args, caller, limits, resolve, daemon.clock())
@@ -289,7 +295,8 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 
 def op_shutdown(daemon: Daemon, caller: Caller, args: dict) -> dict:
     if caller.uid not in (0, os.getuid()):
-        raise GqError("only the daemon's owner can stop it")
+        raise GqError("only root can stop the system daemon" if daemon.layout.system
+                      else "only the daemon's owner can stop it")
     asyncio.get_running_loop().call_soon(daemon.loop_stop.set)
     running = len(daemon.shims) + len(daemon.unadopted)
     return {"stopping": True, "running_jobs": running}

@@ -249,6 +249,9 @@ def _become_job(spec: ShimSpec, report: int) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     try:
         os.chdir(spec["cwd"])
+    except OSError as e:  # as the user: a directory of someone else's may be closed to them
+        _fail(report, 2, f"cannot enter {spec['cwd']}: {e.strerror}", 127)
+    try:
         os.execvpe(spec["command"][0], spec["command"], spec["env"])
     except OSError as e:
         code = 126 if e.errno in (errno.EACCES, errno.ENOEXEC, errno.EISDIR) else 127
