@@ -1,29 +1,48 @@
 #!/usr/bin/env bash
-# Install gq for the current user, from the checkout this script lives in, into its own
-# virtual environment, and link the `gq` command into ~/.local/bin. Safe to run again: it
-# upgrades in place.
+# Install gq from the checkout this script lives in, into its own virtual environment: for the
+# current user (the `gq` command linked into ~/.local/bin), or with --system for every user of
+# the host (/opt/gq, /usr/local/bin/gq and a systemd unit for the system daemon). Safe to run
+# again: it upgrades in place.
 set -euo pipefail
 
 usage() {
     cat <<'EOF'
-Usage: ./install.sh [--help]
+Usage: ./install.sh [--user-unit | --system] [--help]
 
 Install gq for the current user from this checkout:
   - a virtual environment at $GQ_VENV
       (default: ${XDG_DATA_HOME:-$HOME/.local/share}/gq/venv)
   - the `gq` command linked into $GQ_BIN_DIR (default: $HOME/.local/bin)
   - completion for bash, zsh and fish (as `gq completion install` does)
+  - with --user-unit, also a `systemctl --user` unit for your daemon:
+      ${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user/gq.service
+    (without it, the first gq command starts your daemon)
 Running it again upgrades gq in place.
+
+With --system (as root), install gq for every user of this host, with one daemon for all
+(see docs/admin.md):
+  - a virtual environment at $GQ_VENV (default: /opt/gq/venv)
+  - the `gq` command linked into $GQ_BIN_DIR (default: /usr/local/bin)
+  - the systemd unit /etc/systemd/system/gq.service: `gq daemon run --system`
+  - completion for bash, zsh and fish in the system-wide directories
+  - /etc/gq/config.toml (an example, all commented out; an existing one is kept)
+  - the group gq-admin, whose members may act on every job
+and then enables and (re)starts gq.service. Running jobs survive the restart.
 
 Environment:
   GQ_VENV      where the virtual environment goes
   GQ_BIN_DIR   where the `gq` symlink goes
-  GQ_PYTHON    the Python to build the environment with (default: python3; 3.11 or newer)
+  GQ_PYTHON    the Python to build the environment with (default: python3; 3.11 or newer;
+               with --system, one every user can run)
+  GQ_SYSTEM_ROOT  with --system: install below this directory instead of / (a staged
+               install); no group is made, and nothing is enabled or started
 
 On Debian/Ubuntu without the python3-venv package, it installs it when run as root,
 and otherwise prints the command to run.
 
 Options:
+  --user-unit  also install a systemd user unit for your own daemon
+  --system     install for every user of this host (as root)
   -h, --help   show this help and exit
 EOF
 }
@@ -31,16 +50,23 @@ EOF
 die() { echo "gq install: $*" >&2; exit 1; }
 usage_error() { echo "gq install: $* (see ./install.sh --help)" >&2; exit 2; }
 
-# Install modes: "user" only for now. A system-wide mode (`--system`: /opt/gq, a systemd unit,
-# /var/lib/gq) will plug in here: parse the flag into $mode and branch in install_paths.
+# Install modes: "user" (this account only) or "system" (every user, one root daemon).
 mode=user
+user_unit=no
 while [ $# -gt 0 ]; do
     case "$1" in
         -h|--help) usage; exit 0 ;;
-        --system) usage_error "--system is not available yet; only a per-user install is" ;;
+        --system) mode=system ;;
+        --user-unit) user_unit=yes ;;
         *) usage_error "unknown argument: $1" ;;
     esac
+    shift
 done
+[ "$mode" = user ] || [ "$user_unit" = no ] \
+    || usage_error "--user-unit is for a per-user install; --system installs a system unit"
+if [ "$mode" = system ] && [ -z "${GQ_SYSTEM_ROOT:-}" ] && [ "$(id -u)" -ne 0 ]; then
+    die "--system installs for every user and must run as root (sudo ./install.sh --system)"
+fi
 
 repo_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 [ -f "$repo_dir/pyproject.toml" ] && [ -d "$repo_dir/gq" ] \
@@ -51,6 +77,14 @@ install_paths() {
         user)
             venv=${GQ_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/gq/venv}
             bin_dir=${GQ_BIN_DIR:-$HOME/.local/bin}
+            ;;
+        system)
+            root=${GQ_SYSTEM_ROOT:-}
+            root=${root%/}
+            case "$root" in ""|/*) ;; *) root="$PWD/$root" ;; esac
+            venv=${GQ_VENV:-$root/opt/gq/venv}
+            bin_dir=${GQ_BIN_DIR:-$root/usr/local/bin}
+            umask 022  # every user runs what is installed
             ;;
     esac
     # Absolute paths: the symlink must not depend on where the script was run from.
@@ -85,6 +119,25 @@ fi
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
     found=$("$python" -c 'import platform; print(platform.python_version())' 2>/dev/null || echo "unknown")
     die "gq needs Python 3.11 or newer; $(command -v "$python") is $found (set GQ_PYTHON to another one)"
+fi
+
+# A system install is run by every user: its Python must not live where only root can reach it
+# (a pyenv under /root, say).
+if [ "$mode" = system ]; then
+    hidden=$("$python" -I - <<'PY'
+import os, sys
+for top in (sys.executable, os.path.realpath(sys.executable),
+            os.path.realpath(sys.base_prefix)):
+    path = top
+    while path != "/":
+        if not os.stat(path).st_mode & 0o001:  # others may not enter (or run) it
+            print(path)
+            raise SystemExit
+        path = os.path.dirname(path)
+PY
+) || die "could not check $python"
+    [ -z "$hidden" ] || die "$(command -v "$python") is not usable by other users ($hidden is \
+closed to them); set GQ_PYTHON to a Python every user can run, e.g. /usr/bin/python3"
 fi
 
 # Debian and Ubuntu ship `venv` without `ensurepip` unless python3-venv is installed, so
@@ -136,15 +189,77 @@ if [ -e "$link" ] && [ ! -L "$link" ]; then
 fi
 ln -sfn "$venv/bin/gq" "$link"
 
-# Shell completion for bash, zsh and fish, for this user (`gq completion install` redoes it).
-if completion=$("$venv/bin/gq" completion install 2>&1); then
-    echo "gq install: shell completion installed:"
-    printf '%s\n' "$completion" | sed 's/^/    /'
+# A unit file from its template in contrib/systemd: $1 template, $2 where, $3 an Environment=
+# line or nothing.
+write_unit() {
+    local environment="/^@ENVIRONMENT@\$/d"
+    [ -z "$3" ] || environment="s|^@ENVIRONMENT@\$|$3|"
+    mkdir -p "$(dirname "$2")"
+    sed -e "s|@GQ@|$venv/bin/gq|" -e "$environment" "$repo_dir/contrib/systemd/$1" > "$2.tmp"
+    mv "$2.tmp" "$2"
+    echo "gq install: wrote $2"
+}
+
+install_system() {
+    local unit="$root/etc/systemd/system/gq.service" config="$root/etc/gq/config.toml"
+    write_unit gq.service.in "$unit" "${root:+Environment=GQ_SYSTEM_ROOT=$root}"
+    # Completion, where each shell looks for system-wide scripts.
+    local shell target
+    for shell in bash zsh fish; do
+        case "$shell" in
+            bash) target="$root/usr/share/bash-completion/completions/gq" ;;
+            zsh) target="$root/usr/local/share/zsh/site-functions/_gq" ;;
+            fish) target="$root/usr/share/fish/vendor_completions.d/gq.fish" ;;
+        esac
+        mkdir -p "$(dirname "$target")"
+        cp "$repo_dir/completions/gq.$shell" "$target"
+    done
+    echo "gq install: shell completion installed for bash, zsh and fish"
+    mkdir -p "$(dirname "$config")"
+    if [ ! -e "$config" ]; then
+        cp "$repo_dir/contrib/systemd/config.toml.example" "$config"
+        echo "gq install: wrote $config (all commented out: the defaults)"
+    fi
+    if [ -n "$root" ]; then
+        echo "gq install: staged below $root; no group made, nothing enabled or started"
+        return
+    fi
+    if ! getent group gq-admin >/dev/null; then
+        groupadd --system gq-admin && echo "gq install: made the group gq-admin (admins of gq)"
+    fi
+    if [ -d /run/systemd/system ]; then
+        systemctl daemon-reload
+        systemctl enable gq.service
+        systemctl restart gq.service  # a new version; running jobs keep running
+        echo "gq install: gq.service enabled and (re)started: systemctl status gq"
+    else
+        echo "gq install: systemd is not running here; start the daemon as root with:"
+        echo "    $venv/bin/gq daemon run --system"
+    fi
+}
+
+if [ "$mode" = system ]; then
+    install_system
 else
-    echo "gq install: shell completion not installed ($completion); try: gq completion install" >&2
+    # Shell completion for bash, zsh and fish, for this user (`gq completion install` redoes it).
+    if completion=$("$venv/bin/gq" completion install 2>&1); then
+        echo "gq install: shell completion installed:"
+        printf '%s\n' "$completion" | sed 's/^/    /'
+    else
+        echo "gq install: shell completion not installed ($completion); try: gq completion install" >&2
+    fi
+    if [ "$user_unit" = yes ]; then
+        write_unit gq-user.service.in \
+            "${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user/gq.service" ""
+        echo "gq install: enable it with: systemctl --user enable --now gq"
+    fi
 fi
 
 version=$("$venv/bin/python" -I -c 'import gq; print(gq.__version__)')
+if [ "$mode" = system ]; then
+    echo "gq $version installed for every user: $link -> $venv/bin/gq"
+    exit 0
+fi
 echo "gq $version installed: $link -> $venv/bin/gq"
 # A daemon started before an upgrade keeps running the old code until it is restarted.
 if status=$("$venv/bin/gq" daemon status 2>/dev/null); then

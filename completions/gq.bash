@@ -5,7 +5,7 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion"
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion config"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -96,7 +96,7 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "daemon run")
             _gq_subs=""
-            _gq_flags="--help -h"
+            _gq_flags="--system --help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "daemon start")
@@ -154,6 +154,21 @@ _gq_cmd() {  # the facts of one command path
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="words:bash zsh fish" ;;
+        "config")
+            _gq_subs="show check"
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "config show")
+            _gq_subs=""
+            _gq_flags="--json --help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "config check")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="files" ;;
         *) _gq_subs="" _gq_flags="" _gq_valued=" " _gq_arg=none ;;
     esac
 }

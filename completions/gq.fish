@@ -5,7 +5,7 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
@@ -124,6 +124,18 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg words:bash zsh fish
+        case 'config'
+            set -g __gq_subs show check
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'config show'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'config check'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg files
         case '*'
             set -g __gq_subs
             set -g __gq_valued
@@ -197,9 +209,10 @@ complete -c gq -n '__gq_at \'\'' -a gpus -d 'Cards: memory held by each job and 
 complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action'
 complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
-complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts it on first use)'
+complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)'
 complete -c gq -n '__gq_at \'\'' -a peers -d 'SSH-reachable hosts that also run gq (docs/peers.md)'
 complete -c gq -n '__gq_at \'\'' -a completion -d 'Shell completion for bash, zsh and fish'
+complete -c gq -n '__gq_at \'\'' -a config -d 'The daemon\'s settings (config.toml)'
 complete -c gq -n '__gq_at \'\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'submit\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job)'
 complete -c gq -n '__gq_at \'submit\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
@@ -311,10 +324,11 @@ complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F
 complete -c gq -n '__gq_at \'daemon\'' -a run -d 'Run the daemon in the foreground (logs to stderr)'
-complete -c gq -n '__gq_at \'daemon\'' -a start -d 'Start the daemon in the background, if it is not running'
+complete -c gq -n '__gq_at \'daemon\'' -a start -d 'Start your own daemon in the background, if it is not running'
 complete -c gq -n '__gq_at \'daemon\'' -a stop -d 'Stop the daemon'
 complete -c gq -n '__gq_at \'daemon\'' -a status -d 'Whether the daemon runs, where, with which cards'
 complete -c gq -n '__gq_at \'daemon\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon run\'' -l system -d 'as root: the one daemon of every user of this host (state in /var/lib/gq, socket /run/gq/gq.sock, settings in /etc/gq/config.toml'
 complete -c gq -n '__gq_at \'daemon run\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon start\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon stop\'' -l help -s h -d 'show the help and exit'
@@ -349,3 +363,10 @@ complete -c gq -n '__gq_at \'completion install\'' -l help -s h -d 'show the hel
 complete -c gq -n '__gq_at \'completion install\'' -x -a 'bash zsh fish'
 complete -c gq -n '__gq_at \'completion script\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'completion script\'' -x -a 'bash zsh fish'
+complete -c gq -n '__gq_at \'config\'' -a show -d 'The settings the daemon runs with, and where each came from: a line of its file, the default, or this machine'
+complete -c gq -n '__gq_at \'config\'' -a check -d 'Check a configuration file as the daemon does when it starts, without starting one'
+complete -c gq -n '__gq_at \'config\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'config show\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'config show\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'config check\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'config check\'' -r -F

@@ -6,8 +6,8 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts it on first use)' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish')
-            _gq_names=(submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion)
+            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
+            _gq_names=(submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion config)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
@@ -108,7 +108,7 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host --preempt)
             _gq_arg='files' ;;
         "daemon")
-            _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start the daemon in the background, if it is not running' 'stop:Stop the daemon' 'status:Whether the daemon runs, where, with which cards')
+            _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start your own daemon in the background, if it is not running' 'stop:Stop the daemon' 'status:Whether the daemon runs, where, with which cards')
             _gq_names=(run start stop status)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
@@ -116,7 +116,7 @@ _gq_cmd() {  # the facts of one command path
         "daemon run")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_opts=('--system:as root: the one daemon of every user of this host (state in /var/lib/gq, socket /run/gq/gq.sock, settings in /etc/gq/config.toml' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
         "daemon start")
@@ -185,6 +185,24 @@ _gq_cmd() {  # the facts of one command path
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='words:bash zsh fish' ;;
+        "config")
+            _gq_subs=('show:The settings the daemon runs with, and where each came from: a line of its file, the default, or this machine' 'check:Check a configuration file as the daemon does when it starts, without starting one')
+            _gq_names=(show check)
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "config show")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "config check")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='files' ;;
         *) _gq_subs=() _gq_names=() _gq_opts=() _gq_valued=() _gq_arg=none ;;
     esac
 }

@@ -1,6 +1,8 @@
-"""The daemon's settings: $GQ_HOME/config.toml, with defaults for everything.
+"""The daemon's settings: $GQ_HOME/config.toml (a system daemon's: /etc/gq/config.toml), with
+defaults for everything.
 
-A bad value or an unknown setting is refused when the daemon starts, naming the setting.
+A bad value or an unknown setting is refused when the daemon starts, naming the setting and its
+line. `gq config show` prints the effective values and where each came from (config_show.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from gq.config_telemetry import (
     parse_telemetry,
 )
 from gq.policy import FairShareConfig, Limits, UserLimits
-from gq.protocol import GqError
+from gq.protocol import MAX_LINE, GqError
 from gq.units import parse_duration, parse_size
 
 
@@ -35,6 +37,17 @@ class NotifyConfig:
     on_finish: str | None = None  # a shell command the daemon runs when any job ends
     timeout: float = 60.0  # a notification still running after this long is killed
     sendmail: str | None = None  # for --mail; None: look for sendmail on PATH and in /usr/sbin
+
+
+@dataclass(frozen=True)
+class AccessConfig:
+    """[access], and the connection limits of [daemon]: who may do what, and how much."""
+
+    admins: str = "gq-admin"  # a group whose members act on every job, as root does
+    queue: str = "all"  # "all": everyone sees every job; "own": users see only theirs
+    max_connections: int = 64  # connections one user may hold open (root: no cap)
+    max_request: int = MAX_LINE  # bytes in one request line
+    idle_timeout: float = 300.0  # a connection that sends no request for this long is closed
 
 
 @dataclass
@@ -66,11 +79,14 @@ class Config:
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     offenders: OffendersConfig = field(default_factory=OffendersConfig)
     peers: PeersConfig = field(default_factory=PeersConfig)
+    access: AccessConfig = field(default_factory=AccessConfig)
+    path: str | None = None  # the file read, if there was one
+    sources: dict[str, str] = field(default_factory=dict)  # "daemon.tick" -> "FILE:LINE"
 
 
 _KNOWN = {
     "host": {"cpus", "ram"},
-    "daemon": {"kill_wait", "tick"},
+    "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
                   "weight_age", "weight_short"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
@@ -80,6 +96,7 @@ _KNOWN = {
     "offenders": OFFENDER_KEYS,
     "peers": {"check_every", "connect_timeout", "timeout", "list_timeout", "backoff_max",
               "submit_retry", "all_hosts"},
+    "access": {"admins", "queue"},
 }
 _TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -173,6 +190,7 @@ def _apply(config: Config, data: dict) -> None:
     if "offenders" in data:
         config.offenders = parse_offenders(data["offenders"], config.offenders)
     config.peers = _peers(data.get("peers", {}))
+    config.access = _access(data.get("access", {}), daemon)
 
 
 def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
@@ -213,6 +231,34 @@ def _peers(table: dict) -> PeersConfig:
             raise ValueError(f"[peers] all_hosts = {table['all_hosts']!r}: expected true or false")
         out.all_hosts = table["all_hosts"]
     return out
+def _access(access: dict, daemon: dict) -> AccessConfig:
+    base = AccessConfig()
+    admins = access.get("admins", base.admins)
+    if not isinstance(admins, str) or not admins or any(c.isspace() or c in ":,/" for c in admins):
+        raise ValueError(f"[access] admins = {admins!r}: expected the name of a group")
+    queue = access.get("queue", base.queue)
+    if queue not in ("all", "own"):
+        raise ValueError(f'[access] queue = {queue!r}: expected "all" (everyone sees every job) '
+                         'or "own" (users see only their own; admins see all)')
+    max_request = base.max_request
+    if "max_request" in daemon:
+        try:
+            max_request = parse_size(str(daemon["max_request"]))
+        except ValueError as e:
+            raise ValueError(f"[daemon] max_request = {e}") from None
+        if not 64 << 10 <= max_request <= 64 << 20:
+            raise ValueError(f"[daemon] max_request = {daemon['max_request']!r}: expected a "
+                             "size from 64K to 64M")
+    return AccessConfig(
+        admins=admins,
+        queue=queue,
+        max_connections=(_whole("[daemon] max_connections_per_user",
+                                daemon["max_connections_per_user"], 1)
+                         if "max_connections_per_user" in daemon else base.max_connections),
+        max_request=max_request,
+        idle_timeout=(_duration("[daemon] idle_timeout", daemon["idle_timeout"])
+                      if "idle_timeout" in daemon else base.idle_timeout),
+    )
 
 
 def _host_ram() -> int | None:
@@ -226,10 +272,16 @@ def load_config(path: Path) -> Config:
     config = Config(host_cpus=os.cpu_count() or 1, host_ram=_host_ram())
     if not path.exists():
         return config
+    from gq.config_show import line_of, setting_lines
+
+    text = path.read_text()
     try:
-        _apply(config, tomllib.loads(path.read_text()))
-    except tomllib.TOMLDecodeError as e:
+        _apply(config, tomllib.loads(text))
+    except tomllib.TOMLDecodeError as e:  # its message names the line already
         raise GqError(f"{path}: {e}") from None
     except (ValueError, TypeError, AttributeError) as e:
-        raise GqError(f"{path}: {e}") from None
+        line = line_of(str(e), setting_lines(text))
+        raise GqError(f"{path}{f' line {line}' if line else ''}: {e}") from None
+    config.path = str(path)
+    config.sources = {key: f"{path}:{n}" for key, n in setting_lines(text).items()}
     return config

@@ -154,6 +154,7 @@ class Job:
     forward: str | None = None
     forward_args: dict | None = None  # the request to send, with its submit_key
     moved_to: str | None = None
+    umask: int | None = None  # the submitter's, which the job runs with; None: the daemon's
 
     @property
     def whole_cards(self) -> bool:

@@ -8,6 +8,12 @@ SOCKET_NAME = "gq.sock"
 DAEMON_LOG = "daemon.log"
 # sun_path holds 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH = 107
+# The system daemon's files (docs/admin.md), below $GQ_SYSTEM_ROOT when set: tests and staged
+# installs put a whole system-mode host in a temporary directory that way.
+SYSTEM_ROOT_ENV = "GQ_SYSTEM_ROOT"
+SYSTEM_STATE = "var/lib/gq"
+SYSTEM_SOCKET = "run/gq/gq.sock"
+SYSTEM_CONFIG = "etc/gq/config.toml"
 
 
 def gq_home(env=None) -> str:
@@ -25,3 +31,25 @@ def socket_path(home: str) -> str:
 
 def daemon_log(home: str) -> str:
     return os.path.join(home, DAEMON_LOG)
+
+
+def system_path(relative: str, env=None) -> str:
+    """/var/lib/gq, /run/gq/gq.sock or /etc/gq/config.toml, below $GQ_SYSTEM_ROOT if set."""
+    env = os.environ if env is None else env
+    root = os.path.abspath(env.get(SYSTEM_ROOT_ENV) or "/")
+    return os.path.join(root, relative)
+
+
+def daemon_socket(env=None) -> tuple[str, str | None]:
+    """The socket of the daemon a `gq` command talks to, and the GQ_HOME it may start one in.
+
+    On a host set up for a system daemon (its socket or /etc/gq/config.toml exists), the
+    system daemon's, which no command starts (home None), unless GQ_HOME is set: setting it
+    asks for a daemon of one's own. Elsewhere the user's own daemon, started on first use."""
+    env = os.environ if env is None else env
+    if not env.get("GQ_HOME"):
+        sock = system_path(SYSTEM_SOCKET, env)
+        if os.path.lexists(sock) or os.path.lexists(system_path(SYSTEM_CONFIG, env)):
+            return sock, None
+    home = gq_home(env)
+    return socket_path(home), home

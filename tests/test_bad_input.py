@@ -135,6 +135,14 @@ def test_oversized_request_is_refused(host):
     ('[notify]\non_end = "x"\n', "unknown setting [notify] on_end"),
     ('[peers]\ncheck_every = "often"\n', "[peers] check_every = 'often': expected a duration"),
     ('[peers]\nall_hosts = "yes"\n', "[peers] all_hosts = 'yes': expected true or false"),
+    ('[host]\ncpus = 4\n\n[access]\nqueue = "x"\n', "config.toml line 5: [access] queue = 'x'"),
+    ('[access]\nadmins = "a b"\n', "line 2: [access] admins = 'a b': expected the name of a "
+                                    "group"),
+    ("[daemon]\nmax_connections_per_user = 0\n", "line 2: [daemon] max_connections_per_user"),
+    ('[daemon]\nmax_request = "1K"\n', "[daemon] max_request = '1K': expected a size from 64K"),
+    ('[daemon]\nidle_timeout = "never"\n', "line 2: [daemon] idle_timeout = 'never'"),
+    ("[limits.users.ann]\nhigh_share = 2\n", "line 2: [limits.users.ann] high_share = 2"),
+    ("[host]\ncpus = 4\ncores = 3\n", "config.toml line 3: unknown setting [host] cores"),
 ])
 def test_a_bad_config_file_is_refused_at_start_with_the_reason(make_host, config, needle):
     host = make_host("1x80G", start=False)

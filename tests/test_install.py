@@ -90,9 +90,13 @@ def test_install_sh_installs_a_working_gq_and_upgrades_in_place(tmp_path, gq_hom
         # to the installed copy stands in for an older version; the reinstall replaces it.
         installed = Path(where.stdout.strip())
         installed.write_text(installed.read_text() + "OLD_VERSION = True\n")
-        again = _run(["bash", str(INSTALL)], {**env, "GQ_HOME": job_env["GQ_HOME"]},
-                     cwd=tmp_path)
+        again = _run(["bash", str(INSTALL), "--user-unit"],
+                     {**env, "GQ_HOME": job_env["GQ_HOME"]}, cwd=tmp_path)
         assert "creating the environment" not in again.stdout
+        unit = home / ".config" / "systemd" / "user" / "gq.service"
+        assert f"ExecStart={venv}/bin/gq daemon run\n" in unit.read_text()
+        assert "systemctl --user enable --now gq" in again.stdout
+        verify_unit(unit)
         assert "daemon from before this install is still running" in again.stdout
         assert gq.resolve() == (venv / "bin" / "gq").resolve()
         assert installed.read_text() == (ROOT / "gq" / "__init__.py").read_text()
@@ -104,6 +108,22 @@ def test_install_sh_installs_a_working_gq_and_upgrades_in_place(tmp_path, gq_hom
     assert _run(["gq", "daemon", "status"], job_env, check=False).returncode == 3
 
 
+def verify_unit(unit: Path) -> None:
+    """systemd's own check of a unit file where systemd-analyze exists, else a parse."""
+    if shutil.which("systemd-analyze"):
+        # `verify` also checks that ExecStart's program exists. (Not --user: that needs a
+        # running user manager; the directives of a user unit are checked the same way.)
+        proc = _run(["systemd-analyze", "verify", str(unit)], os.environ, check=False)
+        assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+    import configparser
+
+    parsed = configparser.ConfigParser(strict=True, interpolation=None)
+    parsed.read_string(unit.read_text())
+    assert parsed["Service"]["KillMode"] == "process"  # jobs outlive a stop or restart
+    assert Path(parsed["Service"]["ExecStart"].split()[0]).exists()
+    assert parsed["Install"]["WantedBy"]
+
+
 def _daemon_exe(env) -> str:
     pid = json.loads(_run(["gq", "daemon", "status", "--json"], env).stdout)["pid"]
     return os.readlink(f"/proc/{pid}/exe") + " " + Path(f"/proc/{pid}/cmdline").read_text()
@@ -112,7 +132,7 @@ def _daemon_exe(env) -> str:
 @pytest.mark.parametrize("args, code, message", [
     (["--help"], 0, "Usage: ./install.sh"),
     (["--frobnicate"], 2, "unknown argument: --frobnicate"),
-    (["--system"], 2, "--system is not available yet"),
+    (["--system", "--user-unit"], 2, "--user-unit is for a per-user install"),
 ])
 def test_install_sh_arguments(tmp_path, args, code, message):
     proc = _run(["bash", str(INSTALL), *args], _env(tmp_path), check=False)

@@ -70,22 +70,28 @@ def test_reopening_applies_no_migration_twice(tmp_path):
     store = Store(tmp_path / "gq.db")
     assert [m.name for m in migrations.applied(store.db)] == [
         "m001_jobs_and_events", "m002_runs", "m003_preemption", "m004_arrays", "m005_notify",
-        "m006_telemetry", "m007_peers"]
+        "m006_telemetry", "m007_peers", "m008_identity"]
     assert migrations.pending(store.db) == []
 
 
-def test_a_database_from_before_runs_is_upgraded_with_its_jobs(tmp_path):
+def _old_database_with_a_job(path, stop_before: str, state: str = "pending") -> None:
+    """A database as a gq from before `stop_before` left it, with one job of ann's."""
     from sqlite_utils import Database
 
-    old = Database(tmp_path / "gq.db")
-    migrations.apply(old, stop_before="m002_runs")  # what gq 0.1.0's first cut created
+    old = Database(path)
+    migrations.apply(old, stop_before=stop_before)
     old.execute(
         "INSERT INTO jobs (user, uid, state, priority, gpus, cpus, command, cwd, env, deps, "
-        "submitted_at) VALUES ('ann', 1000, 'pending', 'normal', 1, 1, '[\"x\"]', '/', '{}', "
-        "'{}', 5.0)"
+        "submitted_at) VALUES ('ann', 1000, ?, 'normal', 1, 1, '[\"x\"]', '/', '{}', "
+        "'{}', 5.0)", [state]
     )
     old.conn.commit()
     old.close()
+
+
+def test_a_database_from_before_runs_is_upgraded_with_its_jobs(tmp_path):
+    # m002_runs: what gq 0.1.0's first cut created
+    _old_database_with_a_job(tmp_path / "gq.db", "m002_runs")
     store = Store(tmp_path / "gq.db")
     assert store.db["runs"].exists()
     (job,) = store.queue()
@@ -114,17 +120,7 @@ def test_a_database_from_before_preemption_is_upgraded_with_tier_defaults(tmp_pa
 
 
 def test_a_database_from_before_arrays_is_upgraded_and_its_jobs_are_single(tmp_path):
-    from sqlite_utils import Database
-
-    old = Database(tmp_path / "gq.db")
-    migrations.apply(old, stop_before="m004_arrays")
-    old.execute(
-        "INSERT INTO jobs (user, uid, state, priority, gpus, cpus, command, cwd, env, deps, "
-        "submitted_at) VALUES ('ann', 1000, 'held', 'normal', 1, 1, '[\"x\"]', '/', '{}', "
-        "'{}', 5.0)"
-    )
-    old.conn.commit()
-    old.close()
+    _old_database_with_a_job(tmp_path / "gq.db", "m004_arrays", state="held")
     store = Store(tmp_path / "gq.db")
     (job,) = store.queue()
     assert job.array is None and store.get_job(job.id).notify is None
@@ -132,3 +128,13 @@ def test_a_database_from_before_arrays_is_upgraded_and_its_jobs_are_single(tmp_p
     assert ids == [job.id + 1, job.id + 2]
     assert [store.get_job(i).array for i in ids] == [ArrayPart(ids[0], i, 2, 1) for i in (0, 1)]
     assert store.array_members(ids[0]) == ids and store.array_members(job.id) == []
+
+
+def test_a_database_from_before_identity_is_upgraded_and_its_jobs_keep_the_daemons_umask(
+        tmp_path):
+    _old_database_with_a_job(tmp_path / "gq.db", "m008_identity")
+    store = Store(tmp_path / "gq.db")
+    (job,) = store.queue()
+    assert store.get_job(job.id).umask is None  # runs with the daemon's, as it would have
+    new = store.insert_job(new_job(umask=0o027), at=6.0)
+    assert store.get_job(new).umask == 0o027

@@ -20,7 +20,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,  # gq's own scripts (gq completion) answer without importing Typer
 )
-daemon_app = typer.Typer(help="The per-host daemon (the CLI starts it on first use).",
+daemon_app = typer.Typer(help="The per-host daemon (the CLI starts a daemon of your own on first "
+                         "use, unless the host runs a system daemon for everyone).",
                          no_args_is_help=True)
 app.add_typer(daemon_app, name="daemon")
 
@@ -111,7 +112,7 @@ def ls(
     An array is one line, with its elements counted by state (see --expand)."""
     from gq.cli.peers_cmd import hosts_arg, split_hosts
 
-    jobs = split_hosts(call("list", all=all, user=user, states=state or [],
+    jobs = split_hosts(call("list", all=all, user=user, states=state or [], brief=not json,
                             hosts=hosts_arg(all_hosts)), "jobs")
     if json:
         return output.print_json(jobs)
@@ -347,28 +348,36 @@ def completion_script(shell: Annotated[str, typer.Argument(
 
 
 @daemon_app.command("run")
-def daemon_run() -> int:
+def daemon_run(
+    system: Annotated[bool, typer.Option("--system", help="as root: the one daemon of every "
+                      "user of this host (state in /var/lib/gq, socket /run/gq/gq.sock, "
+                      "settings in /etc/gq/config.toml; see docs/admin.md)")] = False,
+) -> int:
     """Run the daemon in the foreground (logs to stderr)."""
     from pathlib import Path
 
     from gq.daemon.main import run
     from gq.paths import gq_home
 
-    return run(Path(gq_home()))
+    return run(None if system else Path(gq_home()), system=system)
 
 
 @daemon_app.command("start")
 def daemon_start() -> None:
-    """Start the daemon in the background, if it is not running."""
+    """Start your own daemon in the background, if it is not running."""
     from gq.cli.client import start_daemon, try_connect
-    from gq.paths import gq_home
+    from gq.paths import daemon_socket
 
-    home = gq_home()
-    conn = try_connect(home)
+    path, home = daemon_socket()
+    conn = try_connect(path)
     if conn is not None:
         with conn:
-            print(f"already running (pid {conn.call('ping')['pid']}, {home})")
+            info = conn.call("ping")
+        print(f"already running (pid {info['pid']}, {info['home']})")
         return
+    if home is None:
+        raise GqError(f"this host is set up for a system daemon ({path}), which systemd starts "
+                      "(systemctl start gq); set GQ_HOME to run a daemon of your own")
     print(f"started (pid {start_daemon(home)}, {home})")
 
 
@@ -390,21 +399,48 @@ def daemon_stop() -> None:
 def daemon_status(json: Json = False) -> int:
     """Whether the daemon runs, where, with which cards."""
     from gq.cli.client import try_connect
-    from gq.paths import gq_home
+    from gq.paths import daemon_socket
 
-    home = gq_home()
-    conn = try_connect(home)
+    path, home = daemon_socket()
+    conn = try_connect(path)
     if conn is None:
-        print(f"not running ({home})")
+        print(f"not running ({home or f'the system daemon, {path}'})")
         return 3
     with conn:
         info = conn.call("ping")
     if json:
         output.print_json(info)
     else:
-        print(f"running: pid {info['pid']}, {info['home']}, gq {info['version']}, "
+        who = "the system daemon for every user, " if info.get("system") else ""
+        print(f"running: {who}pid {info['pid']}, {info['home']}, gq {info['version']}, "
               f"{info['gpus']} {info['backend']} GPU(s) on {info['host']}")
     return 0
+
+
+config_app = typer.Typer(help="The daemon's settings (config.toml).", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("show")
+def config_show(json: Json = False) -> None:
+    """The settings the daemon runs with, and where each came from: a line of its file, the
+    default, or this machine."""
+    from gq.cli.config_cmd import print_settings
+
+    report = call("config")
+    output.print_json(report) if json else print_settings(report)
+
+
+@config_app.command("check")
+def config_check(
+    file: Annotated[Optional[str], typer.Argument(
+        help="the file [default: the one the daemon reads]", metavar="FILE",
+        show_default=False)] = None,
+) -> None:
+    """Check a configuration file as the daemon does when it starts, without starting one."""
+    from gq.cli.config_cmd import check_file
+
+    print(check_file(file))
 
 
 def run(argv: list[str]) -> int:

@@ -1,4 +1,5 @@
-"""Reach this host's daemon, starting it on first use. Light: every command imports it."""
+"""Reach this host's daemon: the system daemon where there is one, else the user's own,
+started on first use. Light: every command imports it."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ import sys
 import time
 from typing import Any
 
-from gq.paths import daemon_log, gq_home, socket_path
+from gq.paths import daemon_log, daemon_socket, socket_path
 from gq.protocol import Connection, GqError
 
 START_TIMEOUT = 15.0
 
 
-def try_connect(home: str, timeout: float | None = 30.0) -> Connection | None:
-    path = socket_path(home)
+def try_connect(path: str, timeout: float | None = 30.0) -> Connection | None:
     try:
         return Connection(path, timeout=timeout)
     except (FileNotFoundError, ConnectionRefusedError):
@@ -24,17 +24,21 @@ def try_connect(home: str, timeout: float | None = 30.0) -> Connection | None:
 
 
 def connect(auto_start: bool = True, timeout: float | None = 30.0) -> Connection:
-    home = gq_home()
-    conn = try_connect(home, timeout)
+    path, home = daemon_socket()
+    conn = try_connect(path, timeout)
     if conn is not None:
         return conn
+    if home is None:
+        raise GqError(f"the system daemon does not answer at {path}: it is stopped or starting "
+                      "(an admin can check: systemctl status gq); set GQ_HOME to use a daemon "
+                      "of your own meanwhile")
     if not auto_start:
         raise GqError(f"no daemon runs for {home} (start one: gq daemon start)")
     pid = start_daemon(home)
     print(f"gq: started the daemon for {home} (pid {pid})", file=sys.stderr)
-    conn = try_connect(home, timeout)
+    conn = try_connect(path, timeout)
     if conn is None:
-        raise GqError(f"the daemon started but its socket {socket_path(home)} does not answer")
+        raise GqError(f"the daemon started but its socket {path} does not answer")
     return conn
 
 
@@ -61,7 +65,7 @@ def start_daemon(home: str) -> int:
         )
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
-        conn = try_connect(home, 5.0)
+        conn = try_connect(socket_path(home), 5.0)
         if conn is not None:
             with conn:
                 return conn.call("ping")["pid"]
@@ -89,7 +93,7 @@ def wait_for_jobs(ids: list[str], grace: float = 5.0) -> list[dict]:
     starting one ourselves, so that we never race whoever is restarting it."""
     from gq.protocol import DaemonGone
 
-    home = gq_home()
+    path, home = daemon_socket()
     conn = connect(timeout=None)
     while True:
         try:
@@ -99,8 +103,9 @@ def wait_for_jobs(ids: list[str], grace: float = 5.0) -> list[dict]:
             pass
         deadline = time.monotonic() + grace
         conn = None
-        while conn is None and time.monotonic() < deadline:
+        # A system daemon is restarted by systemd, never by us: wait for it as long as it takes.
+        while conn is None and (home is None or time.monotonic() < deadline):
             time.sleep(0.05)
-            conn = try_connect(home, timeout=None)
+            conn = try_connect(path, timeout=None)
         if conn is None:
             conn = connect(timeout=None)

@@ -13,10 +13,10 @@ TIMEOUT = 2.0  # seconds; a daemon that is this slow is better not waited for
 
 
 def _jobs(purpose: str, word: str) -> list[list[str]]:
-    from gq.paths import gq_home, socket_path
+    from gq.paths import daemon_socket
     from gq.protocol import Connection
 
-    with Connection(socket_path(gq_home()), timeout=TIMEOUT) as conn:
+    with Connection(daemon_socket()[0], timeout=TIMEOUT) as conn:
         return conn.call("complete", **{"for": purpose, "prefix": word})
 
 

@@ -106,7 +106,8 @@ def print_gpus(cards: list[dict[str, Any]]) -> None:
     for c in cards:
         used = "N/A" if c["memory_used"] is None else format_size(c["memory_used"])
         jobs = " ".join(
-            f"{j['id']}:{j['user']}:{'whole' if j['whole_card'] else format_size(j['mem'])}"
+            f"{j['id'] or '-'}:{j['user'] or 'other'}:"
+            f"{'whole' if j['whole_card'] else format_size(j['mem'])}"
             for j in c["jobs"]
         )
         ext = c["external_used"]

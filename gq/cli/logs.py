@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from gq.cli.client import connect
+from gq.cli.client import call
 from gq.protocol import GqError
 
 FOLLOW_POLL = 0.2  # seconds between looks at a growing log
@@ -21,13 +21,13 @@ def _copy_new(fd: int) -> int:
     return copied
 
 
-def _remote_log(conn, job: dict, follow: bool, stderr: bool) -> None:
+def _remote_log(job: dict, follow: bool, stderr: bool) -> None:
     """A peer's job: its log comes through the daemons, a chunk an answer."""
     import base64
 
     offset = 0
     while True:
-        part = conn.call("log", id=job["id"], err=stderr, offset=offset)
+        part = call("log", id=job["id"], err=stderr, offset=offset)
         data = base64.b64decode(part["data"])
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
@@ -41,35 +41,49 @@ def _remote_log(conn, job: dict, follow: bool, stderr: bool) -> None:
         time.sleep(FOLLOW_POLL)
 
 
+def _open(path: str, job: dict) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except PermissionError as e:
+        import pwd
+
+        if pwd.getpwuid(os.getuid()).pw_name == job["user"]:
+            raise GqError(f"cannot read {path}: {e.strerror}") from None
+        raise GqError(f"job {job['id']} is {job['user']}'s: its output {path} is readable by "
+                      f"{job['user']} only") from None
+
+
 def show_log(job_id: str, follow: bool, stderr: bool) -> None:
-    with connect(timeout=None) as conn:
-        job = conn.call("show", id=job_id)
-        if isinstance(job["id"], str):  # HOST:ID, on a peer
-            return _remote_log(conn, job, follow, stderr)
-        path = job["stderr" if stderr else "stdout"]
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            if not follow:
-                if job["state"] in ("pending", "held"):
-                    raise GqError(f"job {job['id']} has not started yet: no output") from None
+    # A connection per question: a daemon closes connections that stay idle, as this one
+    # would while a job prints for long.
+    job = call("show", id=job_id)
+    if isinstance(job["id"], str):  # HOST:ID, on a peer
+        return _remote_log(job, follow, stderr)
+    path = job["stderr" if stderr else "stdout"]
+    fd = _open(path, job)
+    if fd is None and not follow:
+        if job["state"] in ("pending", "held"):
+            raise GqError(f"job {job['id']} has not started yet: no output")
+        return
+    said_waiting = False
+    while True:
+        if fd is None and not said_waiting and job["state"] in ("pending", "held"):
+            print(f"gq: job {job['id']} is {job['state']} ({job['reason']}); waiting for it "
+                  "to start", file=sys.stderr)
+            said_waiting = True
+        if fd is None:
+            fd = _open(path, job)
+        copied = _copy_new(fd) if fd is not None else 0
+        if not follow:
+            return
+        if not copied:
+            job = call("show", id=str(job["id"]))
+            if job["state"] not in ("pending", "held", "running", "preempting"):
+                if fd is None:
+                    fd = _open(path, job)
+                if fd is not None:
+                    _copy_new(fd)
                 return
-            fd = None
-        said_waiting = False
-        while True:
-            if fd is None and not said_waiting and job["state"] in ("pending", "held"):
-                print(f"gq: job {job['id']} is {job['state']} ({job['reason']}); waiting for it "
-                      "to start", file=sys.stderr)
-                said_waiting = True
-            if fd is None and os.path.exists(path):
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            copied = _copy_new(fd) if fd is not None else 0
-            if not follow:
-                return
-            if not copied:
-                state = conn.call("show", id=str(job["id"]))
-                if state["state"] not in ("pending", "held", "running", "preempting"):
-                    if fd is not None:
-                        _copy_new(fd)
-                    return
-                time.sleep(FOLLOW_POLL)
+            time.sleep(FOLLOW_POLL)

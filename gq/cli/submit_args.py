@@ -179,12 +179,15 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
     if not values.get("host") and not os.path.isdir(cwd):  # else the host that runs it checks
         raise BadInput(f"--cwd {values.get('cwd')!r}: no such directory")
     env = dict(os.environ)  # as sbatch --export=ALL
+    umask = os.umask(0o022)  # read it the only way there is, and put it back
+    os.umask(umask)
     env.update(_env(values.get("env") or []))
     args: dict[str, Any] = {
         "command": command,
         "cwd": cwd,
         "env": env,
         "hold": bool(values.get("hold")),
+        "umask": umask,
         "priority": (values.get("priority") or "normal").lower(),
     }
     if values.get("gpus") is not None:

@@ -7,17 +7,12 @@ typed so far names an array (`12_`), in which case its elements are offered.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 
 MAX_ENDED = 50  # most recent ended jobs offered where ended jobs make sense
 MAX_OFFERED = 200
-
-
-def _mine(job: Job, uid: int) -> bool:
-    return uid in (job.uid, 0, os.getuid())
 
 
 # What each command can act on: the states it accepts, and whether only the caller's jobs.
@@ -30,9 +25,11 @@ _FOR: dict[str, tuple[frozenset[JobState], bool]] = {
 _ANY = (frozenset(JobState), False)
 
 
-def _wanted(purpose: str, job: Job, uid: int) -> bool:
+def _wanted(purpose: str, job: Job, caller, authority) -> bool:
     states, only_mine = _FOR.get(purpose, _ANY)
-    if job.state not in states or (only_mine and not _mine(job, uid)):
+    if job.state not in states or not authority.may_see(caller, job):
+        return False
+    if only_mine and not authority.may_act(caller, job):
         return False
     if purpose == "release" and job.state == JobState.PENDING:
         return job.reason == Reason.DEPENDENCY_NEVER_SATISFIED
@@ -55,10 +52,10 @@ def candidates(daemon, caller, purpose: str, prefix: str) -> list[list[str]]:
         members = sorted(store.jobs(ids=store.array_members(int(array)), light=True),
                          key=lambda j: j.array.index)
         return [[f"{array}_{j.array.index}", f"{j.name}, {j.state}"]
-                for j in members if _wanted(purpose, j, caller.uid)][:MAX_OFFERED]
+                for j in members if _wanted(purpose, j, caller, daemon.authority)][:MAX_OFFERED]
     offered: dict[int, list[Job]] = {}
     for job in sorted(by_id.values(), key=lambda j: -j.id):
-        if _wanted(purpose, job, caller.uid):
+        if _wanted(purpose, job, caller, daemon.authority):
             offered.setdefault(job.array.id if job.array else job.id, []).append(job)
     out = []
     for job_id, jobs in offered.items():

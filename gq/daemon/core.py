@@ -14,7 +14,9 @@ from typing import Callable
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
 from gq.daemon.attribution import Attributor, Owner, split_memory
+from gq.daemon.authz import Authority
 from gq.daemon.ending import Ending
+from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.notify import Notifier
 from gq.daemon.policing import Policing
 from gq.daemon.preempting import Preempting
@@ -50,7 +52,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.backend = backend
         self.hostname = hostname
         self.clock = clock
-        for d in (layout.logs, layout.run, layout.checkpoints):
+        # A system daemon's job files are in users/NAME/, made as each user's first job starts.
+        for d in (layout.logs, layout.run) + (() if layout.system else (layout.checkpoints,)):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(layout.db)
         self.supervisor = Supervisor(layout.run)
@@ -71,12 +74,13 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self._usage_at = float("-inf")
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._pass_requested = False
+        self._pass_timer: asyncio.TimerHandle | None = None  # a spaced pass to come
         self._last_pass_end = 0.0  # time.monotonic() when the last pass ended
         self._last_pass_cost = 0.0  # how long it took, in seconds
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
         self.peers = Peers(self)
+        self.authority = Authority(config.access)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -109,7 +113,9 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             self.settle(self.store.get_job(job_id))
         self.enforce_time_limits()
         self.telemetry.maintain(self.clock())
-        self.run_pass()
+        # Spaced like any other (request_pass): under a flood of requests, a pass on every
+        # tick as well would leave the daemon little time to answer them.
+        self.request_pass()
 
     def refresh_usage(self, every: float = 60.0) -> None:
         """Each user's decayed card-seconds, from ended runs and the jobs running now. At most
@@ -158,14 +164,13 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         """Schedule: at once when resources were freed or the daemon is not busy (so that the
         answer to a submit already shows the job's reason), else spaced so that passes take
         at most half the daemon's time: under a flood of submits, one pass serves many."""
-        if self.loop is None or self._pass_requested:
+        if self.loop is None or self._pass_timer is not None:
             return
         delay = 0.0 if freed else self._last_pass_end + self._last_pass_cost - time.monotonic()
         if delay <= 0:
             self.run_pass()
         else:
-            self._pass_requested = True
-            self.loop.call_later(delay, self.run_pass)
+            self._pass_timer = self.loop.call_later(delay, self.run_pass)
 
     def host(self) -> Host:
         cards = tuple(
@@ -175,7 +180,9 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)
 
     def run_pass(self) -> None:
-        self._pass_requested = False
+        if self._pass_timer is not None:  # this pass serves whoever asked for that one
+            self._pass_timer.cancel()
+            self._pass_timer = None
         began = time.monotonic()
         try:
             with self.store.relaxed():
@@ -238,7 +245,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             CUDA_DEVICE_ORDER="PCI_BUS_ID",
             GQ_JOB_ID=str(job.id),
             GQ_RESTART_COUNT=str(job.restarts),
-            GQ_CHECKPOINT_DIR=str(self.layout.checkpoint_dir(job.id)),
+            GQ_CHECKPOINT_DIR=str(self.layout.checkpoint_dir(job.id, job.user)),
         )
         if gpu_ids:
             limit = job.mem or min(cards[i].memory_total for i in gpu_ids if i in cards)
@@ -255,32 +262,13 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             job.id, JobState.RUNNING, now, started_at=now, gpu_ids=gpu_ids, holding=1,
             ended_at=None, exit_code=None, peak_mem=None,
         )
-        warn_after = None
-        if job.time_limit and job.signal_before:
-            warn_after = job.time_limit - job.signal_before
-        spec = ShimSpec(
-            job_id=job.id,
-            run=job.restarts,
-            command=job.command,
-            cwd=job.cwd,
-            env=self.job_env(job, gpu_ids),
-            stdout=str(self.layout.stdout(job.id)),
-            stderr=str(self.layout.stderr(job.id)),
-            checkpoint_dir=str(self.layout.checkpoint_dir(job.id)),
-            exit_path=str(self.supervisor.exit_path(job.id)),
-            kill_wait=self.config.kill_wait,
-            grace=self.grace_of(job),
-            checkpoint_signal=int(signal.Signals[job.signal]),
-            signal_group=job.signal_group,
-            warn_after=warn_after,
-        )
         try:
-            shim = self.supervisor.spawn(spec)
+            shim = self.supervisor.spawn(self.shim_spec(job, gpu_ids))
         except SpawnUnknown as e:
             log.error("job %s: %s; the next tick settles it", job.id, e)
             self.unadopted.add(job.id)
             return
-        except OSError as e:
+        except OSError as e:  # no shim, or (system daemon) no account or directory for it
             log.error("job %s: cannot start its shim: %s", job.id, e)
             self.store.transition(
                 job.id, JobState.FAILED, now, reason=f"could not start: {e}", ended_at=now,
@@ -289,6 +277,36 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             self.notify(job.id)
             return
         self.watch(shim)
+
+    def shim_spec(self, job: Job, gpu_ids: list[int]) -> ShimSpec:
+        env = self.job_env(job, gpu_ids)
+        run_as: dict = {"uid": None, "gid": None, "groups": None}
+        if self.layout.system:  # the job runs as its submitter, in their own directory
+            who = identity_of(job.uid)
+            prepare_user_dir(self.layout, who)
+            env.update(who.env())
+            run_as = who.credentials()
+        warn_after = None
+        if job.time_limit and job.signal_before:
+            warn_after = job.time_limit - job.signal_before
+        return ShimSpec(
+            job_id=job.id,
+            run=job.restarts,
+            command=job.command,
+            cwd=job.cwd,
+            env=env,
+            stdout=str(self.layout.stdout(job.id, job.user)),
+            stderr=str(self.layout.stderr(job.id, job.user)),
+            checkpoint_dir=str(self.layout.checkpoint_dir(job.id, job.user)),
+            exit_path=str(self.supervisor.exit_path(job.id)),
+            kill_wait=self.config.kill_wait,
+            grace=self.grace_of(job),
+            checkpoint_signal=int(signal.Signals[job.signal]),
+            signal_group=job.signal_group,
+            warn_after=warn_after,
+            umask=job.umask,
+            **run_as,
+        )
 
     def watch(self, shim: Shim) -> None:
         self.shims[shim.job_id] = shim

@@ -88,8 +88,9 @@ class Ending:
             new, reason = JobState.LOST, "its shim died without recording an exit status"
         elif code == 0:
             new, reason = JobState.COMPLETED, None
-        elif oom := cuda_oom_line(run_stderr(self.layout.stderr(job.id),
-                                             record.get("stderr_offset"))):
+        elif oom := cuda_oom_line(run_stderr(self.layout.stderr(job.id, job.user),
+                                             record.get("stderr_offset"),
+                                             job.uid if self.layout.system else None)):
             new, reason, detail = JobState.OOM, _oom_reason(job), oom[:500]
         else:
             new, reason = JobState.FAILED, _failure_reason(record)
@@ -148,6 +149,8 @@ def _oom_reason(job: Job) -> str:
 
 
 def _failure_reason(record: dict) -> str | None:
+    if record.get("error"):  # it never ran: no log, no such command, no account...
+        return record["error"][:500]
     if record.get("signal"):
         return f"killed by signal {record['signal']}"
     if record.get("exit_code") is None:

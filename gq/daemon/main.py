@@ -1,4 +1,5 @@
-"""Run the daemon: one per GQ_HOME, guarded by a lock, listening on $GQ_HOME/gq.sock."""
+"""Run the daemon: one per GQ_HOME, guarded by a lock, listening on $GQ_HOME/gq.sock; or, with
+--system, root's daemon for every user of the host (gq/system.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def acquire_lock(layout: Layout) -> int:
 
 
 def bind_socket(layout: Layout) -> socket.socket:
+    """The owner alone may connect (0600); to a system daemon, everyone (0666)."""
     path = str(layout.socket)
     if len(path.encode()) > MAX_SOCKET_PATH:
         raise GqError(
@@ -41,7 +43,8 @@ def bind_socket(layout: Layout) -> socket.socket:
     if layout.socket.exists() or layout.socket.is_symlink():
         layout.socket.unlink()  # stale: we hold the lock, so no live daemon owns it
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)  # 0600 from the start: no window where others could connect
+    # The mode from the start: no window where others could connect to a private socket.
+    old = os.umask(0o111 if layout.system else 0o177)
     try:
         sock.bind(path)
     finally:
@@ -50,8 +53,9 @@ def bind_socket(layout: Layout) -> socket.socket:
     return sock
 
 
-def run(home: Path) -> int:
-    """`gq daemon run`: serve in the foreground until SIGTERM/SIGINT or `gq daemon stop`."""
+def run(home: Path | None, system: bool = False) -> int:
+    """`gq daemon run [--system]`: serve in the foreground until SIGTERM/SIGINT or `gq daemon
+    stop`."""
     from gq.config import load_config
     from gq.daemon.core import Daemon
     from gq.daemon.server import serve
@@ -60,8 +64,15 @@ def run(home: Path) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s gq-daemon %(message)s"
     )
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    layout = Layout(home)
+    if system:
+        from gq.system import prepare, system_layout
+
+        layout = system_layout()
+        prepare(layout)
+        home = layout.home
+    else:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        layout = Layout(home)
     lock_fd = acquire_lock(layout)
     config = load_config(layout.config)
     try:
@@ -72,6 +83,9 @@ def run(home: Path) -> int:
     daemon = Daemon(layout, config, backend, socket.gethostname())
     cards = ", ".join(f"{g.index}:{g.name}" for g in daemon.cards) or "none"
     log.info("pid %s, home %s, %s cards: %s", os.getpid(), home, backend.kind, cards)
+    if system:
+        log.info("system daemon for every user: socket %s, settings %s%s", layout.socket,
+                 layout.config, "" if config.path else " (absent: defaults)")
     if getattr(backend, "reason", None):  # no card backend: say why (troubleshooting.md)
         log.warning("no GPUs: %s", backend.reason)
 

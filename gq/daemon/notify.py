@@ -7,7 +7,9 @@ or cannot start is written to the daemon's log and to the job's history, and tha
 What each one sees: the submitter's own command and mail run with the job's environment (it is
 theirs). The host's `on_finish` hook is the daemon owner's and may serve every user of a
 system daemon, so it gets a clean environment with the `GQ_*` facts of the job, never the
-environment the job was submitted with.
+environment the job was submitted with. Under a system daemon the submitter's command and mail
+run as the submitter (gq/daemon/identity.py) and open their output file themselves; only the
+hook runs as root.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gq.config import NotifyConfig
+from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.model import ENDED_STATES, Job, Notify
 from gq.protocol import BadInput
 from gq.units import iso
@@ -74,8 +77,8 @@ def facts(job: Job, layout) -> dict[str, str]:
         "GQ_ENDED_AT": iso(job.ended_at) or "",
         "GQ_RUN_SECONDS": ("" if job.started_at is None or job.ended_at is None
                            else str(round(job.ended_at - job.started_at))),
-        "GQ_STDOUT": str(layout.stdout(job.id)),
-        "GQ_STDERR": str(layout.stderr(job.id)),
+        "GQ_STDOUT": str(layout.stdout(job.id, job.user)),
+        "GQ_STDERR": str(layout.stderr(job.id, job.user)),
     }
     if job.array is not None:
         out.update(GQ_ARRAY_ID=str(job.array.id), GQ_ARRAY_INDEX=str(job.array.index))
@@ -148,27 +151,47 @@ class Notifier:
 
     def _spawn(self, job: Job, kind: str, argv: list[str], env: dict[str, str], cwd: str,
                stdin: bytes | None = None) -> None:
+        try:
+            argv, run_as = self._as_submitter(job, kind, argv)
+        except Exception as e:  # no such user any more, say
+            return self._record(job, kind, f"could not start: {e}")
         self.run(argv, env, cwd, self._output_path(job, kind),
-                 lambda outcome: self._record(job, kind, outcome), stdin)
+                 lambda outcome: self._record(job, kind, outcome), stdin, run_as)
 
     def run(self, argv: list[str], env: dict[str, str], cwd: str, output: Path,
-            record: Callable[[str], None], stdin: bytes | None = None) -> None:
+            record: Callable[[str], None], stdin: bytes | None = None,
+            run_as: dict | None = None) -> None:
         """Run a notification command in the background: at most CONCURRENCY at once, killed
-        after [notify] timeout, its output appended to `output`; `record` gets the outcome in
-        words ("sent", "failed with exit code 1 ...")."""
+        after [notify] timeout, its output appended to `output` (by the command itself when
+        `run_as` names another user: see _as_submitter); `record` gets the outcome in words
+        ("sent", "failed with exit code 1 ...")."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(CONCURRENCY)
-        self.daemon.loop.create_task(self._run(argv, env, cwd, output, record, stdin))
+        self.daemon.loop.create_task(
+            self._run(argv, env, cwd, output, record, stdin, run_as or {}))
 
     def _output_path(self, job: Job, kind: str) -> Path:
-        logs = self.daemon.layout.logs
-        return logs / ("on_finish.log" if kind == "on_finish" else f"{job.id}.notify")
+        if kind == "on_finish":
+            return self.daemon.layout.logs / "on_finish.log"
+        return self.daemon.layout.stdout(job.id, job.user).with_suffix(".notify")
+
+    def _as_submitter(self, job: Job, kind: str, argv: list[str]) -> tuple[list[str], dict]:
+        """A system daemon runs the submitter's own notification as them: their uid and
+        groups, and a shell of theirs opens the output file, so root never writes it."""
+        if kind == "on_finish" or not self.daemon.layout.system:
+            return argv, {}
+        who = identity_of(job.uid)
+        prepare_user_dir(self.daemon.layout, who)
+        wrapped = ["/bin/sh", "-c", 'exec >>"$0" 2>&1 && exec "$@"',
+                   str(self._output_path(job, kind)), *argv]
+        return wrapped, {"user": who.uid, "group": who.gid, "extra_groups": list(who.groups),
+                         "umask": 0o077 if job.umask is None else job.umask}
 
     async def _run(self, argv: list[str], env: dict[str, str], cwd: str, output: Path,
-                   record: Callable[[str], None], stdin: bytes | None) -> None:
+                   record: Callable[[str], None], stdin: bytes | None, run_as: dict) -> None:
         try:
             async with self._slots:
-                outcome = await self._execute(argv, env, cwd, output, stdin)
+                outcome = await self._execute(argv, env, cwd, output, stdin, run_as)
         except Exception as e:
             log.exception("notification %s failed", argv[-1])
             outcome = f"failed: {e.__class__.__name__}: {e}"
@@ -178,15 +201,16 @@ class Notifier:
             log.exception("could not record the outcome of notification %s", argv[-1])
 
     async def _execute(self, argv: list[str], env: dict[str, str], cwd: str, path: Path,
-                       stdin: bytes | None) -> str:
+                       stdin: bytes | None, run_as: dict) -> str:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+            fd = (os.open(os.devnull, os.O_WRONLY) if run_as else
+                  os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
         except OSError as e:
-            return f"could not open {path}: {e.strerror}"
+            return f"could not open {path}: {e.strerror or e}"
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-                stdout=fd, stderr=fd, cwd=cwd, env=env, start_new_session=True,
+                stdout=fd, stderr=fd, cwd=cwd, env=env, start_new_session=True, **run_as,
             )
         except OSError as e:
             return f"could not start: {e.strerror or e}"

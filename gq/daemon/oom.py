@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 # What CUDA programs print when a card runs out of memory (PyTorch, cuBLAS, cuDNN, the CUDA
 # runtime and driver, JAX/XLA, TensorFlow, CuPy). Host memory errors (MemoryError, the kernel's
@@ -27,16 +28,25 @@ def cuda_oom_line(text: str) -> str | None:
     return found
 
 
-def run_stderr(path: str | os.PathLike, offset: int | None) -> str:
-    """The end of what one run wrote to its stderr log (earlier runs appended there too)."""
+def run_stderr(path: str | os.PathLike, offset: int | None, owner: int | None = None) -> str:
+    """The end of what one run wrote to its stderr log (earlier runs appended there too).
+
+    The log is in a directory its user controls: only a regular file is read (a FIFO would
+    block the daemon), never through a link, and with `owner`, only one that user owns."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            start = max(offset or 0, size - TAIL)
-            f.seek(start)
-            return f.read().decode(errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return ""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (owner is not None and st.st_uid != owner):
+            return ""
+        start = max(offset or 0, st.st_size - TAIL)
+        return os.pread(fd, st.st_size - start, start).decode(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def grown_mem(mem: int | None, gpus: int, card_totals: list[int]) -> int | None:

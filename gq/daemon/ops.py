@@ -9,12 +9,15 @@ from typing import Any
 from gq import __version__
 from gq.daemon import arrays
 from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
+from gq.config_show import effective
+from gq.daemon.authz import require_owner
 from gq.daemon.core import Daemon
+from gq.daemon.identity import NoAccount, identity_of
 from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
-from gq.daemon.views import gpu_json, job_json, why_sentence
+from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
     op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
 )
@@ -43,6 +46,9 @@ def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") 
     job_id = int(text)
     if not daemon.store.existing_ids([job_id]):
         raise BadInput(f"{flag} {job_id}: no such job")
+    if not daemon.authority.sees_all(caller):  # [access] queue = "own": others' are hidden
+        if not daemon.authority.may_see(caller, daemon.store.get_job(job_id)):
+            raise BadInput(f"{flag} {job_id}: no such job of yours")
     return job_id
 
 
@@ -59,11 +65,6 @@ def load_jobs(daemon: Daemon, caller: Caller, ids: Any,
     return [daemon.store.get_job(i) for i in selected]
 
 
-def check_owner(job: Job, caller: Caller) -> None:
-    if caller.uid not in (job.uid, 0, os.getuid()):
-        raise GqError(f"job {job.id} belongs to {job.user}; you can only act on your own jobs")
-
-
 def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
     return {
         "version": __version__,
@@ -74,7 +75,16 @@ def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
         "backend": daemon.backend.kind,
         "gpus": len(daemon.cards),
         "user": caller.user,
+        "uid": caller.uid,
+        "system": daemon.layout.system,
+        "socket": str(daemon.layout.socket),
     }
+
+
+def op_config(daemon: Daemon, caller: Caller, args: dict) -> dict:
+    """The effective settings and where each came from (`gq config show`)."""
+    return {"file": str(daemon.layout.config), "read": daemon.config.path is not None,
+            "socket": str(daemon.layout.socket), "settings": effective(daemon.config)}
 
 
 def host_limits(daemon: Daemon) -> HostLimits:
@@ -96,6 +106,11 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
             if done.array is None:
                 return job_json(done)
             return {**job_json(done), "array_jobs": daemon.store.array_members(done.array.id)}
+    if daemon.layout.system:  # the job will run as the caller: they must have an account
+        try:
+            identity_of(caller.uid)
+        except NoAccount as e:
+            raise GqError(f"{e}: jobs run as their submitter") from None
     limits = host_limits(daemon)
     args, notes = apply_mem_history(daemon.store, args, limits.card_memory)
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
@@ -123,8 +138,18 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
             raise BadInput(f"--state: expected one of {names}") from None
     elif not args.get("all"):
         states = ACTIVE_STATES
-    jobs = daemon.store.jobs(states=states, user=args.get("user") or None)
-    return [{**job_json(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs
+    user = args.get("user") or None
+    if not daemon.authority.sees_all(caller):  # [access] queue = "own"
+        user = caller.user
+    brief = bool(args.get("brief"))  # the table of `gq ls`: no command, cwd or environment
+    if brief and states is ACTIVE_STATES:  # all in the store's memory: no rows to read
+        active = daemon.store.queue() + daemon.store.holding_jobs()
+        jobs = sorted({j.id: j for j in active if j.state in ACTIVE_STATES
+                       and (user is None or j.user == user)}.values(), key=lambda j: j.id)
+    else:
+        jobs = daemon.store.jobs(states=states, user=user, light=brief)
+    view = brief_json if brief else job_json
+    return [{**view(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs
             if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
 
 
@@ -153,14 +178,14 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "short": daemon.config.fairshare.weight_short},
     }
     out["usage"] = usage_json(daemon, job)
-    out["stdout"] = str(daemon.layout.stdout(job_id))
-    out["stderr"] = str(daemon.layout.stderr(job_id))
-    out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id))
+    out["stdout"] = str(daemon.layout.stdout(job_id, job.user))
+    out["stderr"] = str(daemon.layout.stderr(job_id, job.user))
+    out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id, job.user))
     out["events"] = [
         {k: e[k] for k in ("at", "old_state", "new_state", "reason", "detail")}
         for e in daemon.store.events(job_id)
     ]
-    if caller.uid in (job.uid, 0):  # another user's environment is theirs alone
+    if daemon.authority.may_act(caller, job):  # the environment is the owner's (and admins')
         out["env"] = job.env
         out["notify"] = job.notify and {"command": job.notify.command, "mail": job.notify.mail}
     return out
@@ -179,8 +204,7 @@ def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     results = []
     from_array: set[int] = set()
     jobs = load_jobs(daemon, caller, args.get("ids"), from_array)
-    for job in jobs:
-        check_owner(job, caller)
+    require_owner(daemon, caller, jobs, "cancel")
     for job in jobs:
         now = daemon.clock()
         if job.state in ENDED_STATES:
@@ -212,8 +236,7 @@ def op_requeue(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 def _each(daemon: Daemon, caller: Caller, args: dict, action) -> list[dict]:
     from_array: set[int] = set()
     jobs = load_jobs(daemon, caller, args.get("ids"), from_array)
-    for job in jobs:
-        check_owner(job, caller)
+    require_owner(daemon, caller, jobs, action.__name__.strip("_"))
     results = []
     for job in jobs:
         ok, message = action(daemon, caller, job)
@@ -274,10 +297,14 @@ async def op_wait(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 
 def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     holding = daemon.store.holding_jobs()
+    hide = not daemon.authority.sees_all(caller)  # others' jobs: how much, not whose
     out = []
     for card in daemon.cards:
         on_card = [
             {"id": j.id, "user": j.user, "name": j.name, "mem": j.mem or card.memory_total,
+             "whole_card": j.mem is None, "state": str(j.state)}
+            if not (hide and j.uid != caller.uid) else
+            {"id": None, "user": None, "name": None, "mem": j.mem or card.memory_total,
              "whole_card": j.mem is None, "state": str(j.state)}
             for j in holding
             if card.index in j.gpu_ids
@@ -288,7 +315,8 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 
 def op_shutdown(daemon: Daemon, caller: Caller, args: dict) -> dict:
     if caller.uid not in (0, os.getuid()):
-        raise GqError("only the daemon's owner can stop it")
+        raise GqError("only root can stop the system daemon" if daemon.layout.system
+                      else "only the daemon's owner can stop it")
     asyncio.get_running_loop().call_soon(daemon.loop_stop.set)
     running = len(daemon.shims) + len(daemon.unadopted)
     return {"stopping": True, "running_jobs": running}

@@ -53,12 +53,12 @@ class Preempting:
         for job in jobs:
             newest = None
             try:
-                with os.scandir(self.layout.checkpoint_dir(job.id)) as entries:
+                with os.scandir(self.layout.checkpoint_dir(job.id, job.user)) as entries:
                     for entry in entries:
                         mtime = entry.stat(follow_symlinks=False).st_mtime
                         newest = mtime if newest is None else max(newest, mtime)
                 newest = max(newest or 0.0,
-                             os.stat(self.layout.checkpoint_dir(job.id)).st_mtime)
+                             os.stat(self.layout.checkpoint_dir(job.id, job.user)).st_mtime)
             except OSError:
                 pass
             if newest is not None:

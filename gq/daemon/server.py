@@ -1,7 +1,8 @@
 """The Unix-socket server: one JSON request and one JSON response per line.
 
 The caller is whoever the kernel says is at the other end (SO_PEERCRED), never what a
-request claims.
+request claims. Requests are served in turns per user (admission.py); each user may hold a
+few connections open, none may idle, and no request line may exceed [daemon] max_request.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import pwd
 import socket
 import struct
 
+from gq.daemon.admission import ConnectionCap, Turns
 from gq.daemon.core import Daemon
 from gq.daemon.ops import OPS
 from gq.daemon.submission import Caller
 from gq.peers.route import route
-from gq.protocol import MAX_LINE, VERSION, BadInput, GqError, encode, error, ok
+from gq.protocol import VERSION, BadInput, GqError, encode, error, ok
+from gq.units import format_size
 
 log = logging.getLogger("gq.daemon")
 
@@ -33,7 +36,7 @@ def peer_caller(sock: socket.socket) -> Caller:
     return Caller(uid=uid, user=user)
 
 
-async def dispatch(daemon: Daemon, caller: Caller, line: bytes) -> dict:
+async def dispatch(daemon: Daemon, turns: Turns, caller: Caller, line: bytes) -> dict:
     try:
         try:
             req = json.loads(line)
@@ -52,7 +55,11 @@ async def dispatch(daemon: Daemon, caller: Caller, line: bytes) -> dict:
         args = req.get("args") or {}
         if not isinstance(args, dict):
             raise BadInput("malformed request: args must be an object")
-        result = route(daemon, caller, req["op"], args, handler)  # peers: gq/peers/route.py
+        # Whatever the request says of a user, the caller is who the kernel says (peer_caller).
+        # Requests for other hosts go through gq/peers/route.py; awaitables (`wait`, peers)
+        # finish outside the turns.
+        result = await turns.run(
+            caller.uid, lambda: route(daemon, caller, req["op"], args, handler))
         if inspect.isawaitable(result):
             result = await result
         return ok(result)
@@ -64,32 +71,47 @@ async def dispatch(daemon: Daemon, caller: Caller, line: bytes) -> dict:
 
 
 async def handle_connection(
-    daemon: Daemon, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    daemon: Daemon, turns: Turns, cap: ConnectionCap, reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter
 ) -> None:
+    access = daemon.config.access
     caller = peer_caller(writer.get_extra_info("socket"))
+    if not cap.admit(caller.uid):
+        log.warning("refused a connection of %s (uid %s): %s already open", caller.user,
+                    caller.uid, cap.cap)
+        msg = (f"{caller.user} already has {cap.cap} connections open to the daemon, as many "
+               "as [daemon] max_connections_per_user allows; retry once some have closed")
+        writer.write(encode(error(GqError(msg))))
+        writer.close()
+        return
     try:
         while True:
             try:
-                line = await reader.readuntil(b"\n")
+                async with asyncio.timeout(access.idle_timeout):  # idle or trickling: closed
+                    line = await reader.readuntil(b"\n")
             except asyncio.LimitOverrunError:
-                msg = f"request larger than {MAX_LINE >> 20} MiB refused"
+                msg = (f"request larger than {format_size(access.max_request)} refused "
+                       "([daemon] max_request)")
                 writer.write(encode(error(BadInput(msg))))
                 break
-            except asyncio.IncompleteReadError:
+            except (asyncio.IncompleteReadError, TimeoutError):
                 break
-            writer.write(encode(await dispatch(daemon, caller, line)))
+            writer.write(encode(await dispatch(daemon, turns, caller, line)))
             await writer.drain()
     except (ConnectionError, OSError):
         pass
     finally:
+        cap.release(caller.uid)
         writer.close()
 
 
 async def serve(daemon: Daemon, sock: socket.socket) -> None:
     loop = asyncio.get_running_loop()
     daemon.attach(loop)
+    turns, cap = Turns(), ConnectionCap(daemon.config.access.max_connections)
     server = await asyncio.start_unix_server(
-        lambda r, w: handle_connection(daemon, r, w), sock=sock, limit=MAX_LINE
+        lambda r, w: handle_connection(daemon, turns, cap, r, w), sock=sock,
+        limit=daemon.config.access.max_request,
     )
 
     async def ticker() -> None:
@@ -100,7 +122,8 @@ async def serve(daemon: Daemon, sock: socket.socket) -> None:
             except Exception:
                 log.exception("housekeeping failed")
 
-    tick_task = asyncio.create_task(ticker())
+    tasks = [asyncio.create_task(ticker()), asyncio.create_task(turns.serve())]
     async with server:
         await daemon.loop_stop.wait()
-    tick_task.cancel()
+    for task in tasks:
+        task.cancel()

@@ -53,6 +53,11 @@ class ShimSpec(TypedDict):
     checkpoint_signal: int  # sent to the main process (its group with signal_group)
     signal_group: bool
     warn_after: float | None  # seconds after the start to send the checkpoint signal
+    # Under a system daemon, whom the job runs as (gq/daemon/identity.py); None: as the shim.
+    uid: int | None
+    gid: int | None
+    groups: list[int] | None  # supplementary groups, exactly these
+    umask: int | None  # the submitter's; None: the shim's own
 
 
 def write_json_durably(path: str, data: dict) -> None:
@@ -97,16 +102,16 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
                                   ).encode(), 0)
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
-    stop, wait, err_offset = None, spec["kill_wait"], None
+    stop, wait, err_offset, error = None, spec["kill_wait"], None, None
     try:
         if CANCEL in signal.sigpending():  # cancelled before it began: do not begin
             stop = "cancel"
         else:
             err_offset = _log_size(spec["stderr"])
-            job["pid"] = _start_job(spec)
+            job["pid"], error = _start_job(spec)
             stop, wait = _supervise(spec, job)
-    except OSError as e:  # no log file, no checkpoint directory, out of processes...
-        _note_start_failure(spec, e)
+    except OSError as e:  # out of processes or descriptors: the job never began
+        error = f"could not start the job: {e}"
         job["status"] = 127 << 8  # a wait status: exited with 127, as a shell says "not found"
     # Stop everything that is left: on a stop the whole tree, after a normal end any
     # leftovers (as Slurm does), so no process keeps holding the job's cards.
@@ -119,7 +124,7 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
             spec["exit_path"],
             {"exit_code": code, "signal": sig, "ended_at": time.time(),
              "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
-             "stderr_offset": err_offset},
+             "stderr_offset": err_offset, "error": error},
         )
 
 
@@ -169,18 +174,9 @@ def _checkpoint_signal(spec: ShimSpec, job: dict[str, int]) -> None:
 def _log_size(path: str) -> int | None:
     """Where this run's output starts in a log that earlier runs appended to."""
     try:
-        return os.stat(path).st_size
+        return os.lstat(path).st_size
     except OSError:
         return None
-
-
-def _note_start_failure(spec: ShimSpec, error: OSError) -> None:
-    try:
-        fd = _open_log(spec["stderr"])
-        os.write(fd, f"gq: could not start the job: {error}\n".encode(errors="replace"))
-        os.close(fd)
-    except OSError:
-        pass
 
 
 def _close_fds_except(keep: tuple[int, ...]) -> None:
@@ -202,39 +198,87 @@ def _prctl_setup(job_id: int) -> None:
 
 
 def _open_log(path: str) -> int:
-    # O_NOFOLLOW: a link planted at the log path must not redirect our writes.
+    # O_NOFOLLOW: a link planted at the log path must not redirect our writes. Opened by the
+    # job's own process, as the job's user: the log is theirs, and no file they could not
+    # write themselves can be reached through it.
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
     return os.open(path, flags, 0o600)
 
 
-def _start_job(spec: ShimSpec) -> int:
-    os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
-    out = _open_log(spec["stdout"])
-    err = _open_log(spec["stderr"])
-    devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+def _start_job(spec: ShimSpec) -> tuple[int, str | None]:
+    """Fork the job's process; its pid, and why it could not start (None: it runs the
+    command). The child says why through a pipe that its exec closes."""
+    report_r, report_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
         try:
-            os.setpgid(0, 0)
-            os.dup2(devnull, 0)
-            os.dup2(out, 1)
-            os.dup2(err, 2)
-            # Handled signals reset themselves at exec; ignored ones would stay ignored.
-            for sig in IGNORED_BY_US:
-                signal.signal(sig, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_SETMASK, [])
-            os.chdir(spec["cwd"])
-            os.execvpe(spec["command"][0], spec["command"], spec["env"])
-        except OSError as e:
-            code = 126 if e.errno in (errno.EACCES, errno.ENOEXEC, errno.EISDIR) else 127
-            msg = f"gq: cannot run {spec['command'][0]!r}: {e.strerror}\n"
-            os.write(2, msg.encode(errors="replace"))
-            os._exit(code)
+            os.close(report_r)
+            _become_job(spec, report_w)
         finally:
             os._exit(127)
-    for fd in (out, err, devnull):
-        os.close(fd)
-    return pid
+    os.close(report_w)
+    chunks = []
+    while chunk := os.read(report_r, 4096):
+        chunks.append(chunk)
+    os.close(report_r)
+    return pid, b"".join(chunks).decode(errors="replace") or None
+
+
+def _become_job(spec: ShimSpec, report: int) -> None:
+    """In the forked child: take on the job's identity, open its logs, exec its command."""
+    err = None
+    try:
+        os.setpgid(0, 0)
+        if spec.get("uid") is not None:
+            _drop_privileges(spec["uid"], spec["gid"], spec["groups"])
+        if spec.get("umask") is not None:
+            os.umask(spec["umask"])
+        err = _open_log(spec["stderr"])
+        out = _open_log(spec["stdout"])
+        os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
+    except OSError as e:
+        _fail(report, err, f"could not start the job: {e}", 127)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    # Handled signals reset themselves at exec; ignored ones would stay ignored.
+    for sig in IGNORED_BY_US:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    try:
+        os.chdir(spec["cwd"])
+    except OSError as e:  # as the user: a directory of someone else's may be closed to them
+        _fail(report, 2, f"cannot enter {spec['cwd']}: {e.strerror}", 127)
+    try:
+        os.execvpe(spec["command"][0], spec["command"], spec["env"])
+    except OSError as e:
+        code = 126 if e.errno in (errno.EACCES, errno.ENOEXEC, errno.EISDIR) else 127
+        _fail(report, 2, f"cannot run {spec['command'][0]!r}: {e.strerror}", code)
+
+
+def _drop_privileges(uid: int, gid: int, groups: list[int]) -> None:
+    """Become the user for good: exactly their groups, then their gid, then their uid."""
+    os.setgroups(groups)
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):
+        raise PermissionError(f"could not become uid {uid}, gid {gid}")
+
+
+def _fail(report: int, log_fd: int | None, message: str, code: int) -> None:
+    """Say why the job could not start, in its log (when open) and to the shim; exit."""
+    if log_fd is not None:
+        try:
+            os.write(log_fd, f"gq: {message}\n".encode(errors="replace"))
+        except OSError:
+            pass
+    try:
+        os.write(report, message.encode(errors="replace"))
+    except OSError:
+        pass
+    os._exit(code)
 
 
 def _descendants() -> list:

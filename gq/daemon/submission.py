@@ -180,6 +180,10 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         _no_nul(key, "an environment variable name")
         _no_nul(value, f"environment variable {key}")
     held = bool(args.get("hold"))
+    umask = args.get("umask")
+    if umask is not None and (isinstance(umask, bool) or not isinstance(umask, int)
+                              or not 0 <= umask <= 0o777):
+        raise BadInput(f"umask {umask!r}: expected a number from 0 to 0o777")
     time_limit = _opt_positive(args, "time_limit", "--time")
     preemptible = _flag(args, "preemptible", "--preemptible")
     return Job(
@@ -202,6 +206,7 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         deps=check_deps(args, resolve),
         env={str(k): str(v) for k, v in env.items()},
         submitted_at=now,
+        umask=umask,
         preemptible=(str(priority) in host.preemptible_tiers if preemptible is None
                      else preemptible),
         **check_preemption(args, gpus, time_limit, host.grace),

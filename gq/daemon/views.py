@@ -37,6 +37,25 @@ def job_json(job: Job) -> dict[str, Any]:
     return out
 
 
+# What `gq ls` shows of a job: read from the store's memory, or its light rows, so that a
+# listing of thousands of queued jobs costs no command lines and environments.
+BRIEF_FIELDS = (
+    "id name user state reason priority gpus mem cpus submitted_at started_at ended_at "
+    "exit_code gpu_ids"
+).split()
+
+
+def brief_json(job: Job) -> dict[str, Any]:
+    out = {key: getattr(job, key) for key in BRIEF_FIELDS}
+    for key in ("submitted_at", "started_at", "ended_at"):
+        out[key] = iso(out[key])
+    out["state"], out["priority"] = str(job.state), str(job.priority)
+    out["array"] = None if job.array is None else {
+        "id": job.array.id, "index": job.array.index, "size": job.array.size,
+        "limit": job.array.limit}
+    return out
+
+
 _REASON_TEXT = {
     Reason.RESOURCES: "it waits for free resources: {need}",
     Reason.PRIORITY: "the scheduler has not reached it yet: jobs ahead of it come first",

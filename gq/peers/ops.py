@@ -103,11 +103,12 @@ def op_estimate(daemon, caller, args: dict) -> dict:
 
 def op_log(daemon, caller, args: dict) -> dict:
     """Part of a job's output (or error) file from `offset`, base64, and the job's state."""
-    from gq.daemon.ops import check_owner, resolve_id
+    from gq.daemon.authz import require_owner
+    from gq.daemon.ops import resolve_id
 
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
-    check_owner(job, caller)
-    path = daemon.layout.stderr(job.id) if args.get("err") else daemon.layout.stdout(job.id)
+    require_owner(daemon, caller, [job], "read the output of")
+    path = (daemon.layout.stderr if args.get("err") else daemon.layout.stdout)(job.id, job.user)
     offset = args.get("offset") or 0
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise BadInput(f"offset {offset!r}: expected a byte offset")

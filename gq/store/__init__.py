@@ -21,7 +21,7 @@ _JOB_COLUMNS = (
     "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
     "deps submitted_at started_at ended_at exit_code restarts gpu_ids preemptible signal "
     "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem submit_key "
-    "forward moved_to"
+    "forward moved_to umask"
 ).split()
 _BOOL_FIELDS = ("preemptible", "signal_group")
 # What a scheduling pass needs: not the command, directory and environment, which are large

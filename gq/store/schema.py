@@ -246,3 +246,9 @@ def m007_peers(db: Database) -> None:
     db.execute("ALTER TABLE jobs ADD COLUMN forward TEXT")
     db.execute("ALTER TABLE jobs ADD COLUMN forward_args TEXT")
     db.execute("ALTER TABLE jobs ADD COLUMN moved_to TEXT")
+
+
+@migrations()
+def m008_identity(db: Database) -> None:
+    # The submitter's umask, which each run of the job gets; NULL for jobs from before it.
+    db.execute("ALTER TABLE jobs ADD COLUMN umask INTEGER")

@@ -1,0 +1,167 @@
+"""The effective settings, as `gq config show` prints them, and the line each came from."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from gq.config import _KNOWN, Config
+from gq.config_telemetry import _RULE_KEYS, JOB_KINDS, TIERS, OffenderRules
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY = re.compile(r'^\s*("[^"]*"|[A-Za-z0-9_.\-]+)\s*=')
+# Messages of config.py start with the setting they are about: "[daemon] tick = ...",
+# "[limits.users.ann] max_running_gpus = ...", "unknown setting [host] cores".
+_NAMED = re.compile(r"\[([^\]]+)\](?: ([A-Za-z0-9_.\-]+))?")
+
+
+def setting_lines(text: str) -> dict[str, int]:
+    """"section.key" -> the line that sets it, and "section" -> its header's line. A light
+    reading of TOML, enough to point at a line: tomllib says nothing of where values were."""
+    out: dict[str, int] = {}
+    table = ""
+    for n, line in enumerate(text.splitlines(), 1):
+        if m := _HEADER.match(line):
+            table = ".".join(p.strip().strip('"') for p in m[1].split("."))
+            out.setdefault(table, n)
+        elif m := _KEY.match(line):
+            key = ".".join(p.strip().strip('"') for p in m[1].split("."))
+            out.setdefault(f"{table}.{key}" if table else key, n)
+    return out
+
+
+def line_of(message: str, lines: dict[str, int]) -> int | None:
+    """The line an error message of config.py is about, when it can be told."""
+    m = _NAMED.search(message)
+    if m is None:
+        return None
+    if m[2] and f"{m[1]}.{m[2]}" in lines:
+        return lines[f"{m[1]}.{m[2]}"]
+    return lines.get(m[1])
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("T", 40), ("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def _or_none(fmt: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda v: None if v is None else fmt(v)
+
+
+# (section, key) -> how to read its effective value from a Config, as TOML would write it.
+_GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
+    ("host", "cpus"): lambda c: c.host_cpus,
+    ("host", "ram"): lambda c: _or_none(_size)(c.host_ram),
+    ("daemon", "kill_wait"): lambda c: _duration(c.kill_wait),
+    ("daemon", "tick"): lambda c: _duration(c.tick),
+    ("daemon", "max_connections_per_user"): lambda c: c.access.max_connections,
+    ("daemon", "max_request"): lambda c: _size(c.access.max_request),
+    ("daemon", "idle_timeout"): lambda c: _duration(c.access.idle_timeout),
+    ("scheduler", "default_time"): lambda c: {
+        "": _duration(c.default_time),
+        **{t: _duration(v) for t, v in sorted(c.default_time_by_tier.items())}},
+    ("scheduler", "reservations"): lambda c: c.reservations,
+    ("scheduler", "half_life"): lambda c: _duration(c.fairshare.half_life),
+    ("scheduler", "age_cap"): lambda c: _duration(c.fairshare.age_cap),
+    ("scheduler", "weight_fairshare"): lambda c: c.fairshare.weight_fairshare,
+    ("scheduler", "weight_age"): lambda c: c.fairshare.weight_age,
+    ("scheduler", "weight_short"): lambda c: c.fairshare.weight_short,
+    ("limits", "max_running_gpus"): lambda c: c.limits.default.max_running_gpus,
+    ("limits", "max_pending_jobs"): lambda c: c.limits.default.max_pending_jobs,
+    ("limits", "high_share"): lambda c: c.limits.default.high_share,
+    ("limits", "users"): lambda c: {
+        name: {"max_running_gpus": u.max_running_gpus, "max_pending_jobs": u.max_pending_jobs,
+               "high_share": u.high_share}
+        for name, u in sorted(c.limits.users.items())},
+    ("preemption", "exempt"): lambda c: _duration(c.preemption.exempt),
+    ("preemption", "grace"): lambda c: _duration(c.preemption.grace),
+    ("preemption", "max_requeues"): lambda c: c.preemption.max_requeues,
+    ("preemption", "preemptible"): lambda c: sorted(c.preemption.preemptible),
+    ("notify", "on_finish"): lambda c: c.notify.on_finish,
+    ("notify", "timeout"): lambda c: _duration(c.notify.timeout),
+    ("notify", "sendmail"): lambda c: c.notify.sendmail,
+    ("access", "admins"): lambda c: c.access.admins,
+    ("access", "queue"): lambda c: c.access.queue,
+    ("telemetry", "interval"): lambda c: _duration(c.telemetry.interval),
+    ("telemetry", "raw_retention"): lambda c: _duration(c.telemetry.raw_retention),
+    ("telemetry", "rollup_retention"): lambda c: _duration(c.telemetry.rollup_retention),
+    ("offenders", "notify"): lambda c: c.offenders.notify,
+    ("offenders", "zombie_after"): lambda c: _duration(c.offenders.zombie_after),
+    ("offenders", "stray_after"): lambda c: _duration(c.offenders.stray_after),
+    **{("offenders", k): (lambda c, k=k: _rule(c.offenders.default, k))
+       for k in (*_RULE_KEYS, "zombie", "stray")},
+    **{("offenders", t): (lambda c, t=t: _rules(c.offenders, t)) for t in TIERS},
+    **{("peers", k): (lambda c, k=k: _peer_setting(c, k)) for k in
+       ("check_every", "connect_timeout", "timeout", "list_timeout", "backoff_max",
+        "submit_retry", "all_hosts")},
+}
+def _rule(rules: OffenderRules, key: str) -> Any:
+    """One setting of [offenders] (or of a tier's table) as the file writes it."""
+    if key in JOB_KINDS or key in ("zombie", "stray"):
+        return str(rules.action(key))
+    value = getattr(rules, key)
+    return _duration(value) if key.endswith(("_window", "_after")) else value
+
+
+def _rules(offenders, tier: str) -> dict[str, Any] | None:
+    """A tier's own table ([offenders.low]): only what differs from [offenders]."""
+    rules = offenders.tiers.get(tier)
+    if rules is None:
+        return None  # no table: the tier follows [offenders]
+    return {k: _rule(rules, k) for k in sorted(_RULE_KEYS)
+            if _rule(rules, k) != _rule(offenders.default, k)}
+
+
+def _peer_setting(config: Config, key: str) -> Any:
+    value = getattr(config.peers, key)
+    return value if isinstance(value, bool) else _duration(value)
+
+
+_MACHINE = {("host", "cpus"), ("host", "ram")}  # defaults read from this machine
+
+
+def effective(config: Config) -> list[dict[str, Any]]:
+    """Every setting with its value and source: "FILE:LINE", "default", "this machine" or "as
+    [limits]". Nested ones (default_time by tier, each user's limits) come a row each."""
+    rows = []
+    for section, keys in _KNOWN.items():
+        for key in sorted(keys):
+            getter = _GETTERS.get((section, key))
+            value = getter(config) if getter else None
+            for name, v in _flatten(key, value):
+                where = config.sources.get(f"{section}.{name}")
+                if key == "default_time" and config.default_time_by_tier:
+                    # the file's default_time is the table of tiers (an inline one, unlined)
+                    tiers = config.sources.get(f"{section}.{key}")
+                    where = (None if name == key
+                             else config.sources.get(f"{section}.{name}", tiers))
+                if where is None and getter is None:
+                    where = "not shown by this version of gq config show"
+                elif where is None and name.startswith("users."):
+                    where = "as [limits]"
+                elif where is None:
+                    where = "this machine" if (section, key) in _MACHINE else "default"
+                rows.append({"section": section, "key": name, "value": v, "source": where})
+    return rows
+
+
+def _flatten(key: str, value: Any) -> list[tuple[str, Any]]:
+    if key == "default_time":  # one row for the default, one per tier set
+        return [("default_time" if t == "" else f"default_time.{t}", v)
+                for t, v in value.items()]
+    if key == "users":
+        return [(f"users.{name}.{k}", v) for name, table in value.items()
+                for k, v in table.items()]
+    if isinstance(value, dict):  # a table of its own: [offenders.low]
+        return [(f"{key}.{k}", v) for k, v in value.items()]
+    return [(key, value)]
