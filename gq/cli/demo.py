@@ -36,7 +36,7 @@ grace = "3s"
 interval = "1s"
 
 [offenders]
-idle_window = "20s"
+idle_window = "10s"
 stray_after = "5s"
 over_declared_after = "30s"
 """

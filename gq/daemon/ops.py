@@ -212,13 +212,14 @@ def _set_tier(daemon: Daemon, caller: Caller, job: Job, tier: Tier) -> tuple[boo
     # with the other choice (--preemptible, --no-preemptible) keeps it.
     preemptible_tiers = daemon.config.preemption.preemptible
     changes: dict = {"priority": str(tier)}
-    if job.preemptible == (str(job.priority) in preemptible_tiers):
-        changes["preemptible"] = str(tier) in preemptible_tiers
+    now_default = str(tier) in preemptible_tiers
+    if job.preemptible == (str(job.priority) in preemptible_tiers) != now_default:
+        changes["preemptible"] = now_default
     daemon.store.update(job.id, **changes)
     daemon.store.note(job.id, daemon.clock(), f"tier {job.priority} -> {tier} by {caller.user}")
-    return True, f"tier {tier}" + ("" if "preemptible" not in changes else
-                                   (", preemptible" if changes["preemptible"] else
-                                    ", not preemptible"))
+    if "preemptible" in changes:
+        return True, f"tier {tier}, {'' if now_default else 'not '}preemptible"
+    return True, f"tier {tier}"
 
 
 def _each(daemon: Daemon, caller: Caller, args: dict, action) -> list[dict]:

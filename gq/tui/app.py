@@ -195,6 +195,7 @@ class TopApp(App):
     CSS = "Screen { layout: vertical; }"
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "toggle_help", "Keys"),
     ]
 
