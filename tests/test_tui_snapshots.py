@@ -52,5 +52,12 @@ def test_daemon_gone_keeps_the_last_picture_with_its_age(snap_compare):
                         run_before=settle)
 
 
+def test_hosts_are_groups_and_a_slow_one_says_how_old_its_data_is(snap_compare):
+    # Peers are not there yet; the snapshot already has a list of hosts.
+    sources = [tui_data.source(), StaticSource(tui_data.host("lab2", tui_data.NOW - 17))]
+    app = make_app(sources, clock=lambda: tui_data.NOW, poll=False)
+    assert snap_compare(app, terminal_size=(160, 50), run_before=settle)
+
+
 def test_cancel_asks_first_naming_the_job(snap_compare):
     assert snap_compare(app(), terminal_size=(80, 24), run_before=press("down", "c"))

@@ -88,9 +88,9 @@ def samples():
     return {"points": points}
 
 
-def host() -> HostSnapshot:
+def host(name: str = "lab1", fetched_at: float = NOW - 0.4) -> HostSnapshot:
     return host_snapshot(
-        "lab1", NOW - 0.4, ping={"host": "lab1", "backend": "sim", "user": "ann"}, jobs=JOBS,
+        name, fetched_at, ping={"host": name, "backend": "sim", "user": "ann"}, jobs=JOBS,
         gpus=GPUS, offenders=OFFENDERS, samples=samples())
 
 

@@ -254,6 +254,8 @@ class TopApp(App):
             detail = source.detail(job_id)
         except GqError as e:
             return None, None, None, e.message
+        except OSError as e:  # the daemon went away in the middle
+            return None, None, None, f"lost the daemon: {e}"
         path = detail.job.get(stream)
         chunk = source.read_log(path, offset) if path else None
         return detail, chunk, path, ""
@@ -291,6 +293,8 @@ class TopApp(App):
             results = fold_results(self.sources[host].act(op, **args))
         except GqError as e:
             results = [(False, e.message)]
+        except OSError as e:
+            results = [(False, f"lost the daemon: {e}")]
         for ok, line in results:
             self.call_from_thread(self.notify, line if ok else f"gq: {line}",
                                   severity="information" if ok else "error")

@@ -105,7 +105,10 @@ class OffendersPanel(Static):
         for host in hosts:
             for o in host.offences:
                 line = offence_text(o, now)
-                lines.append(Text.assemble((f"{host.name} ", "dim"), line) if many else line)
+                if many:
+                    line = Text.assemble((f"{host.name} ", "dim"), line, no_wrap=True,
+                                         overflow="ellipsis")
+                lines.append(line)
         self.set_class(not lines, "-none")
         self.border_title = f"Offenders ({len(lines)})" if lines else "No offenders"
         self.update(Group(*lines) if lines else "")
