@@ -102,7 +102,7 @@ class MainScreen(JobActions, Screen):
         yield OffendersPanel(id="offenders")
         yield FilterInput(placeholder="filter: id, user, name, state, tier or reason",
                           id="filter")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._ready = True
@@ -193,6 +193,7 @@ class JobActionScreen(JobActions, JobScreen):
 class TopApp(App):
     TITLE = "gq top"
     CSS = "Screen { layout: vertical; }"
+    ENABLE_COMMAND_PALETTE = False  # every action has its key; the footer needs the room
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),

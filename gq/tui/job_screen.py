@@ -142,7 +142,7 @@ class JobScreen(Screen):
             yield Static(id="job-details")
         yield Static(" stdout", id="job-log-title")
         yield Log(id="job-log", max_lines=5000)
-        yield Footer()
+        yield Footer(compact=True)
 
     def _title(self, state: str) -> Text:
         j = self.job

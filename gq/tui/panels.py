@@ -29,6 +29,8 @@ def host_heading(host: HostSnapshot, now: float, interval: float = 1.0) -> Text:
     if age is not None and (host.error or age > max(STALE_AFTER, 2.5 * interval)):
         text.append(" ")
         text.append(f" updated {format_duration(age)} ago ", "black on rgb(230,160,60)")
+    if host.fetched_at is None:
+        return text  # nothing known yet: no counts to give
     running = sum(j.state in RUNNING for j in host.jobs)
     waiting = sum(j.state in WAITING for j in host.jobs)
     text.append(f"  {len(host.cards)} card{'s' * (len(host.cards) != 1)} · {running} running · "
