@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import time
 
 from textual.widgets import Log, Static
@@ -13,6 +14,7 @@ from gq.tui.app import make_app
 from gq.tui.job_screen import JobScreen
 from gq.tui.source import NOT_RUNNING
 from tests import tui_data
+from tests.conftest import wait_for
 from tests.jobs import gated
 
 
@@ -194,3 +196,13 @@ def test_filter_mine_sort_and_help_change_the_view():
             assert any(severity == "error" for _, severity in app.said)
 
     asyncio.run(scenario())
+
+
+def test_the_map_draws_what_each_job_holds_inside_its_reservation(host):
+    job = host.submit("--mem", "20G", "--", sys.executable, "-m", "gq.sim.burn", "--mem", "5G",
+                      "--seconds", "60")
+    held = lambda: next((j for c in host.call("gpus") for j in c["jobs"]  # noqa: E731
+                         if j["id"] == job and j["used"]), None)
+    slot = wait_for(held, what="the burn process on its card")
+    assert (slot["mem"], slot["used"]) == (20 << 30, 5 << 30)
+    host.call("cancel", ids=[str(job)])
