@@ -115,7 +115,8 @@ def main() -> int:
             (f"gq top refresh, {CARDS} cards, {SIZE[0]}x{SIZE[1]} terminal (median ms)", "", ""),
             ("apply + redraw, 100 jobs", f"{med[100]['apply']:.2f}", "in the UI thread"),
             ("apply + redraw, 5,000 jobs", f"{med[5000]['apply']:.2f}", ""),
-            ("ratio", f"{ratio:.2f}x", f"target <= {TARGET_RATIO:g}x: {verdict(ratio <= TARGET_RATIO)}"),
+            ("ratio", f"{ratio:.2f}x",
+             f"target <= {TARGET_RATIO:g}x: {verdict(ratio <= TARGET_RATIO)}"),
             ("build snapshot, 100 jobs", f"{med[100]['build']:.2f}", "in the poller's thread"),
             ("build snapshot, 5,000 jobs", f"{med[5000]['build']:.2f}", ""),
         ])

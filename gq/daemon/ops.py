@@ -199,7 +199,8 @@ def op_update(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     try:
         tier = Tier(str(args.get("priority")).lower())
     except ValueError:
-        raise BadInput(f"--priority {args.get('priority')!r}: expected high, normal or low") from None
+        raise BadInput(f"--priority {args.get('priority')!r}: expected high, normal or low"
+                       ) from None
     return _each(daemon, caller, args, lambda d, c, job: _set_tier(d, c, job, tier))
 
 

@@ -248,7 +248,8 @@ class QueuePanel(Vertical):
         if len(jobs) != total:
             title += f" (of {total})"
         title += f" · sort {sort}" + (f" · {where}" if where else "")
-        self.query_one("#queue-title", Static).update(Text(title, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#queue-title", Static).update(
+            Text(title, no_wrap=True, overflow="ellipsis"))
         width = self.size.width or 80
         self.query_one(QueueHeader).update(header_text(columns(width, hosts), sort))
         self.view.show_jobs(jobs, hosts)
