@@ -5,7 +5,7 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion config"
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon peers completion config"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -64,6 +64,11 @@ _gq_cmd() {  # the facts of one command path
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="jobs:requeue" ;;
+        "update")
+            _gq_subs=""
+            _gq_flags="--priority -p --help -h"
+            _gq_valued=" --priority -p "
+            _gq_arg="jobs:update" ;;
         "wait")
             _gq_subs=""
             _gq_flags="--help -h"
@@ -83,6 +88,16 @@ _gq_cmd() {  # the facts of one command path
             _gq_subs=""
             _gq_flags="--since --json --prometheus --help -h"
             _gq_valued=" --since "
+            _gq_arg="none" ;;
+        "top")
+            _gq_subs=""
+            _gq_flags="--interval --help -h"
+            _gq_valued=" --interval "
+            _gq_arg="none" ;;
+        "demo")
+            _gq_subs=""
+            _gq_flags="--no-tui --seconds --help -h"
+            _gq_valued=" --seconds "
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
@@ -195,6 +210,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "ls|--state"|"ls|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
         "ps|--user"|"ps|-u") _gq_value="users" ;;
         "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
+        "update|--priority"|"update|-p") _gq_value="words:high normal low" ;;
         "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
         "peers add|--user"|"peers add|-u") _gq_value="users" ;;

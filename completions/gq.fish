@@ -5,7 +5,7 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion config
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
@@ -52,6 +52,10 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg jobs:requeue
+        case 'update'
+            set -g __gq_subs
+            set -g __gq_valued --priority -p
+            set -g __gq_arg jobs:update
         case 'wait'
             set -g __gq_subs
             set -g __gq_valued
@@ -67,6 +71,14 @@ function __gq_cmd --argument-names path  # the facts of one command path
         case 'stats'
             set -g __gq_subs
             set -g __gq_valued --since
+            set -g __gq_arg none
+        case 'top'
+            set -g __gq_subs
+            set -g __gq_valued --interval
+            set -g __gq_arg none
+        case 'demo'
+            set -g __gq_subs
+            set -g __gq_valued --seconds
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
@@ -204,10 +216,13 @@ complete -c gq -n '__gq_at \'\'' -a cancel -d 'Stop jobs (SIGTERM to the whole p
 complete -c gq -n '__gq_at \'\'' -a hold -d 'Keep pending jobs from starting until released'
 complete -c gq -n '__gq_at \'\'' -a release -d 'Let held jobs start'
 complete -c gq -n '__gq_at \'\'' -a requeue -d 'Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR'
+complete -c gq -n '__gq_at \'\'' -a update -d 'Change the tier of pending or held jobs (your own)'
 complete -c gq -n '__gq_at \'\'' -a wait -d 'Block until the jobs end'
 complete -c gq -n '__gq_at \'\'' -a gpus -d 'Cards: memory held by each job and by processes outside gq, utilisation'
 complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action'
 complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders'
+complete -c gq -n '__gq_at \'\'' -a top -d 'The interactive terminal UI: every card\'s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)'
+complete -c gq -n '__gq_at \'\'' -a demo -d 'A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
 complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)'
 complete -c gq -n '__gq_at \'\'' -a peers -d 'SSH-reachable hosts that also run gq (docs/peers.md)'
@@ -301,6 +316,9 @@ complete -c gq -n '__gq_at \'release\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'release\'' -x -a '(__gq_ask jobs release)'
 complete -c gq -n '__gq_at \'requeue\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'requeue\'' -x -a '(__gq_ask jobs requeue)'
+complete -c gq -n '__gq_at \'update\'' -l priority -s p -x -a 'high normal low' -d 'the new tier: high, normal or low'
+complete -c gq -n '__gq_at \'update\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'update\'' -x -a '(__gq_ask jobs update)'
 complete -c gq -n '__gq_at \'wait\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'wait\'' -x -a '(__gq_ask jobs wait)'
 complete -c gq -n '__gq_at \'gpus\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
@@ -313,6 +331,11 @@ complete -c gq -n '__gq_at \'stats\'' -l since -x -d 'the period: the last DUR, 
 complete -c gq -n '__gq_at \'stats\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'stats\'' -l prometheus -d 'print Prometheus text exposition, to scrape'
 complete -c gq -n '__gq_at \'stats\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'top\'' -l interval -x -d 'seconds between refreshes'
+complete -c gq -n '__gq_at \'top\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'demo\'' -l no-tui -d 'run the scenario without the UI and print what happens'
+complete -c gq -n '__gq_at \'demo\'' -l seconds -x -d 'with --no-tui: how long to watch'
+complete -c gq -n '__gq_at \'demo\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -l cluster -x -d 'HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G'
 complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy all' -d 'gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all'
 complete -c gq -n '__gq_at \'sim\'' -l format -x -a 'auto alibaba philly gq' -d 'auto (from the header), alibaba, philly or gq'

@@ -6,8 +6,8 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
-            _gq_names=(submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon peers completion config)
+            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'update:Change the tier of pending or held jobs (your own)' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders' 'top:The interactive terminal UI: every card'\''s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)' 'demo:A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
+            _gq_names=(submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon peers completion config)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
@@ -77,6 +77,12 @@ _gq_cmd() {  # the facts of one command path
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='jobs:requeue' ;;
+        "update")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--priority:the new tier: high, normal or low' '-p:the new tier: high, normal or low' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--priority -p)
+            _gq_arg='jobs:update' ;;
         "wait")
             _gq_subs=()
             _gq_names=()
@@ -100,6 +106,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_names=()
             _gq_opts=('--since:the period: the last DUR, e.g. 7d, 12h, 30d' '--json:print JSON (a stable schema)' '--prometheus:print Prometheus text exposition, to scrape' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--since)
+            _gq_arg='none' ;;
+        "top")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--interval:seconds between refreshes' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--interval)
+            _gq_arg='none' ;;
+        "demo")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--no-tui:run the scenario without the UI and print what happens' '--seconds:with --no-tui: how long to watch' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--seconds)
             _gq_arg='none' ;;
         "sim")
             _gq_subs=()
@@ -229,6 +247,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "ls|--state"|"ls|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
         "ps|--user"|"ps|-u") _gq_value="users" ;;
         "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
+        "update|--priority"|"update|-p") _gq_value="words:high normal low" ;;
         "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
         "peers add|--user"|"peers add|-u") _gq_value="users" ;;

@@ -64,10 +64,9 @@ def test_readme_starts_with_the_two_set_up_commands():
     assert len(blocks) >= 2, "the README must open with two fenced set-up commands"
     (lang1, install), (lang2, tests) = blocks[:2]
     assert lang1 == lang2 == "bash"
-    # First: install, then run one job on simulated cards and show it.
+    # First: install, then the demo, which needs no GPU (simulated cards) and cleans up.
     assert install.startswith("./install.sh && ")
-    for step in ("GQ_SIM_GPUS=", "gq submit ", "gq wait @", "gq logs @", "gq gpus"):
-        assert step in install, f"the README's first command lost {step!r}"
+    assert install.endswith("gq demo --no-tui --seconds 20"), "the first command runs the demo"
     assert "\n" not in install, "the install command must stay one line to copy"
     # Second: the test command, word for word.
     assert tests == TEST_COMMAND

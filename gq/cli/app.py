@@ -156,11 +156,11 @@ def logs(
     show_log(id, follow=follow, stderr=err)
 
 
-def _act(op: str, ids: list[str]) -> int:
+def _act(op: str, ids: list[str], **args) -> int:
     from gq.cli.arrays_view import fold_results
 
     failed = 0
-    for ok, line in fold_results(call(op, ids=ids)):
+    for ok, line in fold_results(call(op, ids=ids, **args)):
         print(line if ok else f"gq: {line}", file=sys.stdout if ok else sys.stderr)
         failed += not ok
     return 1 if failed else 0
@@ -192,6 +192,17 @@ def requeue(ids: Ids) -> int:
     checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR; an ended
     one is queued as it was."""
     return _act("requeue", ids)
+
+
+@app.command("update")
+def update(
+    ids: Ids,
+    priority: Annotated[str, typer.Option("--priority", "-p", help="the new tier: high, normal "
+                        "or low", metavar="T")],
+) -> int:
+    """Change the tier of pending or held jobs (your own). A job that took its tier's default
+    preemptibility takes the new tier's."""
+    return _act("update", ids, priority=priority)
 
 
 @app.command("wait")
@@ -273,6 +284,32 @@ def stats(
 
     print(stats_cmd.prometheus(figures, since), end="") if prometheus else (
         stats_cmd.print_stats(figures))
+
+
+@app.command("top")
+def top(
+    interval: Annotated[float, typer.Option("--interval", help="seconds between refreshes",
+                        metavar="S", min=0.2)] = 1.0,
+) -> None:
+    """The interactive terminal UI: every card's memory by job, the queue and the offenders
+    (keys: docs/top.md, or ? inside)."""
+    from gq.cli.demo import run_top
+
+    run_top(interval)
+
+
+@app.command("demo")
+def demo(
+    no_tui: Annotated[bool, typer.Option("--no-tui", help="run the scenario without the UI and "
+                      "print what happens")] = False,
+    seconds: Annotated[float, typer.Option("--seconds", help="with --no-tui: how long to watch",
+                       metavar="S", min=5)] = 40.0,
+) -> int:
+    """A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in
+    gq top; everything it started is stopped and removed on exit."""
+    from gq.cli.demo import run_demo
+
+    return run_demo(tui=not no_tui, seconds=seconds)
 
 
 from gq.cli.peers_cmd import peers_app  # noqa: E402 (gq peers: gq/cli/peers_cmd.py)

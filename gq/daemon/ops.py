@@ -18,10 +18,10 @@ from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
+from gq.model import ACTIVE_STATES, ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
     op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
 )
-from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, BadInput, GqError
 from gq.units import format_duration, iso
 
@@ -233,10 +233,42 @@ def op_requeue(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     return _each(daemon, caller, args, _requeue)
 
 
-def _each(daemon: Daemon, caller: Caller, args: dict, action) -> list[dict]:
+def op_update(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+    """Change the tier of waiting jobs (`gq update ID... -p TIER`), with cancel's ownership
+    check: a job that already runs keeps the tier it started with."""
+    try:
+        tier = Tier(str(args.get("priority")).lower())
+    except ValueError:
+        raise BadInput(f"--priority {args.get('priority')!r}: expected high, normal or low"
+                       ) from None
+    return _each(daemon, caller, args, lambda d, c, job: _set_tier(d, c, job, tier),
+                 "change the tier of")
+
+
+def _set_tier(daemon: Daemon, caller: Caller, job: Job, tier: Tier) -> tuple[bool, str]:
+    if job.state not in WAITING_STATES:
+        return False, f"is {job.state}; only a pending or held job's tier can change"
+    if job.priority == tier:
+        return True, f"already {tier}"
+    # A job that took its tier's default preemptibility takes the new tier's; one submitted
+    # with the other choice (--preemptible, --no-preemptible) keeps it.
+    preemptible_tiers = daemon.config.preemption.preemptible
+    changes: dict = {"priority": str(tier)}
+    now_default = str(tier) in preemptible_tiers
+    if job.preemptible == (str(job.priority) in preemptible_tiers) != now_default:
+        changes["preemptible"] = now_default
+    daemon.store.update(job.id, **changes)
+    daemon.store.note(job.id, daemon.clock(), f"tier {job.priority} -> {tier} by {caller.user}")
+    if "preemptible" in changes:
+        return True, f"tier {tier}, {'' if now_default else 'not '}preemptible"
+    return True, f"tier {tier}"
+
+
+def _each(daemon: Daemon, caller: Caller, args: dict, action, verb: str | None = None
+          ) -> list[dict]:
     from_array: set[int] = set()
     jobs = load_jobs(daemon, caller, args.get("ids"), from_array)
-    require_owner(daemon, caller, jobs, action.__name__.strip("_"))
+    require_owner(daemon, caller, jobs, verb or action.__name__.strip("_"))
     results = []
     for job in jobs:
         ok, message = action(daemon, caller, job)
@@ -300,17 +332,36 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     hide = not daemon.authority.sees_all(caller)  # others' jobs: how much, not whose
     out = []
     for card in daemon.cards:
+        used = _held_by_jobs(daemon, card)
         on_card = [
             {"id": j.id, "user": j.user, "name": j.name, "mem": j.mem or card.memory_total,
-             "whole_card": j.mem is None, "state": str(j.state)}
+             "whole_card": j.mem is None, "state": str(j.state),
+             "used": None if used is None else used.get(j.id, 0)}
             if not (hide and j.uid != caller.uid) else
             {"id": None, "user": None, "name": None, "mem": j.mem or card.memory_total,
-             "whole_card": j.mem is None, "state": str(j.state)}
+             "whole_card": j.mem is None, "state": str(j.state),
+             "used": None if used is None else used.get(j.id, 0)}
             for j in holding
             if card.index in j.gpu_ids
         ]
         out.append(gpu_json(card, on_card, daemon.external.get(card.index)))
     return out
+
+
+def _held_by_jobs(daemon: Daemon, card) -> dict[int, int | None] | None:
+    """Bytes each job's processes hold on the card (None: the card's process list, or that
+    job's memory on it, cannot be read). Only the process tree proves a job's memory."""
+    if card.processes is None:
+        return None
+    used: dict[int, int | None] = {}
+    for proc in card.processes:
+        owner = daemon.owners.get(proc.pid)
+        if owner is None or not owner.alive or owner.by_environment or owner.job_id is None:
+            continue
+        before = used.get(owner.job_id, 0)
+        used[owner.job_id] = (None if before is None or proc.used_memory is None
+                              else before + proc.used_memory)
+    return used
 
 
 def op_shutdown(daemon: Daemon, caller: Caller, args: dict) -> dict:

@@ -13,7 +13,7 @@ from gq.protocol import BadInput, GqError
 from gq.units import iso
 
 ONE_JOB = {"show", "why", "log"}
-SOME_JOBS = {"cancel", "hold", "release", "requeue", "wait"}
+SOME_JOBS = {"cancel", "hold", "release", "requeue", "update", "wait"}
 EVERY_HOST = {"list": "jobs", "gpus": "gpus", "offenders": "offenders"}  # op -> what it lists
 
 

@@ -1,0 +1,207 @@
+"""TopSnapshot: one frozen picture of every host that `gq top` draws, built from protocol replies.
+
+Pure: no socket, no clock. The poller fetches the replies and stamps the time; the widgets only
+read these dataclasses. A host keeps its last good data when a fetch fails, with the error beside
+it, so that a daemon going away dims the screen instead of emptying it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+RUNNING = ("running", "preempting")
+WAITING = ("pending", "held")
+STATE_ORDER = {"running": 0, "preempting": 1, "pending": 2, "held": 3}
+TIER_ORDER = {"high": 0, "normal": 1, "low": 2}
+
+
+@lru_cache(maxsize=65536)  # the same times come back every second: parse each once
+def epoch(text: str | None) -> float | None:
+    if text is None:
+        return None
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A job's share of one card: what the scheduler reserved, and what its processes hold."""
+
+    job_id: int
+    user: str
+    name: str
+    reserved: int  # bytes: its --mem, or the whole card
+    used: int | None  # bytes its processes hold now; None: not measured
+    whole_card: bool
+    state: str
+    label: str = ""  # "12_3" for an array's element; else its id
+
+    @property
+    def title(self) -> str:
+        return self.label or str(self.job_id)
+
+
+@dataclass(frozen=True)
+class CardView:
+    index: int
+    name: str
+    memory_total: int
+    memory_used: int | None  # None: unknown (never 0)
+    utilization: float | None  # percent; None: unknown
+    slices: tuple[Slice, ...]
+    outside: int | None  # bytes held by processes outside gq; None: unknown
+    simulated: bool = False
+    history: tuple[float | None, ...] = ()  # utilisation samples, oldest first
+
+    @property
+    def reserved(self) -> int:
+        return sum(s.reserved for s in self.slices)
+
+    @property
+    def free(self) -> int:
+        """What no job reserves and nothing outside gq holds (unknown outside counts as 0)."""
+        return max(0, self.memory_total - self.reserved - (self.outside or 0))
+
+
+@dataclass(frozen=True)
+class JobRow:
+    host: str
+    id: int
+    name: str
+    user: str
+    state: str
+    tier: str
+    gpus: int
+    mem: int | None  # per card; None: whole cards
+    cpus: int
+    gpu_ids: tuple[int, ...]
+    reason: str | None
+    submitted_at: float | None
+    started_at: float | None
+    expected_start: float | None = None
+    array: str | None = None  # "12_3" for element 3 of array 12
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """Identity across refreshes (and, with peers, across hosts)."""
+        return (self.host, self.id)
+
+    @property
+    def label(self) -> str:
+        return self.array or str(self.id)
+
+    def since(self) -> float | None:
+        """When its current wait or run began."""
+        return self.started_at if self.state in RUNNING else self.submitted_at
+
+
+@dataclass(frozen=True)
+class OffenceRow:
+    kind: str
+    job_id: int | None
+    user: str | None
+    pid: int | None
+    gpus: tuple[int, ...]
+    since: float | None
+    evidence: str
+    suggestion: str
+    action: str
+    action_due_at: float | None = None
+
+
+@dataclass(frozen=True)
+class HostSnapshot:
+    name: str
+    fetched_at: float | None  # when its data was last read; None: never
+    error: str | None = None  # why the last read failed; None: it succeeded
+    user: str | None = None  # who `gq top` runs as, as this host's daemon sees them
+    simulated: bool = False
+    cards: tuple[CardView, ...] = ()
+    jobs: tuple[JobRow, ...] = ()
+    offences: tuple[OffenceRow, ...] = ()
+
+    def failed(self, error: str) -> HostSnapshot:
+        """This host as last seen, with the error of the read that just failed."""
+        return replace(self, error=error)
+
+
+@dataclass(frozen=True)
+class TopSnapshot:
+    hosts: tuple[HostSnapshot, ...]
+    taken_at: float
+    jobs: tuple[JobRow, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "jobs", tuple(j for h in self.hosts for j in h.jobs))
+
+    def host(self, name: str) -> HostSnapshot | None:
+        return next((h for h in self.hosts if h.name == name), None)
+
+
+# ---- from protocol replies --------------------------------------------------------------
+
+
+def job_row(host: str, j: dict[str, Any]) -> JobRow:
+    array = j.get("array")
+    return JobRow(
+        host=host, id=j["id"], name=j.get("name") or "", user=j["user"], state=j["state"],
+        tier=j["priority"], gpus=j["gpus"], mem=j.get("mem"), cpus=j.get("cpus") or 0,
+        gpu_ids=tuple(j.get("gpu_ids") or ()), reason=j.get("reason"),
+        submitted_at=epoch(j.get("submitted_at")), started_at=epoch(j.get("started_at")),
+        expected_start=epoch(j.get("expected_start")),
+        array=f"{array['id']}_{array['index']}" if array else None,
+    )
+
+
+def card_view(c: dict[str, Any], history: tuple[float | None, ...] = (),
+              labels: dict[int, str] | None = None) -> CardView:
+    labels = labels or {}
+    slices = tuple(
+        Slice(job_id=j["id"], user=j["user"], name=j.get("name") or "", reserved=j["mem"],
+              used=j.get("used"), whole_card=j.get("whole_card", False),
+              state=j.get("state", "running"), label=labels.get(j["id"], ""))
+        for j in c.get("jobs", ())
+    )
+    return CardView(
+        index=c["index"], name=c["name"], memory_total=c["memory_total"],
+        memory_used=c.get("memory_used"), utilization=c.get("utilization"), slices=slices,
+        outside=c.get("external_used"), simulated=bool(c.get("simulated")), history=history,
+    )
+
+
+def offence_row(o: dict[str, Any]) -> OffenceRow:
+    return OffenceRow(
+        kind=o["kind"], job_id=o.get("job_id"), user=o.get("user"), pid=o.get("pid"),
+        gpus=tuple(o.get("gpus") or ()), since=epoch(o.get("since")),
+        evidence=o.get("evidence") or "", suggestion=o.get("suggestion") or "",
+        action=o.get("action") or "report", action_due_at=epoch(o.get("action_due_at")),
+    )
+
+
+def utilisation_history(points: list[dict[str, Any]]) -> dict[int, tuple[float | None, ...]]:
+    """Sample points of the `samples` operation -> each card's utilisation, oldest first."""
+    by_card: dict[int, list[float | None]] = {}
+    for p in points:
+        by_card.setdefault(p["gpu"], []).append(p.get("utilization"))
+    return {card: tuple(values) for card, values in by_card.items()}
+
+
+def host_snapshot(name: str, fetched_at: float, *, ping: dict[str, Any],
+                  jobs: list[dict[str, Any]], gpus: list[dict[str, Any]],
+                  offenders: list[dict[str, Any]],
+                  samples: dict[str, Any] | None = None) -> HostSnapshot:
+    """One host from the replies of ping, list, gpus, offenders and samples."""
+    history = utilisation_history(samples["points"]) if samples else {}
+    rows = tuple(job_row(name, j) for j in jobs)
+    labels = {j.id: j.array for j in rows if j.array}
+    cards = tuple(card_view(c, history.get(c["index"], ()), labels) for c in gpus)
+    return HostSnapshot(
+        name=name, fetched_at=fetched_at, user=ping.get("user"),
+        simulated=ping.get("backend") == "sim" or any(c.simulated for c in cards),
+        cards=cards,
+        jobs=rows,
+        offences=tuple(offence_row(o) for o in offenders),
+    )
