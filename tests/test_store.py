@@ -69,7 +69,8 @@ def test_reopening_applies_no_migration_twice(tmp_path):
     Store(tmp_path / "gq.db").close()
     store = Store(tmp_path / "gq.db")
     assert [m.name for m in migrations.applied(store.db)] == [
-        "m001_jobs_and_events", "m002_runs", "m003_preemption", "m004_arrays", "m005_notify"]
+        "m001_jobs_and_events", "m002_runs", "m003_preemption", "m004_arrays", "m005_notify",
+        "m008_idempotency"]
     assert migrations.pending(store.db) == []
 
 

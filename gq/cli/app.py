@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from gq.cli import output
-from gq.cli.client import call
+from gq.cli.client import call, submit_job
 from gq.protocol import BAD_INPUT, GqError
 
 app = typer.Typer(
@@ -80,7 +80,7 @@ def submit(
     from gq.cli.submit_args import request_args
 
     values = {k: v for k, v in locals().items() if k != "command" and v not in (None, False)}
-    job = call("submit", **request_args(*apply_directives(values, command or [])))
+    job = submit_job(request_args(*apply_directives(values, command or [])))
     output.print_json(job) if json else print(job["id"])
 
 

@@ -15,12 +15,12 @@ def fail(message: str, code: int) -> int:
 
 
 def submit(argv: list[str]) -> int:
-    from gq.cli.client import call
+    from gq.cli.client import submit_job
     from gq.cli.directives import apply_directives
     from gq.cli.submit_args import parse_argv, request_args
 
     values, command = parse_argv(argv)
-    job = call("submit", **request_args(*apply_directives(values, command)))
+    job = submit_job(request_args(*apply_directives(values, command)))
     print(json.dumps(job, indent=2) if values.get("json") else job["id"])
     return 0
 

@@ -105,13 +105,14 @@ def _fill(arg: str, params: dict[str, str]) -> str:
     return arg
 
 
-def insert_elements(store: Store, job: Job, parts: list[Element], limit: int | None) -> list[int]:
+def insert_elements(store: Store, job: Job, parts: list[Element], limit: int | None,
+                    key: str | None = None) -> list[int]:
     """Queue every element or none: one transaction."""
     jobs = [
         replace(job, command=e.command, array=ArrayPart(0, e.index, len(parts), limit, e.params))
         for e in parts
     ]
-    return store.insert_array(jobs, job.submitted_at)
+    return store.insert_array(jobs, job.submitted_at, key)
 
 
 def set_array_env(env: dict[str, str], job: Job) -> None:

@@ -11,7 +11,7 @@ from gq.daemon import arrays
 from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
 from gq.daemon.core import Daemon
 from gq.daemon.notify import check_notify
-from gq.daemon.submission import Caller, HostLimits, build_job
+from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.views import gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, BadInput, GqError
@@ -73,6 +73,9 @@ def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
 
 
 def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
+    key = check_key(args)
+    if key is not None and (queued := daemon.store.job_for_key(caller.uid, key)) is not None:
+        return _submitted(daemon, queued)  # a retry: the answer the first attempt lost
     limits = HostLimits(
         name=daemon.hostname,
         cpus=daemon.config.host_cpus,
@@ -87,12 +90,18 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job.notify = check_notify(args, daemon.config.notify)
     parts = arrays.elements(args, job.command)
     if parts is not None:
-        ids = arrays.insert_elements(daemon.store, job, *parts)
-        daemon.request_pass()
-        return {**job_json(daemon.store.get_job(ids[0])), "array_jobs": ids}
-    job.id = daemon.store.insert_job(job, job.submitted_at)
+        job.id = arrays.insert_elements(daemon.store, job, *parts, key=key)[0]
+    else:
+        job.id = daemon.store.insert_job(job, job.submitted_at, key)
     daemon.request_pass()
-    return job_json(daemon.store.get_job(job.id))
+    return _submitted(daemon, job.id)
+
+
+def _submitted(daemon: Daemon, job_id: int) -> dict:
+    job = daemon.store.get_job(job_id)
+    if job.array is None:
+        return job_json(job)
+    return {**job_json(job), "array_jobs": daemon.store.array_members(job.array.id)}
 
 
 def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:

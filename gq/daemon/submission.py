@@ -11,6 +11,7 @@ from gq.protocol import BadInput
 from gq.units import format_duration, format_size, parse_signal
 
 MAX_NAME = 64
+MAX_KEY = 128
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,15 @@ def check_name(name: str) -> str:
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise BadInput(f"--name {name!r}: must not contain control characters")
     return name
+
+
+def check_key(args: dict[str, Any]) -> str | None:
+    """The submit's idempotency key: a client that lost the answer sends it again."""
+    key = args.get("idempotency_key")
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY
+                            or not key.isprintable()):
+        raise BadInput(f"idempotency_key: expected 1 to {MAX_KEY} printable characters")
+    return key
 
 
 def check_command(command: Any) -> list[str]:

@@ -94,16 +94,19 @@ class Store:
 
     # ---- jobs -------------------------------------------------------------------------
 
-    def insert_job(self, job: Job, at: float) -> int:
+    def insert_job(self, job: Job, at: float, key: str | None = None) -> int:
+        """Queue a job; `key`, the client's idempotency key, is recorded in the same
+        transaction (see job_for_key)."""
         row = _job_to_row(job)
         row.pop("id")
         with self.db.atomic():
             job_id = self.db.table("jobs").insert(row).last_pk
             self._event(job_id, at, None, job.state, None, "submitted")
+            self._remember_key(job.uid, key, job_id, at)
         self._refresh(job_id)
         return int(job_id)
 
-    def insert_array(self, jobs: list[Job], at: float) -> list[int]:
+    def insert_array(self, jobs: list[Job], at: float, key: str | None = None) -> list[int]:
         """Insert the elements of an array in one transaction: all of them or none. They get
         consecutive ids; the first one's is the array's id, which each element records."""
         with self.db.atomic():
@@ -121,10 +124,27 @@ class Store:
                 "VALUES (?, ?, NULL, ?, 'submitted')",
                 [(r["id"], at, r["state"]) for r in rows],
             )
+            self._remember_key(jobs[0].uid, key, first, at)
         for row in self.db.query(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE array_id = ?",
                                  [first]):
             self._cache(row)
         return [r["id"] for r in rows]
+
+    def job_for_key(self, uid: int, key: str) -> int | None:
+        """The job (or array) that a submit with this idempotency key queued, if any."""
+        row = self.db.execute("SELECT job_id FROM submit_keys WHERE uid = ? AND key = ?",
+                              [uid, key]).fetchone()
+        return row[0] if row else None
+
+    def forget_keys(self, before: float) -> None:
+        """Idempotency keys older than `before`: a client retries within minutes."""
+        with self.relaxed(), self.db.atomic():
+            self.db.execute("DELETE FROM submit_keys WHERE at < ?", [before])
+
+    def _remember_key(self, uid: int, key: str | None, job_id: int, at: float) -> None:
+        if key is not None:
+            self.db.execute("INSERT INTO submit_keys (uid, key, job_id, at) VALUES (?, ?, ?, ?)",
+                            [uid, key, job_id, at])
 
     def array_members(self, array_id: int) -> list[int]:
         """The job ids of the array with this id, by index; [] when there is none."""

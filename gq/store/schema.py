@@ -116,3 +116,22 @@ def m004_arrays(db: Database) -> None:
 def m005_notify(db: Database) -> None:
     # JSON {"command": ..., "mail": ...} of --notify and --mail; NULL: nobody to tell.
     db.execute("ALTER TABLE jobs ADD COLUMN notify TEXT")
+
+
+@migrations()
+def m008_idempotency(db: Database) -> None:
+    # The key a client sends with a submit (gq/cli/client.py), so that a submit retried after
+    # a lost answer returns the job queued the first time instead of queuing a second one.
+    # Keyed by the caller's uid: a key names nothing of another user's. Old keys are pruned.
+    db.execute(
+        """
+        CREATE TABLE submit_keys (
+            uid INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            job_id INTEGER NOT NULL,  -- the job, or the first element of an array
+            at REAL NOT NULL,
+            PRIMARY KEY (uid, key)
+        )
+        """
+    )
+    db.execute("CREATE INDEX submit_keys_at ON submit_keys(at)")
