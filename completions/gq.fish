@@ -65,7 +65,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt
             set -g __gq_arg files
         case 'daemon'
-            set -g __gq_subs run start stop status
+            set -g __gq_subs run start stop restore status
             set -g __gq_valued
             set -g __gq_arg none
         case 'daemon run'
@@ -80,6 +80,10 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg none
+        case 'daemon restore'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg files
         case 'daemon status'
             set -g __gq_subs
             set -g __gq_valued
@@ -270,11 +274,14 @@ complete -c gq -n '__gq_at \'sim\'' -r -F
 complete -c gq -n '__gq_at \'daemon\'' -a run -d 'Run the daemon in the foreground (logs to stderr)'
 complete -c gq -n '__gq_at \'daemon\'' -a start -d 'Start the daemon in the background, if it is not running'
 complete -c gq -n '__gq_at \'daemon\'' -a stop -d 'Stop the daemon'
+complete -c gq -n '__gq_at \'daemon\'' -a restore -d 'Put a backup in place of a damaged database (the daemon must be stopped)'
 complete -c gq -n '__gq_at \'daemon\'' -a status -d 'Whether the daemon runs, where, with which cards'
 complete -c gq -n '__gq_at \'daemon\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon run\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon start\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon stop\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon restore\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon restore\'' -r -F
 complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'daemon status\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'completion\'' -a install -d 'Install the completion scripts where each shell looks for them (for your user)'

@@ -33,6 +33,15 @@ class NotifyConfig:
     sendmail: str | None = None  # for --mail; None: look for sendmail on PATH and in /usr/sbin
 
 
+@dataclass(frozen=True)
+class BackupConfig:
+    """[backup]: rotating copies of gq.db (docs/reliability.md)."""
+
+    every: float = 3600.0  # while the queue changes, a backup at least this often
+    jobs: int = 1000  # or sooner, once this many jobs were queued since the last one
+    keep: int = 5  # how many backups to keep, newest first
+
+
 @dataclass
 class Config:
     host_cpus: int
@@ -46,6 +55,7 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
+    backup: BackupConfig = field(default_factory=BackupConfig)
 
 
 _KNOWN = {
@@ -56,6 +66,7 @@ _KNOWN = {
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
     "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
     "notify": {"on_finish", "timeout", "sendmail"},
+    "backup": {"every", "jobs", "keep"},
 }
 _TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -144,6 +155,8 @@ def _apply(config: Config, data: dict) -> None:
     if "preemption" in data:
         config.preemption = _preemption(data["preemption"], config.preemption)
     config.notify = _notify(data.get("notify", {}))
+    if "backup" in data:
+        config.backup = _backup(data["backup"])
 
 
 def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
@@ -172,6 +185,15 @@ def _notify(table: dict) -> NotifyConfig:
     if "timeout" in table:
         out.timeout = _duration("[notify] timeout", table["timeout"])
     return out
+
+
+def _backup(table: dict) -> BackupConfig:
+    base = BackupConfig()
+    return BackupConfig(
+        every=_duration("[backup] every", table["every"]) if "every" in table else base.every,
+        jobs=_whole("[backup] jobs", table["jobs"], 1) if "jobs" in table else base.jobs,
+        keep=_whole("[backup] keep", table["keep"], 1) if "keep" in table else base.keep,
+    )
 
 
 def _host_ram() -> int | None:

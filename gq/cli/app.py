@@ -318,6 +318,17 @@ def daemon_stop() -> None:
     print(f"stopped (pid {pid}); {result['running_jobs']} running job(s) keep running")
 
 
+@daemon_app.command("restore")
+def daemon_restore(backup: Annotated[Optional[str], typer.Argument(
+        help="a backup file  [default: the newest in $GQ_HOME/backups]", metavar="BACKUP",
+        show_default=False)] = None) -> None:
+    """Put a backup in place of a damaged database (the daemon must be stopped); the damaged
+    file is kept beside it."""
+    from gq.cli.daemon_ctl import restore_backup
+
+    print(restore_backup(backup))
+
+
 @daemon_app.command("status")
 def daemon_status(json: Json = False) -> int:
     """Whether the daemon runs, where, with which cards."""

@@ -47,6 +47,7 @@ def _option_kinds() -> dict[str, str]:
 # What each command's arguments are, by the parameter's name. "command" is a command line of
 # its own (gq submit): its first word a program or script, the rest its arguments.
 ARGUMENT_KINDS = {"ids": "jobs", "id": "jobs", "command": "command", "trace": "files",
+                  "backup": "files",
                   "shells": "words:" + " ".join(SHELLS), "shell": "words:" + " ".join(SHELLS)}
 
 

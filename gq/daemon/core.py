@@ -14,6 +14,7 @@ from typing import Callable
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
 from gq.daemon.attribution import split_memory
+from gq.daemon.backups import BackupSchedule
 from gq.daemon.ending import Ending
 from gq.daemon.notify import Notifier
 from gq.daemon.preempting import Preempting
@@ -68,6 +69,7 @@ class Daemon(Recovery, Ending, Preempting):
         self._last_pass_cost = 0.0  # how long it took, in seconds
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
+        self.backups = BackupSchedule(self.store, layout.db, config.backup)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -75,6 +77,7 @@ class Daemon(Recovery, Ending, Preempting):
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.recover()
+        self.backups.tick(loop, self.clock())
         self.refresh_usage()
         self.request_pass()
 
@@ -98,6 +101,8 @@ class Daemon(Recovery, Ending, Preempting):
             self.settle(self.store.get_job(job_id))
         self.enforce_time_limits()
         self.run_pass()
+        if self.loop is not None:
+            self.backups.tick(self.loop, self.clock())
 
     def refresh_usage(self, every: float = 60.0) -> None:
         """Each user's decayed card-seconds, from ended runs and the jobs running now. At most

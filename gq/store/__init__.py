@@ -76,6 +76,11 @@ class Store:
         with self.db.atomic():
             yield self
 
+    def counters(self) -> tuple[int, int]:
+        """The highest job id handed out, and the rows changed since the store was opened."""
+        row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
+        return (row[0] if row else 0), self.db.conn.total_changes
+
     @contextmanager
     def relaxed(self):
         """Commits made inside need not reach the disk before they return (WAL with
