@@ -15,6 +15,7 @@ from gq.config import Config
 from gq.daemon.arrays import set_array_env
 from gq.daemon.attribution import split_memory
 from gq.daemon.backups import BackupSchedule
+from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
 from gq.daemon.notify import Notifier
 from gq.daemon.preempting import Preempting
@@ -70,6 +71,7 @@ class Daemon(Recovery, Ending, Preempting):
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
         self.backups = BackupSchedule(self.store, layout.db, config.backup)
+        self.cut_logs = CutLogs(layout.logs)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -98,7 +100,12 @@ class Daemon(Recovery, Ending, Preempting):
         self.read_cards()
         self.refresh_usage()
         for job_id in list(self.unadopted):
-            self.settle(self.store.get_job(job_id))
+            try:
+                self.settle(self.store.get_job(job_id))
+            except Exception:  # e.g. a full disk: this job waits, the others go on
+                log.exception("job %s: recording its end failed; the next tick tries again",
+                              job_id)
+        self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
         self.enforce_time_limits()
         self.run_pass()
         if self.loop is not None:
@@ -162,6 +169,8 @@ class Daemon(Recovery, Ending, Preempting):
         try:
             with self.store.relaxed():
                 self._schedule_once()
+        except Exception:  # e.g. a full disk; never the request that asked for the pass
+            log.exception("scheduling pass failed; the next tick tries again")
         finally:
             self._last_pass_end = time.monotonic()
             self._last_pass_cost = self._last_pass_end - began
@@ -268,8 +277,13 @@ class Daemon(Recovery, Ending, Preempting):
         if self.loop is not None:
             self.loop.remove_reader(shim.pidfd)
         self.supervisor.release(shim)
-        with self.store.relaxed():
-            self.finish(job_id, self.supervisor.exit_record(job_id))
+        try:
+            with self.store.relaxed():
+                self.finish(job_id, self.supervisor.exit_record(job_id))
+        except Exception:  # e.g. a full disk: the exit record stays, a tick settles it
+            log.exception("job %s: recording its end failed; the next tick tries again", job_id)
+            self.unadopted.add(job_id)
+            return
         self.request_pass(freed=True)
 
     def card_weight(self, job: Job) -> float:

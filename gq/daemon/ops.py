@@ -10,6 +10,7 @@ from gq import __version__
 from gq.daemon import arrays
 from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
 from gq.daemon.core import Daemon
+from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.views import gpu_json, job_json, why_sentence
@@ -149,6 +150,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
         {k: e[k] for k in ("at", "old_state", "new_state", "reason", "detail")}
         for e in daemon.store.events(job_id)
     ]
+    out["output_truncated"] = any(e["detail"] == TRUNCATED for e in out["events"])
     if caller.uid in (job.uid, 0):  # another user's environment is theirs alone
         out["env"] = job.env
         out["notify"] = job.notify and {"command": job.notify.command, "mail": job.notify.mail}

@@ -15,6 +15,7 @@ import socket
 import struct
 
 from gq.daemon.core import Daemon
+from gq.daemon.diskfull import is_disk_full, refusal
 from gq.daemon.ops import OPS
 from gq.daemon.submission import Caller
 from gq.protocol import MAX_LINE, VERSION, BadInput, GqError, encode, error, ok
@@ -58,6 +59,8 @@ async def dispatch(daemon: Daemon, caller: Caller, line: bytes) -> dict:
     except GqError as e:
         return error(e)
     except Exception as e:  # a bug must cost one request, not the daemon
+        if is_disk_full(e):
+            return error(GqError(refusal(daemon.layout.home)))
         log.exception("request failed")
         return error(GqError(f"internal error in the daemon: {e.__class__.__name__}: {e}"))
 

@@ -43,6 +43,9 @@ class Store:
         self.db.execute("PRAGMA busy_timeout=5000")
         migrations.apply(self.db)
         self._relaxed = 0
+        self._load_cache()
+
+    def _load_cache(self) -> None:
         self._queue: dict[int, Job] = {}
         self._holding: dict[int, Job] = {}
         waiting = ",".join(f"'{s}'" for s in (JobState.PENDING, JobState.HELD))
@@ -73,8 +76,16 @@ class Store:
     @contextmanager
     def atomic(self):
         """One transaction around several changes (nested ones become savepoints)."""
-        with self.db.atomic():
-            yield self
+        outermost = not self.db.conn.in_transaction
+        try:
+            with self.db.atomic():
+                yield self
+        except BaseException:
+            # Rolled back (a full disk fails the commit itself): the cache, written through
+            # by the changes inside, goes back to what the database holds.
+            if outermost:
+                self._load_cache()
+            raise
 
     def counters(self) -> tuple[int, int]:
         """The highest job id handed out, and the rows changed since the store was opened."""
