@@ -127,11 +127,22 @@ def set_array_env(env: dict[str, str], job: Job) -> None:
             env[f"GQ_SWEEP_{key.upper()}"] = value
 
 
+MAX_ID = 2**63 - 1  # SQLite's largest integer: no job id is above it
+
+
+def job_number(text: str) -> int | None:
+    """'12' -> 12; None for anything else ('²' and '١٢' are digits to str.isdigit)."""
+    if text.isascii() and text.isdigit() and int(text) <= MAX_ID:
+        return int(text)
+    return None
+
+
 def parse_element(text: str) -> tuple[int, int] | None:
     """'12_3' -> (12, 3); None when the text is not of that form."""
     array, sep, index = text.partition("_")
-    if sep and array.isdigit() and index.isdigit():
-        return int(array), int(index)
+    array_id, number = job_number(array), job_number(index)
+    if sep and array_id is not None and number is not None:
+        return array_id, number
     return None
 
 

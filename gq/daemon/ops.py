@@ -34,11 +34,12 @@ def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") 
         if job_id is None:
             raise BadInput(f"{flag} {text}: no element {element[1]} in an array {element[0]}")
         return job_id
-    if not text.isdigit():
-        raise BadInput(f"{flag} {text!r}: expected a job id (a number, or @ for your last job)")
-    job_id = int(text)
-    if not daemon.store.existing_ids([job_id]):
-        raise BadInput(f"{flag} {job_id}: no such job")
+    if not (text.isascii() and text.isdigit()):
+        raise BadInput(f"{flag} {text[:100]!r}: expected a job id (a number, or @ for your "
+                       "last job)")
+    job_id = arrays.job_number(text)
+    if job_id is None or not daemon.store.existing_ids([job_id]):
+        raise BadInput(f"{flag} {text[:100]}: no such job")
     return job_id
 
 
@@ -106,16 +107,20 @@ def _submitted(daemon: Daemon, job_id: int) -> dict:
 
 
 def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    states = None
+    states, user = None, args.get("user") or None
+    if user is not None and not isinstance(user, str):
+        raise BadInput("--user: expected a user name")
     if args.get("states"):
         try:
+            if not isinstance(args["states"], list):
+                raise ValueError
             states = [JobState(s) for s in args["states"]]
-        except ValueError:
+        except (ValueError, TypeError):
             names = ", ".join(s.value for s in JobState)
             raise BadInput(f"--state: expected one of {names}") from None
     elif not args.get("all"):
         states = ACTIVE_STATES
-    jobs = daemon.store.jobs(states=states, user=args.get("user") or None)
+    jobs = daemon.store.jobs(states=states, user=user)
     return [{**job_json(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs]
 
 

@@ -11,6 +11,10 @@ from gq.protocol import BadInput
 from gq.units import format_duration, format_size, parse_signal
 
 MAX_NAME = 64
+# Beyond any real count (GPUs, cores, retries) or quantity (bytes, seconds), and within what
+# SQLite stores: 2**63 - 1 is its largest integer.
+MAX_COUNT = 2**31 - 1
+MAX_QUANTITY = 2**62
 MAX_KEY = 128
 
 
@@ -35,6 +39,8 @@ def _int(args: dict[str, Any], key: str, flag: str, default: int) -> int:
     value = args.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadInput(f"{flag} {value!r}: expected a whole number")
+    if abs(value) > MAX_COUNT:
+        raise BadInput(f"{flag} {value}: too large")
     return value
 
 
@@ -44,6 +50,8 @@ def _opt_positive(args: dict[str, Any], key: str, flag: str) -> Any:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise BadInput(f"{flag} {value!r}: must be positive")
+    if value > MAX_QUANTITY:
+        raise BadInput(f"{flag} {value}: too large")
     return value
 
 
