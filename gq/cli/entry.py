@@ -10,7 +10,10 @@ from gq.protocol import GqError
 
 
 def fail(message: str, code: int) -> int:
-    print(f"gq: {message}", file=sys.stderr)
+    # One line whatever the message quotes: a value with a newline or an escape sequence
+    # in it is shown escaped, as repr() would.
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    print(f"gq: {line}", file=sys.stderr)
     return code
 
 
@@ -38,6 +41,10 @@ def _is_fast_submit(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    # Arguments that were not UTF-8 arrive as lone surrogates (PEP 383), and are printed back
+    # as the bytes they were, as `ls` prints such names; JSON output escapes them (\udcff).
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
         if argv[:1] == ["__complete"]:  # the shell completion scripts, at every Tab: light
             from gq.cli.complete_fast import complete

@@ -181,7 +181,9 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
         "cwd": cwd,
         "env": env,
         "hold": bool(values.get("hold")),
-        "priority": (values.get("priority") or "normal").lower(),
+        # An empty -p "$TIER" is refused, not taken for the default.
+        "priority": (values.get("priority") if values.get("priority") is not None
+                     else "normal").lower(),
     }
     if values.get("gpus") is not None:
         args["gpus"] = _whole("--gpus", values["gpus"])

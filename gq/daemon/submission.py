@@ -63,8 +63,18 @@ def _no_nul(text: str, what: str) -> str:
     return text
 
 
+def _utf8(text: str, what: str) -> str:
+    """Text stored as such (not as JSON, as the command and environment are) must be UTF-8:
+    bytes that are not arrive as lone surrogates, which SQLite cannot take."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise BadInput(f"{what} {text!r}: not valid UTF-8") from None
+    return text
+
+
 def check_name(name: str) -> str:
-    _no_nul(name, "--name")
+    _utf8(_no_nul(name, "--name"), "--name")
     if len(name) > MAX_NAME:
         raise BadInput(f"--name: {len(name)} characters, at most {MAX_NAME} allowed")
     if "/" in name:
@@ -186,7 +196,7 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         raise BadInput(
             f"--priority {args.get('priority')!r}: expected high, normal or low"
         ) from None
-    cwd = _no_nul(args.get("cwd") or "", "--cwd")
+    cwd = _utf8(_no_nul(args.get("cwd") or "", "--cwd"), "--cwd")
     if not os.path.isabs(cwd) or not os.path.isdir(cwd):
         raise BadInput(f"--cwd {cwd!r}: no such directory")
     env = args.get("env") or {}
