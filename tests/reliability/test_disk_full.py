@@ -41,10 +41,12 @@ def small_disk_host():
         host.start()
         yield host
     finally:
-        host.close()
-        kill_processes_mentioning(top)
-        subprocess.run(["umount", "-l", str(home)], check=False)
-        shutil.rmtree(top, ignore_errors=True)
+        try:
+            host.close()
+        finally:
+            kill_processes_mentioning(top)
+            subprocess.run(["umount", "-l", str(home)], check=False)
+            shutil.rmtree(top, ignore_errors=True)
 
 
 def fill(path: Path) -> None:
