@@ -22,6 +22,8 @@ from gq.protocol import Connection, encode, request
 SEED = 20240610
 KILLS = 20
 CLIENTS = 8
+ARRAY_CLIENTS = 2  # of them, submitting arrays of ARRAY elements
+ARRAY = 4
 
 
 def _highest_id(db) -> int:
@@ -52,7 +54,10 @@ def test_kill_9_at_20_random_moments_of_a_flood_loses_and_repeats_nothing(make_h
         monkeypatch.setenv(key, host.env[key])
     db, stop = host.home / "gq.db", host.work / "stop"
     rng = random.Random(SEED)
-    flood = start_flood(host, CLIENTS, f"--until {stop}", "--hold", "-g", "0", "--", "true")
+    flood = start_flood(host, CLIENTS - ARRAY_CLIENTS, f"--until {stop}", "--hold", "-g", "0",
+                        "--", "true")
+    flood += start_flood(host, ARRAY_CLIENTS, f"--until {stop}", "--hold", "-g", "0",
+                         "--array", f"0-{ARRAY - 1}", "--", "true")
     pid, recoveries = host.daemon.pid, []
     try:
         for _ in range(KILLS):
@@ -80,13 +85,16 @@ def test_kill_9_at_20_random_moments_of_a_flood_loses_and_repeats_nothing(make_h
         assert ids == sorted(ids) and len(set(ids)) == len(ids)
     acked = [i for _, ids, _ in results for i in ids]
     assert len(acked) == len(set(acked))
+    arrays = [i for _, ids, _ in results[CLIENTS - ARRAY_CLIENTS:] for i in ids]
     stored = db_jobs(db)
-    # Every acknowledged submit is there, and nothing else: a retried one was queued once.
-    assert sorted(stored) == sorted(acked)
+    # Every acknowledged submit is there, whole (an array with all its elements), and nothing
+    # else: a retried one was queued once.
+    expected = set(acked) | {i + k for i in arrays for k in range(ARRAY)}
+    assert sorted(stored) == sorted(expected)
     assert all(j["state"] == "held" and j["command"] == '["true"]' and j.get("submitted_event")
                for j in stored.values())
     assert integrity_check(db) == ["ok"]
-    print(f"\n{len(acked)} acknowledged submits checked across {KILLS} kills; recovery "
+    print(f"\n{len(acked)} acknowledged submits ({len(stored)} jobs) checked across {KILLS} kills; recovery "
           f"median {statistics.median(recoveries):.2f}s, max {max(recoveries):.2f}s")
 
 
