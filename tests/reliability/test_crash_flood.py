@@ -11,6 +11,8 @@ import sqlite3
 import statistics
 import time
 
+import pytest
+
 from conftest import wait_for
 from hostile import collect, db_jobs, integrity_check, start_flood
 
@@ -45,6 +47,7 @@ def _ping_pid(host) -> int | None:
         return None
 
 
+@pytest.mark.timeout(600)
 def test_kill_9_at_20_random_moments_of_a_flood_loses_and_repeats_nothing(make_host,
                                                                         monkeypatch):
     host = make_host("1x80G")

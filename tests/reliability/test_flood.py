@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from hostile import collect, db_jobs, integrity_check, start_flood
 
 CLIENTS, EACH = 32, 200
 
 
+@pytest.mark.timeout(600)  # each submit waits for its fsync: slow disks take minutes
 def test_32_clients_submitting_200_jobs_each_get_6400_distinct_increasing_ids(make_host):
     host = make_host("1x80G")
     began = time.monotonic()
