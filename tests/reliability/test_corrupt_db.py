@@ -50,6 +50,14 @@ DAMAGE = {"truncated to half": _truncate_half, "last page cut off": _cut_last_pa
           "emptied": _empty, "deleted": _missing}
 
 
+def _jobs_in(backup) -> int:
+    conn = sqlite3.connect(backup)
+    try:
+        return conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
+    finally:
+        conn.close()
+
+
 def _queue_and_back_up(host, jobs: int) -> list[int]:
     ids = [host.submit("--hold", "-n", f"kept{i}", "--", "echo", str(i)) for i in range(jobs)]
     host.gq("daemon", "stop")
@@ -132,14 +140,47 @@ def test_backups_rotate_while_the_queue_changes(make_host):
     def backed_up_lately():
         ids.append(host.submit("--hold", "--", "true"))
         newest = list_backups(db)[:1]
-        if not newest:
-            return False
-        conn = sqlite3.connect(newest[0])
-        (count,) = conn.execute("SELECT count(*) FROM jobs").fetchone()
-        conn.close()
-        return count >= 3
+        return bool(newest) and _jobs_in(newest[0]) >= 3
 
     began = time.monotonic()
     wait_for(backed_up_lately, timeout=30, interval=0.3, what="a backup holding 3 jobs")
     assert len(list_backups(db)) <= 2
     print(f"\nbackup with {len(ids)} jobs after {time.monotonic() - began:.1f}s")
+
+
+def test_the_backup_schedule_follows_new_jobs_and_time(tmp_path):
+    import asyncio
+
+    from gq.config import BackupConfig
+    from gq.daemon.backups import BackupSchedule
+    from gq.model import Job, JobState
+    from gq.store import Store
+
+    db = tmp_path / "gq.db"
+    store = Store(db)
+    schedule = BackupSchedule(store, db, BackupConfig(every=3600.0, jobs=3, keep=2))
+    loop = asyncio.new_event_loop()
+
+    def queue(n: int) -> None:
+        for _ in range(n):
+            store.insert_job(Job(id=0, user="ann", uid=1000, host="h", command=["true"],
+                                 cwd="/", state=JobState.HELD), 0.0)
+
+    def back_up(now: float) -> None:
+        assert schedule.due(now)
+        schedule.tick(loop, now)
+        loop.run_until_complete(schedule.running)
+
+    try:
+        back_up(1000.0)  # at start, whatever the queue
+        assert not schedule.due(5000.0)  # nothing changed since, however long ago
+        queue(3)
+        assert not schedule.due(1030.0)  # 3 new jobs, but at most one backup a minute
+        back_up(1061.0)
+        queue(1)
+        assert not schedule.due(2000.0)  # one new job: wait for `every`
+        back_up(1061.0 + 3600)
+        assert [_jobs_in(b) for b in list_backups(db)] == [4, 3]  # the newest two kept
+    finally:
+        loop.close()
+        store.close()
