@@ -97,7 +97,8 @@ def test_kill_9_at_20_random_moments_of_a_flood_loses_and_repeats_nothing(make_h
     assert all(j["state"] == "held" and j["command"] == '["true"]' and j.get("submitted_event")
                for j in stored.values())
     assert integrity_check(db) == ["ok"]
-    print(f"\n{len(acked)} acknowledged submits ({len(stored)} jobs) checked across {KILLS} kills; recovery "
+    print(f"\n{len(acked)} acknowledged submits ({len(stored)} jobs) checked across {KILLS} "
+          f"kills; recovery "
           f"median {statistics.median(recoveries):.2f}s, max {max(recoveries):.2f}s")
 
 
