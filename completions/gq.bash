@@ -105,7 +105,7 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt "
             _gq_arg="files" ;;
         "daemon")
-            _gq_subs="run start stop status"
+            _gq_subs="run start stop restore status"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -124,6 +124,11 @@ _gq_cmd() {  # the facts of one command path
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
+        "daemon restore")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="files" ;;
         "daemon status")
             _gq_subs=""
             _gq_flags="--json --help -h"

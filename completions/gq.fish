@@ -85,7 +85,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt
             set -g __gq_arg files
         case 'daemon'
-            set -g __gq_subs run start stop status
+            set -g __gq_subs run start stop restore status
             set -g __gq_valued
             set -g __gq_arg none
         case 'daemon run'
@@ -100,6 +100,10 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg none
+        case 'daemon restore'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg files
         case 'daemon status'
             set -g __gq_subs
             set -g __gq_valued
@@ -349,12 +353,15 @@ complete -c gq -n '__gq_at \'sim\'' -r -F
 complete -c gq -n '__gq_at \'daemon\'' -a run -d 'Run the daemon in the foreground (logs to stderr)'
 complete -c gq -n '__gq_at \'daemon\'' -a start -d 'Start your own daemon in the background, if it is not running'
 complete -c gq -n '__gq_at \'daemon\'' -a stop -d 'Stop the daemon'
+complete -c gq -n '__gq_at \'daemon\'' -a restore -d 'Put a backup in place of a damaged database (the daemon must be stopped)'
 complete -c gq -n '__gq_at \'daemon\'' -a status -d 'Whether the daemon runs, where, with which cards'
 complete -c gq -n '__gq_at \'daemon\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon run\'' -l system -d 'as root: the one daemon of every user of this host (state in /var/lib/gq, socket /run/gq/gq.sock, settings in /etc/gq/config.toml'
 complete -c gq -n '__gq_at \'daemon run\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon start\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon stop\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon restore\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon restore\'' -r -F
 complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'daemon status\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'peers\'' -a add -d 'Add a peer: connect over SSH, check its host key and that gq runs there, remember it'

@@ -126,8 +126,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host --preempt)
             _gq_arg='files' ;;
         "daemon")
-            _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start your own daemon in the background, if it is not running' 'stop:Stop the daemon' 'status:Whether the daemon runs, where, with which cards')
-            _gq_names=(run start stop status)
+            _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start your own daemon in the background, if it is not running' 'stop:Stop the daemon' 'restore:Put a backup in place of a damaged database (the daemon must be stopped)' 'status:Whether the daemon runs, where, with which cards')
+            _gq_names=(run start stop restore status)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
@@ -149,6 +149,12 @@ _gq_cmd() {  # the facts of one command path
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
+        "daemon restore")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='files' ;;
         "daemon status")
             _gq_subs=()
             _gq_names=()

@@ -63,6 +63,15 @@ class PeersConfig:
     all_hosts: bool = False  # `gq ls` and `gq gpus` show every host without --all-hosts
 
 
+@dataclass(frozen=True)
+class BackupConfig:
+    """[backup]: rotating copies of gq.db (docs/reliability.md)."""
+
+    every: float = 3600.0  # while the queue changes, a backup at least this often
+    jobs: int = 1000  # or sooner, once this many jobs were queued since the last one
+    keep: int = 5  # how many backups to keep, newest first
+
+
 @dataclass
 class Config:
     host_cpus: int
@@ -82,6 +91,7 @@ class Config:
     access: AccessConfig = field(default_factory=AccessConfig)
     path: str | None = None  # the file read, if there was one
     sources: dict[str, str] = field(default_factory=dict)  # "daemon.tick" -> "FILE:LINE"
+    backup: BackupConfig = field(default_factory=BackupConfig)
 
 
 _KNOWN = {
@@ -97,6 +107,7 @@ _KNOWN = {
     "peers": {"check_every", "connect_timeout", "timeout", "list_timeout", "backoff_max",
               "submit_retry", "all_hosts"},
     "access": {"admins", "queue"},
+    "backup": {"every", "jobs", "keep"},
 }
 _TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -191,6 +202,8 @@ def _apply(config: Config, data: dict) -> None:
         config.offenders = parse_offenders(data["offenders"], config.offenders)
     config.peers = _peers(data.get("peers", {}))
     config.access = _access(data.get("access", {}), daemon)
+    if "backup" in data:
+        config.backup = _backup(data["backup"])
 
 
 def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
@@ -258,6 +271,15 @@ def _access(access: dict, daemon: dict) -> AccessConfig:
         max_request=max_request,
         idle_timeout=(_duration("[daemon] idle_timeout", daemon["idle_timeout"])
                       if "idle_timeout" in daemon else base.idle_timeout),
+    )
+
+
+def _backup(table: dict) -> BackupConfig:
+    base = BackupConfig()
+    return BackupConfig(
+        every=_duration("[backup] every", table["every"]) if "every" in table else base.every,
+        jobs=_whole("[backup] jobs", table["jobs"], 1) if "jobs" in table else base.jobs,
+        keep=_whole("[backup] keep", table["keep"], 1) if "keep" in table else base.keep,
     )
 
 

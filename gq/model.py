@@ -147,12 +147,10 @@ class Job:
     peak_mem: int | None = None  # the most GPU memory its processes were seen to hold, bytes
     array: ArrayPart | None = None
     notify: Notify | None = None
-    # Peers (docs/peers.md): the idempotency key of a submit forwarded by another daemon; for
-    # a job queued here for another host, its target ('any' or a peer) until it is sent, then
-    # where it went ('gpu2:17').
-    submit_key: str | None = None
+    # Peers (docs/peers.md): for a job queued here for another host, its target ('any' or a
+    # peer) until it is sent, then where it went ('gpu2:17').
     forward: str | None = None
-    forward_args: dict | None = None  # the request to send, with its submit_key
+    forward_args: dict | None = None  # the request to send, with its idempotency key
     moved_to: str | None = None
     umask: int | None = None  # the submitter's, which the job runs with; None: the daemon's
 

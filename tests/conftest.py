@@ -158,11 +158,17 @@ def make_host():
 
 
 def kill_processes_mentioning(text: str) -> None:
-    """Whatever a failed test left running under its directory (a safety net, not a check)."""
+    """Whatever a failed test left running under its directory (a safety net, not a check):
+    also a daemon the CLI started there, which names its GQ_HOME only in its environment."""
     import psutil
 
     for proc in psutil.process_iter(["cmdline"]):
-        if proc.pid != os.getpid() and text in " ".join(proc.info["cmdline"] or []):
+        try:
+            home = proc.environ().get("GQ_HOME", "")
+        except psutil.Error:
+            home = ""
+        if proc.pid != os.getpid() and (text in " ".join(proc.info["cmdline"] or [])
+                                        or home.startswith(text)):
             try:
                 proc.kill()
             except psutil.Error:

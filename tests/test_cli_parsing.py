@@ -28,11 +28,11 @@ def via_typer(argv, monkeypatch):
     """What the Typer command would send to the daemon (captured at the socket call)."""
     seen = {}
 
-    def capture(op, **args):
+    def capture(args):
         seen.update(args)
         return {"id": 1}
 
-    monkeypatch.setattr(app_module, "call", capture)
+    monkeypatch.setattr(app_module, "submit_job", capture)
     assert app_module.run(["submit", *argv]) == 0
     return seen
 

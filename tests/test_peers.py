@@ -151,7 +151,7 @@ def test_sshd_killed_mid_submit_gives_exactly_one_job(joined):
     local, peer = joined.local, joined.peer
     args = {"command": ["true"], "cwd": "/", "env": {"BIG": "x" * 30_000}, "gpus": 1}
     # What the peer's relay reads: the request as forwarded, with its 32-digit key.
-    size = len(encode(request("submit", **args, submit_key="0" * 32)))
+    size = len(encode(request("submit", **args, idempotency_key="0" * 32)))
     peer.daemon.send_signal(signal.SIGSTOP)  # it will take the request, but answer late
     try:
         before = {p.pid: p.io_counters().read_chars for p in _relays()}

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from gq.cli import output
-from gq.cli.client import call
+from gq.cli.client import call, submit_job
 from gq.protocol import BAD_INPUT, GqError
 
 app = typer.Typer(
@@ -85,7 +85,7 @@ def submit(
     from gq.cli.submit_args import request_args
 
     values = {k: v for k, v in locals().items() if k != "command" and v not in (None, False)}
-    job = call("submit", **request_args(*apply_directives(values, command or [])))
+    job = submit_job(request_args(*apply_directives(values, command or [])))
     for note in job.get("notes", ()):
         print(f"gq: {note}", file=sys.stderr)
     output.print_json(job) if json else print(job["id"])
@@ -430,6 +430,17 @@ def daemon_stop() -> None:
 
     wait_gone(pid)
     print(f"stopped (pid {pid}); {result['running_jobs']} running job(s) keep running")
+
+
+@daemon_app.command("restore")
+def daemon_restore(backup: Annotated[Optional[str], typer.Argument(
+        help="a backup file  [default: the newest in $GQ_HOME/backups]", metavar="BACKUP",
+        show_default=False)] = None) -> None:
+    """Put a backup in place of a damaged database (the daemon must be stopped); the damaged
+    file is kept beside it."""
+    from gq.cli.daemon_ctl import restore_backup
+
+    print(restore_backup(backup))
 
 
 @daemon_app.command("status")

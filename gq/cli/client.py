@@ -9,9 +9,10 @@ import time
 from typing import Any
 
 from gq.paths import daemon_log, daemon_socket, socket_path
-from gq.protocol import Connection, GqError
+from gq.protocol import Connection, DaemonGone, GqError
 
 START_TIMEOUT = 15.0
+RETRY_FOR = 60.0  # seconds a submit is sent again while its daemon goes away and comes back
 
 
 def try_connect(path: str, timeout: float | None = 30.0) -> Connection | None:
@@ -47,6 +48,38 @@ def call(op: str, **args: Any) -> Any:
         return conn.call(op, **args)
 
 
+def submit_job(args: dict[str, Any]) -> dict[str, Any]:
+    """Submit with an idempotency key. Should the daemon go away before it answers (a crash,
+    a restart), the same request goes again, key included, once a daemon answers: it returns
+    the job the first attempt queued, if that one got so far, instead of queuing another."""
+    args = {**args, "idempotency_key": os.urandom(16).hex()}
+    deadline = time.monotonic() + RETRY_FOR
+    conn = connect()
+    while True:
+        try:
+            with conn:
+                return conn.call("submit", **args)
+        except (DaemonGone, ConnectionError):
+            if time.monotonic() > deadline:
+                raise GqError(f"the daemon kept going away for {RETRY_FOR:.0f}s; whether the "
+                              "job was queued, `gq ls` tells") from None
+        conn = reconnect()
+
+
+def reconnect(grace: float = 5.0, timeout: float | None = 30.0) -> Connection:
+    """After losing the daemon: wait `grace` seconds for it to come back (a restart) before
+    starting one ourselves, so that we never race whoever is restarting it. A system daemon is
+    restarted by systemd, never by us: wait for it as long as it takes."""
+    path, home = daemon_socket()
+    deadline = time.monotonic() + grace
+    while home is None or time.monotonic() < deadline:
+        conn = try_connect(path, timeout)
+        if conn is not None:
+            return conn
+        time.sleep(0.05)
+    return connect(timeout=timeout)
+
+
 def start_daemon(home: str) -> int:
     """Start `gq daemon run` detached, and return its pid once its socket answers."""
     import subprocess  # only on first use: not worth its import on every command
@@ -67,8 +100,11 @@ def start_daemon(home: str) -> int:
     while time.monotonic() < deadline:
         conn = try_connect(socket_path(home), 5.0)
         if conn is not None:
-            with conn:
-                return conn.call("ping")["pid"]
+            try:
+                with conn:
+                    return conn.call("ping")["pid"]
+            except (DaemonGone, ConnectionError):
+                pass  # the socket of a daemon still dying (killed): ours answers soon
         # A daemon that lost the start race to another exits at once; the winner answers soon.
         if proc.poll() is not None and "already runs" not in last_line(log_path):
             reason = last_line(log_path).removeprefix("gq: ")
@@ -87,13 +123,7 @@ def last_line(path: str) -> str:
 
 
 def wait_for_jobs(ids: list[str], grace: float = 5.0) -> list[dict]:
-    """Block until the jobs end, riding out daemon restarts (jobs outlive their daemon).
-
-    After losing the daemon, wait `grace` seconds for it to come back (a restart) before
-    starting one ourselves, so that we never race whoever is restarting it."""
-    from gq.protocol import DaemonGone
-
-    path, home = daemon_socket()
+    """Block until the jobs end, riding out daemon restarts (jobs outlive their daemon)."""
     conn = connect(timeout=None)
     while True:
         try:
@@ -101,11 +131,4 @@ def wait_for_jobs(ids: list[str], grace: float = 5.0) -> list[dict]:
                 return conn.call("wait", ids=ids)
         except (DaemonGone, ConnectionResetError):
             pass
-        deadline = time.monotonic() + grace
-        conn = None
-        # A system daemon is restarted by systemd, never by us: wait for it as long as it takes.
-        while conn is None and (home is None or time.monotonic() < deadline):
-            time.sleep(0.05)
-            conn = try_connect(path, timeout=None)
-        if conn is None:
-            conn = connect(timeout=None)
+        conn = reconnect(grace, timeout=None)

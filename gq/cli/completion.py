@@ -49,7 +49,7 @@ def _option_kinds() -> dict[str, str]:
 # its own (gq submit): its first word a program or script, the rest its arguments.
 ARGUMENT_KINDS = {"ids": "jobs", "id": "jobs", "command": "command", "trace": "files",
                   "host": "none", "name": "hosts", "names": "hosts",  # gq peers
-                  "file": "files",
+                  "file": "files", "backup": "files",
                   "shells": "words:" + " ".join(SHELLS), "shell": "words:" + " ".join(SHELLS)}
 
 

@@ -1,4 +1,4 @@
-"""Helpers for `gq daemon`: waiting for a stopped daemon to be gone."""
+"""Helpers for `gq daemon`: waiting for a stopped daemon to be gone, restoring a backup."""
 
 from __future__ import annotations
 
@@ -15,5 +15,71 @@ def wait_gone(pid: int, timeout: float = 10.0) -> bool:
             return True
         except PermissionError:
             return False
+        if _zombie(pid):  # exited, not yet reaped by its parent: its lock is free
+            return True
         time.sleep(0.02)
     return False
+
+
+def _zombie(pid: int) -> bool:
+    """Exited, every thread of it: the main thread of a process is a zombie while its other
+    threads still exit, holding its files (and locks) open."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        for task in tasks:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as f:
+                if f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X"):
+                    return False
+    except (OSError, IndexError):
+        return False
+    return bool(tasks)
+
+
+def restore_backup(chosen: str | None) -> str:
+    """`gq daemon restore`: put a backup in place of gq.db while no daemon runs."""
+    from pathlib import Path
+
+    from gq.daemon.main import acquire_lock
+    from gq.layout import Layout
+    from gq.paths import gq_home
+    from gq.protocol import BadInput, GqError
+    from gq.store.backup import backup_dir, describe, list_backups, restore
+
+    layout = Layout(gq_home())
+    if chosen is not None:
+        backup = Path(chosen).resolve()
+        if not backup.is_file():
+            raise BadInput(f"{chosen}: no such file")
+    else:
+        newest = list_backups(layout.db)[:1]
+        if not newest:
+            raise GqError(f"no backup in {backup_dir(layout.db)}: nothing to restore")
+        backup = newest[0]
+    try:
+        lock = acquire_lock(layout)
+    except GqError as e:
+        raise GqError(f"{e.message}; stop it first: gq daemon stop") from None
+    try:
+        kept = restore(layout.db, backup, highest_id_on_disk(layout))
+    except ValueError as e:
+        raise GqError(str(e)) from None
+    finally:
+        os.close(lock)
+    was = f"; the database it replaces is kept as {kept}" if kept else ""
+    return (f"restored {backup} ({describe(backup)}){was}. Jobs queued after it was taken "
+            "are not in it; new jobs get ids above theirs")
+
+
+def highest_id_on_disk(layout) -> int:
+    """The highest job id with files under GQ_HOME: logs, run files, checkpoints."""
+    highest = 0
+    for folder in (layout.logs, layout.run, layout.checkpoints):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            stem = name.split(".", 1)[0]
+            if stem.isdigit():
+                highest = max(highest, int(stem))
+    return highest

@@ -10,17 +10,20 @@ from gq.protocol import GqError
 
 
 def fail(message: str, code: int) -> int:
-    print(f"gq: {message}", file=sys.stderr)
+    # One line whatever the message quotes: a value with a newline or an escape sequence
+    # in it is shown escaped, as repr() would.
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    print(f"gq: {line}", file=sys.stderr)
     return code
 
 
 def submit(argv: list[str]) -> int:
-    from gq.cli.client import call
+    from gq.cli.client import submit_job
     from gq.cli.directives import apply_directives
     from gq.cli.submit_args import parse_argv, request_args
 
     values, command = parse_argv(argv)
-    job = call("submit", **request_args(*apply_directives(values, command)))
+    job = submit_job(request_args(*apply_directives(values, command)))
     for note in job.get("notes", ()):
         print(f"gq: {note}", file=sys.stderr)
     print(json.dumps(job, indent=2) if values.get("json") else job["id"])
@@ -40,6 +43,10 @@ def _is_fast_submit(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    # Arguments that were not UTF-8 arrive as lone surrogates (PEP 383), and are printed back
+    # as the bytes they were, as `ls` prints such names; JSON output escapes them (\udcff).
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
         if argv[:1] == ["__complete"]:  # the shell completion scripts, at every Tab: light
             from gq.cli.complete_fast import complete

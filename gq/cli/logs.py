@@ -61,12 +61,21 @@ def show_log(job_id: str, follow: bool, stderr: bool) -> None:
     job = call("show", id=job_id)
     if isinstance(job["id"], str):  # HOST:ID, on a peer
         return _remote_log(job, follow, stderr)
+    job = _print_log(job, follow, stderr)
+    if job.get("output_truncated"):  # said after the output, where the reader looks
+        print(f"gq: job {job['id']}'s output is truncated: the disk holding it filled up "
+              "while it ran", file=sys.stderr)
+
+
+def _print_log(job: dict, follow: bool, stderr: bool) -> dict:
+    """Print the log (and, following it, what comes until the job ends); the job as last
+    seen."""
     path = job["stderr" if stderr else "stdout"]
     fd = _open(path, job)
     if fd is None and not follow:
         if job["state"] in ("pending", "held"):
             raise GqError(f"job {job['id']} has not started yet: no output")
-        return
+        return job
     said_waiting = False
     while True:
         if fd is None and not said_waiting and job["state"] in ("pending", "held"):
@@ -77,7 +86,7 @@ def show_log(job_id: str, follow: bool, stderr: bool) -> None:
             fd = _open(path, job)
         copied = _copy_new(fd) if fd is not None else 0
         if not follow:
-            return
+            return job
         if not copied:
             job = call("show", id=str(job["id"]))
             if job["state"] not in ("pending", "held", "running", "preempting"):
@@ -85,5 +94,5 @@ def show_log(job_id: str, follow: bool, stderr: bool) -> None:
                     fd = _open(path, job)
                 if fd is not None:
                     _copy_new(fd)
-                return
+                return job
             time.sleep(FOLLOW_POLL)

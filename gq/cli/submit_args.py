@@ -188,7 +188,9 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
         "env": env,
         "hold": bool(values.get("hold")),
         "umask": umask,
-        "priority": (values.get("priority") or "normal").lower(),
+        # An empty -p "$TIER" is refused, not taken for the default.
+        "priority": (values.get("priority") if values.get("priority") is not None
+                     else "normal").lower(),
     }
     if values.get("gpus") is not None:
         args["gpus"] = _whole("--gpus", values["gpus"])

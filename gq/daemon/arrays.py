@@ -105,14 +105,14 @@ def _fill(arg: str, params: dict[str, str]) -> str:
     return arg
 
 
-def insert_elements(store: Store, job: Job, parts: list[Element], limit: int | None) -> list[int]:
+def insert_elements(store: Store, job: Job, parts: list[Element], limit: int | None,
+                    key: str | None = None) -> list[int]:
     """Queue every element or none: one transaction."""
-    jobs = [  # a peer's idempotency key (op_submit) goes with the first element only
-        replace(job, command=e.command, array=ArrayPart(0, e.index, len(parts), limit, e.params),
-                submit_key=job.submit_key if n == 0 else None)
-        for n, e in enumerate(parts)
+    jobs = [
+        replace(job, command=e.command, array=ArrayPart(0, e.index, len(parts), limit, e.params))
+        for e in parts
     ]
-    return store.insert_array(jobs, job.submitted_at)
+    return store.insert_array(jobs, job.submitted_at, key)
 
 
 def set_array_env(env: dict[str, str], job: Job) -> None:
@@ -127,11 +127,22 @@ def set_array_env(env: dict[str, str], job: Job) -> None:
             env[f"GQ_SWEEP_{key.upper()}"] = value
 
 
+MAX_ID = 2**63 - 1  # SQLite's largest integer: no job id is above it
+
+
+def job_number(text: str) -> int | None:
+    """'12' -> 12; None for anything else ('²' and '١٢' are digits to str.isdigit)."""
+    if text.isascii() and text.isdigit() and int(text) <= MAX_ID:
+        return int(text)
+    return None
+
+
 def parse_element(text: str) -> tuple[int, int] | None:
     """'12_3' -> (12, 3); None when the text is not of that form."""
     array, sep, index = text.partition("_")
-    if sep and array.isdigit() and index.isdigit():
-        return int(array), int(index)
+    array_id, number = job_number(array), job_number(index)
+    if sep and array_id is not None and number is not None:
+        return array_id, number
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gq.daemon.arrays import job_number
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 
 MAX_ENDED = 50  # most recent ended jobs offered where ended jobs make sense
@@ -49,8 +50,8 @@ def candidates(daemon, caller, purpose: str, prefix: str) -> list[list[str]]:
         for job in store.jobs(states=ENDED_STATES, limit=MAX_ENDED, light=True):
             by_id.setdefault(job.id, job)
     array, sep, _ = prefix.partition("_")
-    if sep and array.isdigit():  # the elements of one array
-        members = sorted(store.jobs(ids=store.array_members(int(array)), light=True),
+    if sep and job_number(array) is not None:  # the elements of one array
+        members = sorted(store.jobs(ids=store.array_members(job_number(array)), light=True),
                          key=lambda j: j.array.index)
         return [[f"{array}_{j.array.index}", f"{j.name}, {j.state}"]
                 for j in members if _wanted(purpose, j, caller, daemon.authority)][:MAX_OFFERED]

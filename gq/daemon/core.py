@@ -15,6 +15,8 @@ from gq.config import Config
 from gq.daemon.arrays import set_array_env
 from gq.daemon.attribution import Attributor, Owner, split_memory
 from gq.daemon.authz import Authority
+from gq.daemon.backups import BackupSchedule
+from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
 from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.notify import Notifier
@@ -81,6 +83,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.notifier = Notifier(self)
         self.peers = Peers(self)
         self.authority = Authority(config.access)
+        self.backups = BackupSchedule(self.store, layout.db, config.backup)
+        self.cut_logs = CutLogs(layout.logs)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -89,6 +93,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.loop = loop
         self.peers.start(loop)
         self.recover()
+        self.backups.tick(loop, self.clock())
         self.refresh_usage()
         self.request_pass()
 
@@ -110,12 +115,19 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.read_cards()
         self.refresh_usage()
         for job_id in list(self.unadopted):
-            self.settle(self.store.get_job(job_id))
+            try:
+                self.settle(self.store.get_job(job_id))
+            except Exception:  # e.g. a full disk: this job waits, the others go on
+                log.exception("job %s: recording its end failed; the next tick tries again",
+                              job_id)
+        self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
         self.enforce_time_limits()
         self.telemetry.maintain(self.clock())
         # Spaced like any other (request_pass): under a flood of requests, a pass on every
         # tick as well would leave the daemon little time to answer them.
         self.request_pass()
+        if self.loop is not None:
+            self.backups.tick(self.loop, self.clock())
 
     def refresh_usage(self, every: float = 60.0) -> None:
         """Each user's decayed card-seconds, from ended runs and the jobs running now. At most
@@ -187,6 +199,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         try:
             with self.store.relaxed():
                 self._schedule_once()
+        except Exception:  # e.g. a full disk; never the request that asked for the pass
+            log.exception("scheduling pass failed; the next tick tries again")
         finally:
             self._last_pass_end = time.monotonic()
             self._last_pass_cost = self._last_pass_end - began
@@ -318,8 +332,13 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         if self.loop is not None:
             self.loop.remove_reader(shim.pidfd)
         self.supervisor.release(shim)
-        with self.store.relaxed():
-            self.finish(job_id, self.supervisor.exit_record(job_id))
+        try:
+            with self.store.relaxed():
+                self.finish(job_id, self.supervisor.exit_record(job_id))
+        except Exception:  # e.g. a full disk: the exit record stays, a tick settles it
+            log.exception("job %s: recording its end failed; the next tick tries again", job_id)
+            self.unadopted.add(job_id)
+            return
         self.request_pass(freed=True)
 
     def card_weight(self, job: Job) -> float:

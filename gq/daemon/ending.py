@@ -4,6 +4,7 @@ out-of-memory deaths recognised and retried, and stopped runs requeued or held."
 from __future__ import annotations
 
 from gq.daemon import shim as requests
+from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.oom import cuda_oom_line, grown_mem, run_stderr
 from gq.model import Job, JobState, Reason
 from gq.units import format_duration, format_size
@@ -53,6 +54,9 @@ class Ending:
         """Record the end of a run: its exit status, or that it vanished or never began."""
         with self.store.atomic():
             self._finish(job_id, record, never_started)
+            if not never_started and self.cut_logs.cut(job_id, record):
+                self.store.note(job_id, self.clock(), TRUNCATED)
+        self.cut_logs.forget(job_id)
         self.supervisor.finished(job_id)
         self.notify(job_id)
 

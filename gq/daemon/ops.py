@@ -12,10 +12,11 @@ from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
 from gq.config_show import effective
 from gq.daemon.authz import require_owner
 from gq.daemon.core import Daemon
+from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.identity import NoAccount, identity_of
 from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
-from gq.daemon.submission import Caller, HostLimits, build_job
+from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
@@ -41,11 +42,12 @@ def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") 
         if job_id is None:
             raise BadInput(f"{flag} {text}: no element {element[1]} in an array {element[0]}")
         return job_id
-    if not text.isdigit():
-        raise BadInput(f"{flag} {text!r}: expected a job id (a number, or @ for your last job)")
-    job_id = int(text)
-    if not daemon.store.existing_ids([job_id]):
-        raise BadInput(f"{flag} {job_id}: no such job")
+    if not (text.isascii() and text.isdigit()):
+        raise BadInput(f"{flag} {text[:100]!r}: expected a job id (a number, or @ for your "
+                       "last job)")
+    job_id = arrays.job_number(text)
+    if job_id is None or not daemon.store.existing_ids([job_id]):
+        raise BadInput(f"{flag} {text[:100]}: no such job")
     if not daemon.authority.sees_all(caller):  # [access] queue = "own": others' are hidden
         if not daemon.authority.may_see(caller, daemon.store.get_job(job_id)):
             raise BadInput(f"{flag} {job_id}: no such job of yours")
@@ -99,13 +101,11 @@ def host_limits(daemon: Daemon) -> HostLimits:
 
 
 def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
-    key = args.get("submit_key")  # sent by a peer: the same key again is the same submit
-    if key is not None:
-        done = daemon.store.job_by_submit_key(str(key))
-        if done is not None:
-            if done.array is None:
-                return job_json(done)
-            return {**job_json(done), "array_jobs": daemon.store.array_members(done.array.id)}
+    # The client's key (and a peer's, forwarding a submit): the same key again is the same
+    # submit, answered with the job the first attempt queued.
+    key = check_key(args)
+    if key is not None and (queued := daemon.store.job_for_key(caller.uid, key)) is not None:
+        return _submitted(daemon, queued)
     if daemon.layout.system:  # the job will run as the caller: they must have an account
         try:
             identity_of(caller.uid)
@@ -117,23 +117,32 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     args = arrays.expand_dependencies(daemon.store, args, resolve)
     job = build_job(args, caller, limits, resolve, daemon.clock())
     job.notify = check_notify(args, daemon.config.notify)
-    job.submit_key = None if key is None else str(key)
     parts = arrays.elements(args, job.command)
     if parts is not None:
-        ids = arrays.insert_elements(daemon.store, job, *parts)
-        daemon.request_pass()
-        return {**job_json(daemon.store.get_job(ids[0])), "array_jobs": ids, "notes": notes}
-    job.id = daemon.store.insert_job(job, job.submitted_at)
+        job.id = arrays.insert_elements(daemon.store, job, *parts, key=key)[0]
+    else:
+        job.id = daemon.store.insert_job(job, job.submitted_at, key)
     daemon.request_pass()
-    return {**job_json(daemon.store.get_job(job.id)), "notes": notes}
+    return {**_submitted(daemon, job.id), "notes": notes}
+
+
+def _submitted(daemon: Daemon, job_id: int) -> dict:
+    job = daemon.store.get_job(job_id)
+    if job.array is None:
+        return job_json(job)
+    return {**job_json(job), "array_jobs": daemon.store.array_members(job.array.id)}
 
 
 def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    states = None
+    states, user = None, args.get("user") or None
+    if user is not None and not isinstance(user, str):
+        raise BadInput("--user: expected a user name")
     if args.get("states"):
         try:
+            if not isinstance(args["states"], list):
+                raise ValueError
             states = [JobState(s) for s in args["states"]]
-        except ValueError:
+        except (ValueError, TypeError):
             names = ", ".join(s.value for s in JobState)
             raise BadInput(f"--state: expected one of {names}") from None
     elif not args.get("all"):
@@ -185,6 +194,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
         {k: e[k] for k in ("at", "old_state", "new_state", "reason", "detail")}
         for e in daemon.store.events(job_id)
     ]
+    out["output_truncated"] = any(e["detail"] == TRUNCATED for e in out["events"])
     if daemon.authority.may_act(caller, job):  # the environment is the owner's (and admins')
         out["env"] = job.env
         out["notify"] = job.notify and {"command": job.notify.command, "mail": job.notify.mail}

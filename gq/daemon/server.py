@@ -17,6 +17,7 @@ import struct
 
 from gq.daemon.admission import ConnectionCap, Turns
 from gq.daemon.core import Daemon
+from gq.daemon.diskfull import is_disk_full, refusal
 from gq.daemon.ops import OPS
 from gq.daemon.submission import Caller
 from gq.peers.route import route
@@ -36,22 +37,30 @@ def peer_caller(sock: socket.socket) -> Caller:
     return Caller(uid=uid, user=user)
 
 
+def _not_json(name: str):
+    raise ValueError(f"{name} is not JSON")  # Python reads NaN and Infinity; JSON has none
+
+
 async def dispatch(daemon: Daemon, turns: Turns, caller: Caller, line: bytes) -> dict:
     try:
         try:
-            req = json.loads(line)
+            req = json.loads(line, parse_constant=_not_json)
         except ValueError:
             raise BadInput("malformed request: not JSON") from None
+        except RecursionError:
+            raise BadInput("malformed request: nested too deeply") from None
         if not isinstance(req, dict):
             raise BadInput("malformed request: expected a JSON object")
-        if req.get("v") != VERSION:
+        version = req.get("v")
+        if type(version) is not int or version != VERSION:  # true == 1.0 == 1 in Python
             raise GqError(
                 f"protocol version {req.get('v')!r} is not {VERSION}: the gq command and the "
                 "daemon differ in version; restart the daemon (gq daemon stop)"
             )
-        handler = OPS.get(req.get("op"))
+        op = req.get("op")
+        handler = OPS.get(op) if isinstance(op, str) else None
         if handler is None:
-            raise BadInput(f"unknown operation {req.get('op')!r}")
+            raise BadInput(f"unknown operation {str(op)[:100]!r}")
         args = req.get("args") or {}
         if not isinstance(args, dict):
             raise BadInput("malformed request: args must be an object")
@@ -66,6 +75,8 @@ async def dispatch(daemon: Daemon, turns: Turns, caller: Caller, line: bytes) ->
     except GqError as e:
         return error(e)
     except Exception as e:  # a bug must cost one request, not the daemon
+        if is_disk_full(e):
+            return error(GqError(refusal(daemon.layout.home)))
         log.exception("request failed")
         return error(GqError(f"internal error in the daemon: {e.__class__.__name__}: {e}"))
 

@@ -14,6 +14,8 @@ import signal
 import time
 from typing import TypedDict
 
+from gq.daemon.diskfull import disk_is_full
+
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 # Signals that Python, the spawner or the shim set to SIG_IGN: the job must get them back.
@@ -61,11 +63,16 @@ class ShimSpec(TypedDict):
 
 
 def write_json_durably(path: str, data: dict) -> None:
-    """Write atomically (a reader sees all or nothing) and so that it survives a power cut."""
+    """Write atomically (a reader sees all or nothing) and so that it survives a power cut.
+
+    Into PATH.tmp as the daemon left it, room reserved (Supervisor.spawn): overwriting and
+    shortening it needs no new space, so the record is written on a disk that filled up."""
     tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    payload = json.dumps(data).encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        os.write(fd, json.dumps(data).encode())
+        os.write(fd, payload)
+        os.ftruncate(fd, len(payload))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -124,7 +131,8 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
             spec["exit_path"],
             {"exit_code": code, "signal": sig, "ended_at": time.time(),
              "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
-             "stderr_offset": err_offset, "error": error},
+             "stderr_offset": err_offset, "error": error,
+             "log_full": disk_is_full(os.path.dirname(spec["stdout"]))},
         )
 
 

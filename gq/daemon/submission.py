@@ -11,6 +11,11 @@ from gq.protocol import BadInput
 from gq.units import format_duration, format_size, parse_signal
 
 MAX_NAME = 64
+# Beyond any real count (GPUs, cores, retries) or quantity (bytes, seconds), and within what
+# SQLite stores: 2**63 - 1 is its largest integer.
+MAX_COUNT = 2**31 - 1
+MAX_QUANTITY = 2**62
+MAX_KEY = 128
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ def _int(args: dict[str, Any], key: str, flag: str, default: int) -> int:
     value = args.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadInput(f"{flag} {value!r}: expected a whole number")
+    if abs(value) > MAX_COUNT:
+        raise BadInput(f"{flag} {value}: too large")
     return value
 
 
@@ -43,6 +50,8 @@ def _opt_positive(args: dict[str, Any], key: str, flag: str) -> Any:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise BadInput(f"{flag} {value!r}: must be positive")
+    if value > MAX_QUANTITY:
+        raise BadInput(f"{flag} {value}: too large")
     return value
 
 
@@ -54,8 +63,18 @@ def _no_nul(text: str, what: str) -> str:
     return text
 
 
+def _utf8(text: str, what: str) -> str:
+    """Text stored as such (not as JSON, as the command and environment are) must be UTF-8:
+    bytes that are not arrive as lone surrogates, which SQLite cannot take."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise BadInput(f"{what} {text!r}: not valid UTF-8") from None
+    return text
+
+
 def check_name(name: str) -> str:
-    _no_nul(name, "--name")
+    _utf8(_no_nul(name, "--name"), "--name")
     if len(name) > MAX_NAME:
         raise BadInput(f"--name: {len(name)} characters, at most {MAX_NAME} allowed")
     if "/" in name:
@@ -63,6 +82,15 @@ def check_name(name: str) -> str:
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise BadInput(f"--name {name!r}: must not contain control characters")
     return name
+
+
+def check_key(args: dict[str, Any]) -> str | None:
+    """The submit's idempotency key: a client that lost the answer sends it again."""
+    key = args.get("idempotency_key")
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY
+                            or not key.isprintable()):
+        raise BadInput(f"idempotency_key: expected 1 to {MAX_KEY} printable characters")
+    return key
 
 
 def check_command(command: Any) -> list[str]:
@@ -170,7 +198,7 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         raise BadInput(
             f"--priority {args.get('priority')!r}: expected high, normal or low"
         ) from None
-    cwd = _no_nul(args.get("cwd") or "", "--cwd")
+    cwd = _utf8(_no_nul(args.get("cwd") or "", "--cwd"), "--cwd")
     if not os.path.isabs(cwd) or (cwd_here and not os.path.isdir(cwd)):
         raise BadInput(f"--cwd {cwd!r}: no such directory")
     env = args.get("env") or {}

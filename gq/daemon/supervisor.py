@@ -34,6 +34,22 @@ class Shim:
     takes_requests: bool = True
 
 
+EXIT_RECORD_ROOM = 4096  # bytes reserved for a run's exit record; one takes about 250
+
+
+def _reserve(path: str, size: int) -> None:
+    """Take the room for a file now, while there is some: the shim writes its exit record
+    into it however full the disk is by then."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, b" " * size)
+        finally:
+            os.close(fd)
+    except OSError:  # not even that much room: the shim tries anyway when the job ends
+        pass
+
+
 class RunStatus(Enum):
     ALIVE = "alive"  # the shim holds its lock
     EXITED = "exited"  # the shim recorded an exit status
@@ -72,6 +88,7 @@ class Supervisor:
             os.unlink(self.exit_path(job_id))  # a previous run's, already recorded
         except FileNotFoundError:
             pass
+        _reserve(f"{self.exit_path(job_id)}.tmp", EXIT_RECORD_ROOM)
         flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
         lock_fd = os.open(self.lock_path(job_id), flags, 0o600)
         try:
@@ -201,7 +218,8 @@ class Supervisor:
 
     def forget(self, job_id: int) -> None:
         """Remove a finished run's files once its exit is in the store."""
-        for path in (self.exit_path(job_id), self.lock_path(job_id)):
+        exit_path = self.exit_path(job_id)
+        for path in (exit_path, Path(f"{exit_path}.tmp"), self.lock_path(job_id)):
             try:
                 os.unlink(path)
             except FileNotFoundError:

@@ -84,12 +84,13 @@ async def submit(daemon, caller, args: dict[str, Any], target: str) -> dict[str,
         return op_submit(daemon, caller, args)
     if target != ANY:
         daemon.peers.state(target)  # a known peer, or BadInput
-    args["submit_key"] = uuid.uuid4().hex
+    # The idempotency key of gq/cli/client.py's submits: the peer answers a key it has seen
+    # (from the same login) with the job it already queued.
+    args.setdefault("idempotency_key", uuid.uuid4().hex)
     if target == ANY:
         best, refused, unreachable = await choose(daemon, caller, args)
         if best == LOCAL:
-            return op_submit(daemon, caller, {k: v for k, v in args.items()
-                                              if k != "submit_key"})
+            return op_submit(daemon, caller, args)
         if best is None:
             if not unreachable:
                 raise BadInput("no host can run this job: " + "; ".join(
@@ -140,7 +141,6 @@ def queue_here(daemon, caller, args: dict[str, Any], target: str,
     now = daemon.clock()
     job = build_job(local, caller, _ANYWHERE, lambda t, f: 0, now, cwd_here=False)
     job.host, job.forward, job.forward_args = target, target, args
-    job.submit_key = args["submit_key"]
     if job.state == JobState.PENDING:
         job.reason = Reason.PEER_DOWN
     job.id = daemon.store.insert_job(job, now)

@@ -38,7 +38,7 @@ def route(daemon, caller, op: str, args: dict[str, Any], handler):
         if op == "log":  # the peer lets its login read the file: keep it to the owner here
             check_may_forward(caller)
         return _one(daemon, where, op, {**args, "id": ident})
-    if op in SOME_JOBS and isinstance(args.get("ids"), list):
+    if op in SOME_JOBS and isinstance(args.get("ids"), list) and args["ids"]:
         groups: dict[str, list[str]] = {}
         for text in args["ids"]:
             where, ident = locate(daemon, caller, text)

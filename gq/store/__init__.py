@@ -20,7 +20,7 @@ _JSON_FIELDS = ("command", "env", "deps", "gpu_ids")
 _JOB_COLUMNS = (
     "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
     "deps submitted_at started_at ended_at exit_code restarts gpu_ids preemptible signal "
-    "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem submit_key "
+    "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem "
     "forward moved_to umask"
 ).split()
 _BOOL_FIELDS = ("preemptible", "signal_group")
@@ -50,6 +50,9 @@ class Store:
         self.offences = Offences(self.db)
         self.history = History(self.db)
         self._relaxed = 0
+        self._load_cache()
+
+    def _load_cache(self) -> None:
         self._queue: dict[int, Job] = {}
         self._holding: dict[int, Job] = {}
         waiting = ",".join(f"'{s}'" for s in (JobState.PENDING, JobState.HELD))
@@ -80,8 +83,21 @@ class Store:
     @contextmanager
     def atomic(self):
         """One transaction around several changes (nested ones become savepoints)."""
-        with self.db.atomic():
-            yield self
+        outermost = not self.db.conn.in_transaction
+        try:
+            with self.db.atomic():
+                yield self
+        except BaseException:
+            # Rolled back (a full disk fails the commit itself): the cache, written through
+            # by the changes inside, goes back to what the database holds.
+            if outermost:
+                self._load_cache()
+            raise
+
+    def counters(self) -> tuple[int, int]:
+        """The highest job id handed out, and the rows changed since the store was opened."""
+        row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
+        return (row[0] if row else 0), self.db.conn.total_changes
 
     @contextmanager
     def relaxed(self):
@@ -101,16 +117,19 @@ class Store:
 
     # ---- jobs -------------------------------------------------------------------------
 
-    def insert_job(self, job: Job, at: float) -> int:
+    def insert_job(self, job: Job, at: float, key: str | None = None) -> int:
+        """Queue a job; `key`, the client's idempotency key, is recorded in the same
+        transaction (see job_for_key)."""
         row = _job_to_row(job)
         row.pop("id")
         with self.db.atomic():
             job_id = self.db.table("jobs").insert(row).last_pk
             self._event(job_id, at, None, job.state, None, "submitted")
+            self._remember_key(job.uid, key, job_id, at)
         self._refresh(job_id)
         return int(job_id)
 
-    def insert_array(self, jobs: list[Job], at: float) -> list[int]:
+    def insert_array(self, jobs: list[Job], at: float, key: str | None = None) -> list[int]:
         """Insert the elements of an array in one transaction: all of them or none. They get
         consecutive ids; the first one's is the array's id, which each element records."""
         with self.db.atomic():
@@ -128,10 +147,27 @@ class Store:
                 "VALUES (?, ?, NULL, ?, 'submitted')",
                 [(r["id"], at, r["state"]) for r in rows],
             )
+            self._remember_key(jobs[0].uid, key, first, at)
         for row in self.db.query(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE array_id = ?",
                                  [first]):
             self._cache(row)
         return [r["id"] for r in rows]
+
+    def job_for_key(self, uid: int, key: str) -> int | None:
+        """The job (or array) that a submit with this idempotency key queued, if any."""
+        row = self.db.execute("SELECT job_id FROM submit_keys WHERE uid = ? AND key = ?",
+                              [uid, key]).fetchone()
+        return row[0] if row else None
+
+    def forget_keys(self, before: float) -> None:
+        """Idempotency keys older than `before`: a client retries within minutes."""
+        with self.relaxed(), self.db.atomic():
+            self.db.execute("DELETE FROM submit_keys WHERE at < ?", [before])
+
+    def _remember_key(self, uid: int, key: str | None, job_id: int, at: float) -> None:
+        if key is not None:
+            self.db.execute("INSERT INTO submit_keys (uid, key, job_id, at) VALUES (?, ?, ?, ?)",
+                            [uid, key, job_id, at])
 
     def array_members(self, array_id: int) -> list[int]:
         """The job ids of the array with this id, by index; [] when there is none."""
@@ -190,10 +226,6 @@ class Store:
     def last_job_id(self, user: str) -> int | None:
         rows = list(self.db.query("SELECT max(id) AS id FROM jobs WHERE user = ?", [user]))
         return rows[0]["id"] if rows else None
-
-    def job_by_submit_key(self, key: str) -> Job | None:
-        rows = list(self.db.query("SELECT * FROM jobs WHERE submit_key = ?", [key]))
-        return _row_to_job(rows[0]) if rows else None
 
     def existing_ids(self, ids: Iterable[int]) -> set[int]:
         ids = list(ids)

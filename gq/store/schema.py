@@ -235,11 +235,6 @@ def m007_peers(db: Database) -> None:
         )
         """
     )
-    # A submit forwarded by another daemon carries an idempotency key: sent again after a cut
-    # connection, it finds the job the first one made instead of making a second.
-    db.execute("ALTER TABLE jobs ADD COLUMN submit_key TEXT")
-    db.execute("CREATE UNIQUE INDEX jobs_submit_key ON jobs(submit_key) "
-               "WHERE submit_key IS NOT NULL")
     # A job queued here for another host (--host NAME|any) while none could take it: the
     # target ('any' or a peer's name) until it is sent, then where it went ('gpu2:17').
     # forward_args: the submit request to send (JSON), with its idempotency key.
@@ -252,3 +247,22 @@ def m007_peers(db: Database) -> None:
 def m008_identity(db: Database) -> None:
     # The submitter's umask, which each run of the job gets; NULL for jobs from before it.
     db.execute("ALTER TABLE jobs ADD COLUMN umask INTEGER")
+
+
+@migrations()
+def m009_idempotency(db: Database) -> None:
+    # The key a client sends with a submit (gq/cli/client.py), so that a submit retried after
+    # a lost answer returns the job queued the first time instead of queuing a second one.
+    # Keyed by the caller's uid: a key names nothing of another user's. Old keys are pruned.
+    db.execute(
+        """
+        CREATE TABLE submit_keys (
+            uid INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            job_id INTEGER NOT NULL,  -- the job, or the first element of an array
+            at REAL NOT NULL,
+            PRIMARY KEY (uid, key)
+        )
+        """
+    )
+    db.execute("CREATE INDEX submit_keys_at ON submit_keys(at)")
