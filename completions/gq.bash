@@ -5,19 +5,19 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon completion"
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon reserve completion"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "submit")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --hold --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail "
             _gq_arg="command" ;;
         "add")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --hold --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail "
             _gq_arg="command" ;;
         "ls")
             _gq_subs=""
@@ -114,6 +114,21 @@ _gq_cmd() {  # the facts of one command path
             _gq_flags="--json --help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
+        "reserve")
+            _gq_subs="ls rm"
+            _gq_flags="--cards --ids --start --duration --user --group --account --pool --name --json --help -h"
+            _gq_valued=" --cards --ids --start --duration --user --group --account --pool --name "
+            _gq_arg="none" ;;
+        "reserve ls")
+            _gq_subs=""
+            _gq_flags="--all -a --json --help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "reserve rm")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:rm" ;;
         "completion")
             _gq_subs="install script"
             _gq_flags="--help -h"
@@ -155,6 +170,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
         "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
+        "reserve|--user") _gq_value="users" ;;
         *) _gq_value=none ;;
     esac
 }

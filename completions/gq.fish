@@ -5,16 +5,16 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon completion
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue wait gpus offenders stats sim daemon reserve completion
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail
             set -g __gq_arg command
         case 'add'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail
             set -g __gq_arg command
         case 'ls'
             set -g __gq_subs
@@ -92,6 +92,18 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg none
+        case 'reserve'
+            set -g __gq_subs ls rm
+            set -g __gq_valued --cards --ids --start --duration --user --group --account --pool --name
+            set -g __gq_arg none
+        case 'reserve ls'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'reserve rm'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:rm
         case 'completion'
             set -g __gq_subs install script
             set -g __gq_valued
@@ -178,14 +190,17 @@ complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting car
 complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
 complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts it on first use)'
+complete -c gq -n '__gq_at \'\'' -a reserve -d 'Reserve cards for a user, group or account over a window (admins): no one else\'s job that would run into it starts on them'
 complete -c gq -n '__gq_at \'\'' -a completion -d 'Shell completion for bash, zsh and fish'
 complete -c gq -n '__gq_at \'\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'submit\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job)'
+complete -c gq -n '__gq_at \'submit\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)'
 complete -c gq -n '__gq_at \'submit\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
 complete -c gq -n '__gq_at \'submit\'' -l cpus -s c -x -d 'host CPU cores'
 complete -c gq -n '__gq_at \'submit\'' -l ram -x -d 'host memory, e.g. 32G'
 complete -c gq -n '__gq_at \'submit\'' -l priority -s p -x -a 'high normal low' -d 'high | normal | low'
 complete -c gq -n '__gq_at \'submit\'' -l time -s t -x -d 'wall-time limit, e.g. 90m, 2h, 1d12h'
+complete -c gq -n '__gq_at \'submit\'' -l pool -x -d 'run on the cards of this pool ([pools.NAME] of the host)'
+complete -c gq -n '__gq_at \'submit\'' -l interactive -d 'a short interactive job: goes ahead of batch work, in the interactive pool'
 complete -c gq -n '__gq_at \'submit\'' -l preemptible -d 'may be stopped and requeued for higher-tier work'
 complete -c gq -n '__gq_at \'submit\'' -l no-preemptible -d 'never stop it for other work, whatever its tier'
 complete -c gq -n '__gq_at \'submit\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT' -d 'checkpoint signal, sent to the job\'s main process on preemption and DUR before the --time limit, e.g. USR1@5m'
@@ -206,12 +221,14 @@ complete -c gq -n '__gq_at \'submit\'' -l hold -d 'queue the job held: it waits 
 complete -c gq -n '__gq_at \'submit\'' -l json -d 'print the job as JSON'
 complete -c gq -n '__gq_at \'submit\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'submit\'' -F -a '(__fish_complete_command)'
-complete -c gq -n '__gq_at \'add\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job)'
+complete -c gq -n '__gq_at \'add\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)'
 complete -c gq -n '__gq_at \'add\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
 complete -c gq -n '__gq_at \'add\'' -l cpus -s c -x -d 'host CPU cores'
 complete -c gq -n '__gq_at \'add\'' -l ram -x -d 'host memory, e.g. 32G'
 complete -c gq -n '__gq_at \'add\'' -l priority -s p -x -a 'high normal low' -d 'high | normal | low'
 complete -c gq -n '__gq_at \'add\'' -l time -s t -x -d 'wall-time limit, e.g. 90m, 2h, 1d12h'
+complete -c gq -n '__gq_at \'add\'' -l pool -x -d 'run on the cards of this pool ([pools.NAME] of the host)'
+complete -c gq -n '__gq_at \'add\'' -l interactive -d 'a short interactive job: goes ahead of batch work, in the interactive pool'
 complete -c gq -n '__gq_at \'add\'' -l preemptible -d 'may be stopped and requeued for higher-tier work'
 complete -c gq -n '__gq_at \'add\'' -l no-preemptible -d 'never stop it for other work, whatever its tier'
 complete -c gq -n '__gq_at \'add\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT' -d 'checkpoint signal, sent to the job\'s main process on preemption and DUR before the --time limit, e.g. USR1@5m'
@@ -293,6 +310,24 @@ complete -c gq -n '__gq_at \'daemon start\'' -l help -s h -d 'show the help and 
 complete -c gq -n '__gq_at \'daemon stop\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'daemon status\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'reserve\'' -a ls -d 'The reservations that have not ended (all of them with --all)'
+complete -c gq -n '__gq_at \'reserve\'' -a rm -d 'Remove reservations (admins)'
+complete -c gq -n '__gq_at \'reserve\'' -l cards -x -d 'how many cards'
+complete -c gq -n '__gq_at \'reserve\'' -l ids -x -d 'which cards, e.g. 2,3 (instead of --cards)'
+complete -c gq -n '__gq_at \'reserve\'' -l start -x -d 'when it begins: an ISO time (local unless it ends in Z or an offset), or now'
+complete -c gq -n '__gq_at \'reserve\'' -l duration -x -d 'how long, e.g. 8h'
+complete -c gq -n '__gq_at \'reserve\'' -l user -x -a '(__fish_complete_users)' -d 'for this user\'s jobs'
+complete -c gq -n '__gq_at \'reserve\'' -l group -x -d 'for the jobs of this Unix group\'s members'
+complete -c gq -n '__gq_at \'reserve\'' -l account -x -d 'for the jobs of this account\'s users ([accounts] of config.toml)'
+complete -c gq -n '__gq_at \'reserve\'' -l pool -x -d 'take the cards from this pool'
+complete -c gq -n '__gq_at \'reserve\'' -l name -x -d 'a label, e.g. the deadline'
+complete -c gq -n '__gq_at \'reserve\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'reserve\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'reserve ls\'' -l all -s a -d 'also those that have ended'
+complete -c gq -n '__gq_at \'reserve ls\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'reserve ls\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'reserve rm\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'reserve rm\'' -x -a '(__gq_ask jobs rm)'
 complete -c gq -n '__gq_at \'completion\'' -a install -d 'Install the completion scripts where each shell looks for them (for your user)'
 complete -c gq -n '__gq_at \'completion\'' -a script -d 'Print one shell\'s completion script, e.g. source <(gq completion script bash)'
 complete -c gq -n '__gq_at \'completion\'' -l help -s h -d 'show the help and exit'

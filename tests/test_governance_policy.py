@@ -261,3 +261,21 @@ def test_an_account_cannot_take_the_host_with_small_jobs():
     plan = plan_of(small, accounts=shared)
     assert len(plan.starts) == 2 and plan.reasons[3] == Reason.QUOTA_LIMIT
     assert "dominant share" in plan.shortfalls[3]
+
+
+def test_preemption_frees_cards_only_in_the_waiting_jobs_pool():
+    from gq.policy.preemption import plan_preemptions
+    from gq.policy.schedule import allowed_cards
+
+    two = Pools({"train": frozenset({0}), "batch": frozenset({1})}, default="batch")
+    low = job(9, "bob", tier=Tier.LOW, started=NOW - H, gpu_ids=[1], limit=10 * H)
+    low.preemptible = True
+    urgent = job(1, "ann", tier=Tier.HIGH, pool="train")
+    busy = job(8, "cy", started=NOW - H, gpu_ids=[0], limit=10 * H)
+    inp = SchedulerInput(host(2), [urgent], [low, busy], {}, NOW, pools=two)
+    plan = schedule(inp)
+    assert plan.reasons[1] == Reason.RESOURCES
+    allowed = {1: allowed_cards(inp, urgent, inp.host)}
+    decided = plan_preemptions(inp.host, [urgent], [low, busy], NOW, allowed=allowed)
+    assert decided.preemptions == []  # the low job is on a batch card: no use to stop it
+    assert plan_preemptions(inp.host, [urgent], [low, busy], NOW).preemptions  # without pools

@@ -9,6 +9,7 @@ import typer
 
 from gq.cli import output
 from gq.cli.client import call
+from gq.cli.reserve_cmd import reserve_app
 from gq.protocol import BAD_INPUT, GqError
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app = typer.Typer(
 daemon_app = typer.Typer(help="The per-host daemon (the CLI starts it on first use).",
                          no_args_is_help=True)
 app.add_typer(daemon_app, name="daemon")
+app.add_typer(reserve_app, name="reserve")
 
 Ids = Annotated[list[str], typer.Argument(
     help="job ids; an array's id is all its elements, 12_3 element 3 of array 12; @ is your "
@@ -57,6 +59,8 @@ def submit(
     ram: Annotated[Optional[str], _opt("ram")] = None,
     priority: Annotated[Optional[str], _opt("priority")] = None,
     time: Annotated[Optional[str], _opt("time")] = None,
+    pool: Annotated[Optional[str], _opt("pool")] = None,
+    interactive: Annotated[bool, _opt("interactive")] = False,
     preemptible: Annotated[bool, _opt("preemptible")] = False,
     no_preemptible: Annotated[bool, _opt("no_preemptible")] = False,
     signal: Annotated[Optional[str], _opt("signal")] = None,

@@ -13,6 +13,7 @@ from gq.daemon.core import Daemon
 from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.submission import Caller, HostLimits, build_job
+from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
@@ -82,6 +83,8 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         card_memory=tuple(g.memory_total for g in daemon.cards),
         preemptible_tiers=daemon.config.preemption.preemptible,
         grace=daemon.config.preemption.grace,
+        pools=daemon.config.pools,
+        card_ids=tuple(g.index for g in daemon.cards),
     )
     args, notes = apply_mem_history(daemon.store, args, limits.card_memory)
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
@@ -137,6 +140,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "short": daemon.config.fairshare.weight_short},
     }
     out["usage"] = usage_json(daemon, job)
+    out["account"] = daemon.config.accounts.of(job.user)
     out["stdout"] = str(daemon.layout.stdout(job_id))
     out["stderr"] = str(daemon.layout.stderr(job_id))
     out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id))

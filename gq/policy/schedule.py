@@ -174,6 +174,17 @@ class _Allowed:
         return (frozenset(state.capacity.cards) if self.pool is None else self.pool) - kept
 
 
+def allowed_cards(inp: SchedulerInput, job: Job, host: Host) -> frozenset[int] | None:
+    """The cards of `host` the job may use now: its pool's, less those admin reservations
+    keep from it (for preemption, which frees cards only where the job could then start)."""
+    kept_by = blocking(open_windows(inp.windows, inp.now), job, inp.now, inp.limit_of(job))
+    pool = inp.pools.allowed(job)
+    kept = frozenset().union(*(w.cards for w in kept_by if w.on(host.name)))
+    if not kept:
+        return pool
+    return (frozenset(c.index for c in host.cards) if pool is None else pool) - kept
+
+
 def _kept_note(job: Job, hosts: list[_HostState], allowed: _Allowed,
                kept_by: tuple[Window, ...], short: str | None) -> str | None:
     """What is short, or, when the job would fit but for admin reservations, which ones."""
