@@ -21,9 +21,10 @@ class Pools:
         return job.pool or self.default
 
     def allowed(self, job: Job) -> frozenset[int] | None:
-        """The cards the job may run on; None: any. A CPU-only job is in no pool, and a pool
-        that is no longer configured has no cards (its jobs wait until it is back)."""
-        if job.gpus == 0 and not job.gpus_max:
+        """The cards the job may run on; None: any. A CPU-only job is in no pool; without
+        pools, nothing is; a pool that is no longer configured, among others that are, has no
+        cards (its jobs wait until it is back)."""
+        if not self.cards or (job.gpus == 0 and not job.gpus_max):
             return None
         name = self.name_of(job)
         if name is None:

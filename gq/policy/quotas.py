@@ -53,6 +53,8 @@ class QuotaBook:
 
     def take(self, job: Job, n: int | None = None) -> None:
         """Count a job that holds (or is started with) `n` cards; None: what it holds."""
+        if self.unlimited:
+            return
         n = job.gpus_held if n is None else n
         self.gpus[job.user] = self.gpus.get(job.user, 0) + n
         if job.priority == Tier.HIGH:

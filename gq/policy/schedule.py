@@ -102,10 +102,13 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
             continue
         limit = inp.limit_of(job)
         end = inp.now + limit
+        # Keys: the shape alone in the common case (no window keeps a card from the job,
+        # a fixed count); with the windows that do, and an elastic job's cap, added.
+        nowhere_key = shape(job)
         kept_by = blocking(windows, job, inp.now, limit) if windows else ()
-        allowed = _Allowed(inp.pools.allowed(job), kept_by)
-        nowhere_key = (shape(job), tuple(w.id for w in kept_by))
-        request = (*nowhere_key, quota.most(job) if job.gpus_max else None)
+        if kept_by:
+            nowhere_key = (nowhere_key, tuple(w.id for w in kept_by))
+        request = (nowhere_key, quota.most(job)) if job.gpus_max else nowhere_key
         if nowhere_key in fits_nowhere:
             placed, blocking_r, short = None, None, fits_nowhere[nowhere_key][0]
         elif (not explain and request in blocked and limit >= blocked[request][0]
@@ -113,6 +116,7 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
             # Exact for the starts: with every reservation placed, this job can only wait.
             placed, blocking_r, short = None, blocked[request][1], None
         else:
+            allowed = _Allowed(inp.pools.allowed(job), kept_by)
             placed, blocking_r, short = _place(job, hosts, end, reservations, fitting, request,
                                                allowed)
             if placed is None and blocking_r is None:
@@ -139,11 +143,12 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
         else:
             plan.reasons[job.id] = Reason.RESOURCES
             plan.shortfalls[job.id] = short
+            pool = inp.pools.allowed(job)
             if explain and kept_by:
-                plan.shortfalls[job.id] = _kept_note(job, hosts, allowed, kept_by, short)
+                plan.shortfalls[job.id] = _kept_note(job, hosts, pool, kept_by, short)
             if len(reservations) < inp.max_reservations:
                 mine = tuple(w for w in windows if job.user not in w.users)
-                r = _earliest_reservation(job, hosts, inp.now, allowed.pool, mine, limit)
+                r = _earliest_reservation(job, hosts, inp.now, pool, mine, limit)
                 if r is not None:
                     reservations.append(r)
                     plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host)
@@ -177,18 +182,20 @@ class _Allowed:
 def allowed_cards(inp: SchedulerInput, job: Job, host: Host) -> frozenset[int] | None:
     """The cards of `host` the job may use now: its pool's, less those admin reservations
     keep from it (for preemption, which frees cards only where the job could then start)."""
-    kept_by = blocking(open_windows(inp.windows, inp.now), job, inp.now, inp.limit_of(job))
     pool = inp.pools.allowed(job)
+    if not inp.windows:
+        return pool
+    kept_by = blocking(open_windows(inp.windows, inp.now), job, inp.now, inp.limit_of(job))
     kept = frozenset().union(*(w.cards for w in kept_by if w.on(host.name)))
     if not kept:
         return pool
     return (frozenset(c.index for c in host.cards) if pool is None else pool) - kept
 
 
-def _kept_note(job: Job, hosts: list[_HostState], allowed: _Allowed,
+def _kept_note(job: Job, hosts: list[_HostState], pool: frozenset[int] | None,
                kept_by: tuple[Window, ...], short: str | None) -> str | None:
     """What is short, or, when the job would fit but for admin reservations, which ones."""
-    if all(state.capacity.fit(job, allowed.pool)[0] is None for state in hosts):
+    if all(state.capacity.fit(job, pool)[0] is None for state in hosts):
         return short
     w = kept_by[0]
     others = f" (and {len(kept_by) - 1} more)" if len(kept_by) > 1 else ""
@@ -215,14 +222,14 @@ def _nothing_else_can_start(inp: SchedulerInput, hosts: list[_HostState], reserv
     for request in (*unsettled, *inp.pending.shapes):
         if request[0] > most_cards or request not in inp.pending.shapes:
             continue
-        settled = fits_nowhere.get((request, ()))
+        settled = fits_nowhere.get(request)
         if settled is not None:
             example = settled[1]
             pool = inp.pools.allowed(example)
             if full or not any(h.could_ever_fit(example, pool) for h in hosts):
                 continue
         elif not windows_open and not request[5]:
-            seen = blocked.get((request, (), None))
+            seen = blocked.get(request)
             if seen is not None and seen[0] <= inp.pending.shortest_limit(request, inp):
                 continue
         unsettled[:] = [request]
@@ -237,7 +244,7 @@ def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Res
     delay, None), or (None, None, what is short on the first host). An elastic job tries the
     most cards its range and limits allow first, then fewer, down to its minimum. `fitting`:
     where each request fits, kept by the caller until the next start."""
-    counts = range(request[-1], job.gpus - 1, -1) if job.gpus_max else (None,)
+    counts = range(request[1], job.gpus - 1, -1) if job.gpus_max else (None,)
     blocking_r, short, fitted = None, None, False
     for n in counts:
         where = fitting.get((request, n))
