@@ -81,13 +81,13 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "stats")
             _gq_subs=""
-            _gq_flags="--since --json --prometheus --help -h"
-            _gq_valued=" --since "
+            _gq_flags="--since --json --prometheus --month --of --help -h"
+            _gq_valued=" --since --of "
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --json --help -h"
-            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt "
+            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --config --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config "
             _gq_arg="files" ;;
         "daemon")
             _gq_subs="run start stop status"

@@ -66,11 +66,11 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'stats'
             set -g __gq_subs
-            set -g __gq_valued --since
+            set -g __gq_valued --since --of
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt
+            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop status
@@ -187,7 +187,7 @@ complete -c gq -n '__gq_at \'\'' -a requeue -d 'Queue jobs again with the same i
 complete -c gq -n '__gq_at \'\'' -a wait -d 'Block until the jobs end'
 complete -c gq -n '__gq_at \'\'' -a gpus -d 'Cards: memory held by each job and by processes outside gq, utilisation'
 complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action'
-complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders'
+complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
 complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts it on first use)'
 complete -c gq -n '__gq_at \'\'' -a reserve -d 'Reserve cards for a user, group or account over a window (admins): no one else\'s job that would run into it starts on them'
@@ -289,6 +289,8 @@ complete -c gq -n '__gq_at \'offenders\'' -l help -s h -d 'show the help and exi
 complete -c gq -n '__gq_at \'stats\'' -l since -x -d 'the period: the last DUR, e.g. 7d, 12h, 30d'
 complete -c gq -n '__gq_at \'stats\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'stats\'' -l prometheus -d 'print Prometheus text exposition, to scrape'
+complete -c gq -n '__gq_at \'stats\'' -l month -d 'write the monthly review as Markdown: the last month that ended (or --of), against the one before'
+complete -c gq -n '__gq_at \'stats\'' -l of -x -d 'with --month: which month'
 complete -c gq -n '__gq_at \'stats\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -l cluster -x -d 'HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G'
 complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy all' -d 'gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all'
@@ -297,6 +299,7 @@ complete -c gq -n '__gq_at \'sim\'' -l time-factor -x -d 'jobs declare a time li
 complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each simulated host'
 complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'
+complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts and admin reservations, as in config.toml (docs/governance.md)'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F

@@ -238,11 +238,19 @@ def stats(
     json: Json = False,
     prometheus: Annotated[bool, typer.Option("--prometheus", help="print Prometheus text "
                           "exposition, to scrape")] = False,
+    month: Annotated[bool, typer.Option("--month", help="write the monthly review as Markdown: "
+                     "the last month that ended (or --of), against the one before")] = False,
+    of: Annotated[Optional[str], typer.Option("--of", help="with --month: which month",
+                                              metavar="YYYY-MM")] = None,
 ) -> None:
-    """The lab's numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and
-    idle GPU-hours by user, offenders."""
+    """The lab's numbers: health indicators against their targets, utilisation, allocation,
+    waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders."""
     from gq.units import parse_duration
 
+    if month or of:
+        from gq.cli.stats_cmd import monthly
+
+        return print(monthly(of), end="")
     try:
         seconds = parse_duration(since)
     except ValueError as e:
@@ -283,13 +291,16 @@ def sim(
         "--preempt", help="the gq policy preempts jobs of these tiers for higher-tier work "
         "(low, or normal,low), with the daemon's default exempt 10m and grace 60s",
         metavar="TIERS", show_default=False)] = None,
+    lab: Annotated[Optional[str], typer.Option(
+        "--config", help="the lab's pools, accounts and admin reservations, as in config.toml "
+        "(docs/governance.md)", metavar="LAB.toml", show_default=False)] = None,
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
     from gq.cli.sim_cmd import run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt)
+                   preempt, lab)
 # ---- end of gq sim ----
 
 

@@ -87,7 +87,7 @@ class Ending:
         if not never_started:  # what the run cost, for fair share and stats
             self.store.add_run(job, self.card_weight(job), ended_at, label,
                                self.telemetry.run_record(job), share=self.charge(job),
-                               account=self.config.accounts.of(job.user))
+                               account=self.config.accounts.members.get(job.user))
 
     def _record_end(self, job: Job, record: dict | None, ended_at: float, now: float) -> str:
         code = record.get("exit_code") if record else None
