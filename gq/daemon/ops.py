@@ -140,7 +140,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "short": daemon.config.fairshare.weight_short},
     }
     out["usage"] = usage_json(daemon, job)
-    out["account"] = daemon.config.accounts.of(job.user)
+    out["account"] = daemon.config.accounts.members.get(job.user)  # None: in no account
     out["stdout"] = str(daemon.layout.stdout(job_id))
     out["stderr"] = str(daemon.layout.stderr(job_id))
     out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id))
