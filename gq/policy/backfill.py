@@ -72,9 +72,6 @@ def reserve(
     released = 0
 
     def attempt(start: float) -> Reservation | None:
-        # Cheap necessary conditions first: fit() sorts and weighs islands.
-        if len(cards_for) < job.gpus or job.cpus > base.cpus_free:
-            return None
         usable = allowed
         kept = kept_cards(windows, host, start, start + limit) if windows else frozenset()
         if kept:
@@ -89,19 +86,22 @@ def reserve(
                 at = window_ends.pop(0)
                 if at >= before:
                     return None
-                if (r := attempt(at)) is not None:
+                if len(cards_for) >= job.gpus and (r := attempt(at)) is not None:
                     return r
             if start >= before:
                 return None
             base.release(h.job, h.gpu_ids)
             released += 1
             cards_for |= _cards_usable_by(job, base, h.gpu_ids, allowed)
+            # Cheap necessary conditions first: fit() sorts and weighs islands.
+            if len(cards_for) < job.gpus or job.cpus > base.cpus_free:
+                continue
             if (r := attempt(start)) is not None:
                 return r
         for at in window_ends:  # every holding has ended: only windows keep cards now
             if at >= before:
                 return None
-            if (r := attempt(at)) is not None:
+            if len(cards_for) >= job.gpus and (r := attempt(at)) is not None:
                 return r
         return None
     finally:

@@ -109,12 +109,13 @@ class Capacity:
         n = job.gpus if count is None else count
         if n == 0:
             return ()
-        loads = self.cards.items() if allowed is None else (
-            (i, c) for i, c in self.cards.items() if i in allowed)
+        loads = self.cards if allowed is None else {
+            i: c for i, c in self.cards.items() if i in allowed}
         if job.mem is None:
-            fitting = sorted(i for i, c in loads if c.usable and not c.jobs and c.external == 0)
+            fitting = [i for i, c in sorted(loads.items())
+                       if c.usable and not c.jobs and c.external == 0]
         else:
-            fitting = sorted((i for i, c in loads if c.free >= job.mem),
+            fitting = sorted([i for i, c in loads.items() if c.free >= job.mem],
                              key=lambda i: (self.cards[i].free, i))
         if len(fitting) < n:
             return None

@@ -116,9 +116,8 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
             # Exact for the starts: with every reservation placed, this job can only wait.
             placed, blocking_r, short = None, blocked[request][1], None
         else:
-            allowed = _Allowed(inp.pools.allowed(job), kept_by)
             placed, blocking_r, short = _place(job, hosts, end, reservations, fitting, request,
-                                               allowed)
+                                               inp.pools.allowed(job), kept_by)
             if placed is None and blocking_r is None:
                 fits_nowhere[nowhere_key] = (short, job)
                 changes += 1
@@ -143,12 +142,13 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
         else:
             plan.reasons[job.id] = Reason.RESOURCES
             plan.shortfalls[job.id] = short
-            pool = inp.pools.allowed(job)
             if explain and kept_by:
-                plan.shortfalls[job.id] = _kept_note(job, hosts, pool, kept_by, short)
+                plan.shortfalls[job.id] = _kept_note(job, hosts, inp.pools.allowed(job),
+                                                     kept_by, short)
             if len(reservations) < inp.max_reservations:
                 mine = tuple(w for w in windows if job.user not in w.users)
-                r = _earliest_reservation(job, hosts, inp.now, pool, mine, limit)
+                r = _earliest_reservation(job, hosts, inp.now, inp.pools.allowed(job), mine,
+                                          limit)
                 if r is not None:
                     reservations.append(r)
                     plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host)
@@ -161,22 +161,16 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
     return plan
 
 
-class _Allowed:
-    """The cards a job may use on each host: its pool's, less those that admin reservations
-    keep from it."""
-
-    __slots__ = ("pool", "kept_by")
-
-    def __init__(self, pool: frozenset[int] | None, kept_by: tuple[Window, ...]):
-        self.pool, self.kept_by = pool, kept_by
-
-    def on(self, state: _HostState) -> frozenset[int] | None:
-        if not self.kept_by:
-            return self.pool
-        kept = frozenset().union(*(w.cards for w in self.kept_by if w.on(state.host.name)))
-        if not kept:
-            return self.pool
-        return (frozenset(state.capacity.cards) if self.pool is None else self.pool) - kept
+def _usable(state: _HostState, pool: frozenset[int] | None, kept_by: tuple[Window, ...]
+            ) -> frozenset[int] | None:
+    """The cards of a host a job may use: its pool's, less those admin reservations keep
+    from it; None: any."""
+    if not kept_by:
+        return pool
+    kept = frozenset().union(*(w.cards for w in kept_by if w.on(state.host.name)))
+    if not kept:
+        return pool
+    return (frozenset(state.capacity.cards) if pool is None else pool) - kept
 
 
 def allowed_cards(inp: SchedulerInput, job: Job, host: Host) -> frozenset[int] | None:
@@ -224,9 +218,11 @@ def _nothing_else_can_start(inp: SchedulerInput, hosts: list[_HostState], reserv
             continue
         settled = fits_nowhere.get(request)
         if settled is not None:
+            if full:
+                continue
             example = settled[1]
             pool = inp.pools.allowed(example)
-            if full or not any(h.could_ever_fit(example, pool) for h in hosts):
+            if not any(h.could_ever_fit(example, pool) for h in hosts):
                 continue
         elif not windows_open and not request[5]:
             seen = blocked.get(request)
@@ -238,7 +234,8 @@ def _nothing_else_can_start(inp: SchedulerInput, hosts: list[_HostState], reserv
 
 
 def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Reservation],
-           fitting: dict[tuple, list], request: tuple, allowed: _Allowed):
+           fitting: dict[tuple, list], request: tuple, pool: frozenset[int] | None,
+           kept_by: tuple[Window, ...]):
     """The first host (in order: earlier hosts fill up first) where the job fits now without
     delaying a reservation: ((host, cards), None, None); else (None, the reservation it would
     delay, None), or (None, None, what is short on the first host). An elastic job tries the
@@ -247,16 +244,17 @@ def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Res
     counts = range(request[1], job.gpus - 1, -1) if job.gpus_max else (None,)
     blocking_r, short, fitted = None, None, False
     for n in counts:
-        where = fitting.get((request, n))
+        key = request if n is None else (request, n)
+        where = fitting.get(key)
         if where is None:
             where, short = [], None  # what the smallest count lacks is what is reported
             for state in hosts:
-                cards, missing = state.capacity.fit(job, allowed.on(state), n)
+                cards, missing = state.capacity.fit(job, _usable(state, pool, kept_by), n)
                 if cards is None:
                     short = short or missing
                 else:
                     where.append((state, cards))
-            fitting[(request, n)] = where
+            fitting[key] = where
         for state, cards in where:
             fitted = True
             delayed = delays_a_reservation(job, state.host.name, cards, end, reservations)
