@@ -5,19 +5,19 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon peers completion config"
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon reserve peers completion config"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "submit")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
             _gq_arg="command" ;;
         "add")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
             _gq_arg="command" ;;
         "ls")
             _gq_subs=""
@@ -86,8 +86,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "stats")
             _gq_subs=""
-            _gq_flags="--since --json --prometheus --help -h"
-            _gq_valued=" --since "
+            _gq_flags="--since --json --prometheus --month --of --help -h"
+            _gq_valued=" --since --of "
             _gq_arg="none" ;;
         "top")
             _gq_subs=""
@@ -101,8 +101,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --json --help -h"
-            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt "
+            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --config --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config "
             _gq_arg="files" ;;
         "daemon")
             _gq_subs="run start stop restore status"
@@ -134,6 +134,21 @@ _gq_cmd() {  # the facts of one command path
             _gq_flags="--json --help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
+        "reserve")
+            _gq_subs="ls rm"
+            _gq_flags="--cards --ids --start --duration --user --group --account --pool --name --json --help -h"
+            _gq_valued=" --cards --ids --start --duration --user --group --account --pool --name "
+            _gq_arg="none" ;;
+        "reserve ls")
+            _gq_subs=""
+            _gq_flags="--all -a --json --help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "reserve rm")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="jobs:rm" ;;
         "peers")
             _gq_subs="add rm ls check"
             _gq_flags="--help -h"
@@ -218,6 +233,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "update|--priority"|"update|-p") _gq_value="words:high normal low" ;;
         "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
+        "reserve|--user") _gq_value="users" ;;
         "peers add|--user"|"peers add|-u") _gq_value="users" ;;
         "peers add|--identity"|"peers add|-i") _gq_value="files" ;;
         *) _gq_value=none ;;

@@ -5,16 +5,16 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon peers completion config
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon reserve peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
             set -g __gq_arg command
         case 'add'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
             set -g __gq_arg command
         case 'ls'
             set -g __gq_subs
@@ -70,7 +70,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'stats'
             set -g __gq_subs
-            set -g __gq_valued --since
+            set -g __gq_valued --since --of
             set -g __gq_arg none
         case 'top'
             set -g __gq_subs
@@ -82,7 +82,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt
+            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop restore status
@@ -108,6 +108,18 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg none
+        case 'reserve'
+            set -g __gq_subs ls rm
+            set -g __gq_valued --cards --ids --start --duration --user --group --account --pool --name
+            set -g __gq_arg none
+        case 'reserve ls'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'reserve rm'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg jobs:rm
         case 'peers'
             set -g __gq_subs add rm ls check
             set -g __gq_valued
@@ -224,21 +236,24 @@ complete -c gq -n '__gq_at \'\'' -a update -d 'Change the tier of pending or hel
 complete -c gq -n '__gq_at \'\'' -a wait -d 'Block until the jobs end'
 complete -c gq -n '__gq_at \'\'' -a gpus -d 'Cards: memory held by each job and by processes outside gq, utilisation'
 complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action'
-complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and idle GPU-hours by user, offenders'
+complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders'
 complete -c gq -n '__gq_at \'\'' -a top -d 'The interactive terminal UI: every card\'s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)'
 complete -c gq -n '__gq_at \'\'' -a demo -d 'A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
 complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)'
+complete -c gq -n '__gq_at \'\'' -a reserve -d 'Reserve cards for a user, group or account over a window (admins): no one else\'s job that would run into it starts on them'
 complete -c gq -n '__gq_at \'\'' -a peers -d 'SSH-reachable hosts that also run gq (docs/peers.md)'
 complete -c gq -n '__gq_at \'\'' -a completion -d 'Shell completion for bash, zsh and fish'
 complete -c gq -n '__gq_at \'\'' -a config -d 'The daemon\'s settings (config.toml)'
 complete -c gq -n '__gq_at \'\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'submit\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job)'
+complete -c gq -n '__gq_at \'submit\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)'
 complete -c gq -n '__gq_at \'submit\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
 complete -c gq -n '__gq_at \'submit\'' -l cpus -s c -x -d 'host CPU cores'
 complete -c gq -n '__gq_at \'submit\'' -l ram -x -d 'host memory, e.g. 32G'
 complete -c gq -n '__gq_at \'submit\'' -l priority -s p -x -a 'high normal low' -d 'high | normal | low'
 complete -c gq -n '__gq_at \'submit\'' -l time -s t -x -d 'wall-time limit, e.g. 90m, 2h, 1d12h'
+complete -c gq -n '__gq_at \'submit\'' -l pool -x -d 'run on the cards of this pool ([pools.NAME] of the host)'
+complete -c gq -n '__gq_at \'submit\'' -l interactive -d 'a short interactive job: goes ahead of batch work, in the interactive pool'
 complete -c gq -n '__gq_at \'submit\'' -l preemptible -d 'may be stopped and requeued for higher-tier work'
 complete -c gq -n '__gq_at \'submit\'' -l no-preemptible -d 'never stop it for other work, whatever its tier'
 complete -c gq -n '__gq_at \'submit\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT' -d 'checkpoint signal, sent to the job\'s main process on preemption and DUR before the --time limit, e.g. USR1@5m'
@@ -260,12 +275,14 @@ complete -c gq -n '__gq_at \'submit\'' -l hold -d 'queue the job held: it waits 
 complete -c gq -n '__gq_at \'submit\'' -l json -d 'print the job as JSON'
 complete -c gq -n '__gq_at \'submit\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'submit\'' -F -a '(__fish_complete_command)'
-complete -c gq -n '__gq_at \'add\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job)'
+complete -c gq -n '__gq_at \'add\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)'
 complete -c gq -n '__gq_at \'add\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
 complete -c gq -n '__gq_at \'add\'' -l cpus -s c -x -d 'host CPU cores'
 complete -c gq -n '__gq_at \'add\'' -l ram -x -d 'host memory, e.g. 32G'
 complete -c gq -n '__gq_at \'add\'' -l priority -s p -x -a 'high normal low' -d 'high | normal | low'
 complete -c gq -n '__gq_at \'add\'' -l time -s t -x -d 'wall-time limit, e.g. 90m, 2h, 1d12h'
+complete -c gq -n '__gq_at \'add\'' -l pool -x -d 'run on the cards of this pool ([pools.NAME] of the host)'
+complete -c gq -n '__gq_at \'add\'' -l interactive -d 'a short interactive job: goes ahead of batch work, in the interactive pool'
 complete -c gq -n '__gq_at \'add\'' -l preemptible -d 'may be stopped and requeued for higher-tier work'
 complete -c gq -n '__gq_at \'add\'' -l no-preemptible -d 'never stop it for other work, whatever its tier'
 complete -c gq -n '__gq_at \'add\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT' -d 'checkpoint signal, sent to the job\'s main process on preemption and DUR before the --time limit, e.g. USR1@5m'
@@ -334,6 +351,8 @@ complete -c gq -n '__gq_at \'offenders\'' -l help -s h -d 'show the help and exi
 complete -c gq -n '__gq_at \'stats\'' -l since -x -d 'the period: the last DUR, e.g. 7d, 12h, 30d'
 complete -c gq -n '__gq_at \'stats\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'stats\'' -l prometheus -d 'print Prometheus text exposition, to scrape'
+complete -c gq -n '__gq_at \'stats\'' -l month -d 'write the monthly review as Markdown: the last month that ended (or --of), against the one before'
+complete -c gq -n '__gq_at \'stats\'' -l of -x -d 'with --month: which month'
 complete -c gq -n '__gq_at \'stats\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'top\'' -l interval -x -d 'seconds between refreshes'
 complete -c gq -n '__gq_at \'top\'' -l help -s h -d 'show the help and exit'
@@ -347,6 +366,7 @@ complete -c gq -n '__gq_at \'sim\'' -l time-factor -x -d 'jobs declare a time li
 complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each simulated host'
 complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'
+complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts and admin reservations, as in config.toml (docs/governance.md)'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F
@@ -364,6 +384,24 @@ complete -c gq -n '__gq_at \'daemon restore\'' -l help -s h -d 'show the help an
 complete -c gq -n '__gq_at \'daemon restore\'' -r -F
 complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'daemon status\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'reserve\'' -a ls -d 'The reservations that have not ended (all of them with --all)'
+complete -c gq -n '__gq_at \'reserve\'' -a rm -d 'Remove reservations (admins)'
+complete -c gq -n '__gq_at \'reserve\'' -l cards -x -d 'how many cards'
+complete -c gq -n '__gq_at \'reserve\'' -l ids -x -d 'which cards, e.g. 2,3 (instead of --cards)'
+complete -c gq -n '__gq_at \'reserve\'' -l start -x -d 'when it begins: an ISO time (local unless it ends in Z or an offset), or now'
+complete -c gq -n '__gq_at \'reserve\'' -l duration -x -d 'how long, e.g. 8h'
+complete -c gq -n '__gq_at \'reserve\'' -l user -x -a '(__fish_complete_users)' -d 'for this user\'s jobs'
+complete -c gq -n '__gq_at \'reserve\'' -l group -x -d 'for the jobs of this Unix group\'s members'
+complete -c gq -n '__gq_at \'reserve\'' -l account -x -d 'for the jobs of this account\'s users ([accounts] of config.toml)'
+complete -c gq -n '__gq_at \'reserve\'' -l pool -x -d 'take the cards from this pool'
+complete -c gq -n '__gq_at \'reserve\'' -l name -x -d 'a label, e.g. the deadline'
+complete -c gq -n '__gq_at \'reserve\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'reserve\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'reserve ls\'' -l all -s a -d 'also those that have ended'
+complete -c gq -n '__gq_at \'reserve ls\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'reserve ls\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'reserve rm\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'reserve rm\'' -x -a '(__gq_ask jobs rm)'
 complete -c gq -n '__gq_at \'peers\'' -a add -d 'Add a peer: connect over SSH, check its host key and that gq runs there, remember it'
 complete -c gq -n '__gq_at \'peers\'' -a rm -d 'Forget a peer'
 complete -c gq -n '__gq_at \'peers\'' -a ls -d 'Peers, whether they answer, and what was last seen of each'

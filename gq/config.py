@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gq.config_governance import PoolsConfig, parse_accounts, parse_pools
 from gq.config_telemetry import (
     OFFENDER_KEYS, TELEMETRY_KEYS, OffendersConfig, TelemetryConfig, parse_offenders,
     parse_telemetry,
 )
 from gq.policy import FairShareConfig, Limits, UserLimits
+from gq.policy.accounts import Accounts
 from gq.protocol import MAX_LINE, GqError
 from gq.units import parse_duration, parse_size
 
@@ -92,6 +94,8 @@ class Config:
     path: str | None = None  # the file read, if there was one
     sources: dict[str, str] = field(default_factory=dict)  # "daemon.tick" -> "FILE:LINE"
     backup: BackupConfig = field(default_factory=BackupConfig)
+    pools: PoolsConfig = field(default_factory=PoolsConfig)
+    accounts: Accounts = field(default_factory=Accounts)
 
 
 _KNOWN = {
@@ -147,6 +151,11 @@ def _user_limits(where: str, table: dict, base: UserLimits) -> UserLimits:
 
 
 def _apply(config: Config, data: dict) -> None:
+    data = dict(data)
+    if "pools" in data:
+        config.pools = parse_pools(data.pop("pools"))
+    if "accounts" in data:
+        config.accounts = parse_accounts(data.pop("accounts"))
     unknown = {f"[{s}]" for s in data if s not in _KNOWN}
     for section, table in data.items():
         if section in _KNOWN:

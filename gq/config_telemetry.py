@@ -8,8 +8,9 @@ from typing import Any
 
 from gq.units import format_duration, parse_duration
 
-KINDS = ("idle", "over_declared", "over_budget", "zombie", "stray")
-JOB_KINDS = ("idle", "over_declared", "over_budget")  # the kinds that have a job, and a tier
+KINDS = ("idle", "over_declared", "over_budget", "input_bound", "zombie", "stray")
+# The kinds that have a job, and a tier.
+JOB_KINDS = ("idle", "over_declared", "over_budget", "input_bound")
 TIERS = ("high", "normal", "low")
 ACTIONS = ("report", "notify", "requeue", "cancel")
 
@@ -45,6 +46,12 @@ class OffenderRules:
     over_declared_ratio: float = 0.5  # peak under this share of --mem...
     over_declared_after: float = 600.0  # ...after this long is over-declared
     over_budget_after: float = 30.0  # more than --mem for this long is over budget
+    # Input-bound: mean card utilisation under input_bound_util over input_bound_window while
+    # its processes keep input_bound_cpu of the cores it asked for busy (or its busiest
+    # process that share of one core): it starves its cards of data.
+    input_bound_util: float = 50.0
+    input_bound_window: float = 600.0
+    input_bound_cpu: float = 0.9
     actions: dict[str, Action] = field(default_factory=dict)
 
     def action(self, kind: str) -> Action:
@@ -64,11 +71,15 @@ class OffendersConfig:
 
     @property
     def longest_idle_window(self) -> float:
-        return max(r.idle_window for r in (self.default, *self.tiers.values()))
+        """The longest window a judgement looks back over (idle, input-bound): what telemetry
+        keeps in memory."""
+        return max(max(r.idle_window, r.input_bound_window)
+                   for r in (self.default, *self.tiers.values()))
 
 
 _RULE_KEYS = {"idle_util", "idle_window", "over_declared_ratio", "over_declared_after",
-              "over_budget_after", *JOB_KINDS}
+              "over_budget_after", "input_bound_util", "input_bound_window", "input_bound_cpu",
+              *JOB_KINDS}
 OFFENDER_KEYS = _RULE_KEYS | {"zombie_after", "stray_after", "notify", "zombie", "stray",
                               *TIERS}
 TELEMETRY_KEYS = {"interval", "raw_retention", "rollup_retention"}
@@ -130,6 +141,11 @@ def _rules(where: str, table: dict, base: OffenderRules) -> OffenderRules:
                              if "over_declared_ratio" in table else base.over_declared_ratio),
         over_declared_after=duration("over_declared_after"),
         over_budget_after=duration("over_budget_after"),
+        input_bound_util=(_number(f"{where} input_bound_util", table["input_bound_util"], 0, 100)
+                          if "input_bound_util" in table else base.input_bound_util),
+        input_bound_window=duration("input_bound_window"),
+        input_bound_cpu=(_number(f"{where} input_bound_cpu", table["input_bound_cpu"], 0.05, 1)
+                         if "input_bound_cpu" in table else base.input_bound_cpu),
         actions=actions,
     )
 

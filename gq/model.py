@@ -153,10 +153,23 @@ class Job:
     forward_args: dict | None = None  # the request to send, with its idempotency key
     moved_to: str | None = None
     umask: int | None = None  # the submitter's, which the job runs with; None: the daemon's
+    # Governance (docs/governance.md). pool: the named set of cards it may run on (None: the
+    # default pool). gpus_max: an elastic range --gpus 2-4 is gpus=2, gpus_max=4; it starts
+    # with as many cards as fit within the range, and gpu_ids records how many it got.
+    # interactive: a short job that goes ahead of batch work in its pool.
+    pool: str | None = None
+    gpus_max: int | None = None
+    interactive: bool = False
 
     @property
     def whole_cards(self) -> bool:
         return self.gpus > 0 and self.mem is None
+
+    @property
+    def gpus_held(self) -> int:
+        """The cards it holds while running (an elastic job's may exceed `gpus`), else the
+        cards it asks for at least."""
+        return len(self.gpu_ids) if self.gpu_ids else self.gpus
 
 
 @dataclass

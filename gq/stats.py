@@ -6,12 +6,12 @@ schema); the CLI prints it as a table or as Prometheus text. Percentiles are nea
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gq.model import Job, Tier
+from gq.stats_health import NO_ACCOUNT, health, percentile
 from gq.store import Store
 from gq.units import iso
 
@@ -26,14 +26,8 @@ class StatsInput:
     running: list[Job]  # jobs holding cards now, counted up to `now`
     interval: float  # seconds one sample stands for
     idle_util: dict[str, float]  # tier -> the idle threshold, percent
+    accounts: dict[str, str] = field(default_factory=dict)  # user -> account ([accounts])
 
-
-def percentile(sorted_values: list[float], p: float) -> float | None:
-    """Nearest rank: the smallest value with at least p% of the values at or below it."""
-    if not sorted_values:
-        return None
-    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
 
 
 def card_share(gpus: int, mem: int | None, card_total: int | None) -> float:
@@ -51,14 +45,14 @@ def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
     out: dict[str, Any] = {"since": iso(inp.since), "until": iso(inp.now),
                            "covered_from": iso(start), "period_seconds": round(span, 3),
                            "gpus": len(inp.card_totals)}
-    out["utilization"] = _utilization(store, start)
-    gpu_seconds = _gpu_seconds(store, inp, start)
+    out["utilization"] = _utilization(store, start, inp.now)
+    gpu_seconds, by_account = _gpu_seconds(store, inp, start)
     capacity = len(inp.card_totals) * span
     used = sum(gpu_seconds.values())
     out["allocation"] = {
         "rate": round(used / capacity, 4) if capacity > 0 else None,
         "gpu_hours": round(used / HOUR, 3), "capacity_gpu_hours": round(capacity / HOUR, 3)}
-    out["wait_seconds"] = _waits(store, start, inp.now)
+    out["wait_seconds"], waits = _waits(store, start, inp.now)
     ended = store.history.ended_jobs(start, inp.now)
     by_state: dict[str, int] = defaultdict(int)
     for row in ended:
@@ -67,22 +61,25 @@ def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
     runs = store.history.runs_between(start, inp.now)
     out["oom"] = sum(1 for r in runs if r["state"] == "oom" and r["ended_at"] < inp.now)
     out["gpu_hours_by_user"] = {u: round(s / HOUR, 3) for u, s in sorted(gpu_seconds.items())}
+    out["gpu_hours_by_account"] = {a: round(s / HOUR, 3) for a, s in sorted(by_account.items())}
     out["idle_gpu_hours_by_user"] = {u: round(s / HOUR, 3)
                                      for u, s in sorted(_idle_seconds(store, inp, start).items())}
-    offences = store.offences.since(start)
+    offences = store.offences.since(start, inp.now)
     kinds: dict[str, int] = defaultdict(int)
     for o in offences:
         kinds[o["kind"]] += 1
     out["offenders"] = {"by_kind": dict(sorted(kinds.items())),
                         "list": [offence_json(o) for o in offences]}
+    done = [r for r in runs if start <= r["ended_at"] < inp.now]
+    out["health"] = health(out["utilization"]["mean"], waits, done)
     return out
 
 
-def _utilization(store: Store, start: float) -> dict[str, Any]:
+def _utilization(store: Store, start: float, until: float) -> dict[str, Any]:
     total, known, samples = 0, 0, 0
     by_card: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     by_hour: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    for row in store.samples.card_hours(start):
+    for row in store.samples.card_hours(start, until):
         total += row["util_sum"]
         known += row["util_n"]
         samples += row["n"]
@@ -98,13 +95,18 @@ def _utilization(store: Store, start: float) -> dict[str, Any]:
     }
 
 
-def _gpu_seconds(store: Store, inp: StatsInput, start: float) -> dict[str, float]:
-    """Card-seconds each user held in [start, now): ended runs, and the jobs running now."""
+def _gpu_seconds(store: Store, inp: StatsInput, start: float
+                 ) -> tuple[dict[str, float], dict[str, float]]:
+    """Card-seconds each user, and each account, held in [start, now): ended runs (charged
+    to the account they ran under), and the jobs running now."""
     held: dict[str, float] = defaultdict(float)
+    by_account: dict[str, float] = defaultdict(float)
     for run in store.history.runs_between(start, inp.now):
         overlap = min(run["ended_at"], inp.now) - max(run["started_at"], start)
         if overlap > 0:
             held[run["user"]] += run["weight"] * overlap
+            account = run.get("account") or inp.accounts.get(run["user"], NO_ACCOUNT)
+            by_account[account] += run["weight"] * overlap
     for job in inp.running:
         if job.started_at is None:
             continue
@@ -113,10 +115,12 @@ def _gpu_seconds(store: Store, inp: StatsInput, start: float) -> dict[str, float
             weight = sum(card_share(job.gpus, job.mem, inp.card_totals.get(i))
                          for i in job.gpu_ids)
             held[job.user] += weight * overlap
-    return held
+            by_account[inp.accounts.get(job.user, NO_ACCOUNT)] += weight * overlap
+    return held, by_account
 
 
-def _waits(store: Store, start: float, now: float) -> dict[str, Any]:
+def _waits(store: Store, start: float, now: float) -> tuple[dict[str, Any], list[float]]:
+    """Waits by tier, and every wait (sorted), of the jobs that first started in the period."""
     waits: dict[str, list[float]] = {str(t): [] for t in Tier}
     for row in store.history.first_starts(start, now):
         waits.setdefault(row["priority"], []).append(max(0.0, row["first_start"]
@@ -127,13 +131,13 @@ def _waits(store: Store, start: float, now: float) -> dict[str, Any]:
         out[tier] = {"jobs": len(values),
                      "mean": round(sum(values) / len(values), 3) if values else None,
                      "p50": percentile(values, 50), "p95": percentile(values, 95)}
-    return out
+    return out, sorted(w for values in waits.values() for w in values)
 
 
 def _idle_seconds(store: Store, inp: StatsInput, start: float) -> dict[str, float]:
     """Card-seconds each user's jobs held while under their tier's idle threshold: a minute
     whose known samples average under it counts its samples, each `interval` seconds long."""
-    rows = store.samples.idle_samples(start, inp.idle_util)
+    rows = store.samples.idle_samples(start, inp.idle_util, inp.now)
     jobs = {j.id: j for j in store.jobs(ids={r["job_id"] for r in rows}, light=True)} if (
         rows) else {}
     idle: dict[str, float] = defaultdict(float)

@@ -175,6 +175,15 @@ def kill_processes_mentioning(text: str) -> None:
                 pass
 
 
+def host_with(make_host, config: str, sim: str = "4x80G") -> GqHost:
+    """A host whose config.toml has `config` added before its daemon starts."""
+    host = make_host(sim, start=False)
+    with open(host.home / "config.toml", "a") as f:
+        f.write(config)
+    host.start()
+    return host
+
+
 @pytest.fixture
 def host(make_host) -> GqHost:
     return make_host("4x80G")

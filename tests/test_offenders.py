@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import wait_for
+from conftest import host_with, wait_for
 
 from gq.config_telemetry import OffendersConfig, OffenderRules
 from gq.daemon.attribution import Owner
@@ -94,14 +94,6 @@ def test_processes_are_zombies_or_strays_by_who_holds_them():
 
 
 # --- a real daemon ----------------------------------------------------------------------------
-
-
-def host_with(make_host, config: str, sim: str = "4x80G"):
-    host = make_host(sim, start=False)
-    with open(host.home / "config.toml", "a") as f:
-        f.write(config)
-    host.start()
-    return host
 
 
 class Outside:

@@ -160,3 +160,76 @@ def test_stopping_early_still_finds_a_short_job_behind_a_blocked_long_one():
                                        max_reservations=1, usage={"cy": 1e6}), explain=explain)
         assert [s.job_id for s in plan.starts] == [3]
         assert plan.forecasts[1].start == 1 * H
+
+
+# ---- ...with pools, admin reservations, elastic ranges and interactive jobs -------------------
+
+@st.composite
+def governed_clusters(draw):
+    from gq.policy.accounts import AccountLimits, Accounts
+    from gq.policy.pools import Pools
+    from gq.policy.windows import Window
+
+    hosts, running, pending, reservations = draw(clusters())
+    pools = Pools()
+    if draw(st.booleans()):
+        pools = Pools({"a": frozenset({0}), "b": frozenset({1, 2}), "all": frozenset({0, 1, 2})},
+                      default=draw(st.sampled_from([None, "b", "all"])))
+    windows = tuple(
+        Window(n, frozenset(draw(st.sets(st.integers(0, 2), min_size=1))),
+               3600.0 + draw(st.sampled_from([-2 * H, 0.0, 600.0, 2 * H])),
+               3600.0 + draw(st.sampled_from([H, 3 * H, 20 * H])),
+               frozenset(draw(st.sets(st.sampled_from(["ann", "bob"]), max_size=1))),
+               host=draw(st.sampled_from(["", *(h.name for h in hosts)])))
+        for n in range(draw(st.integers(0, 2))))
+    for j in pending:
+        if pools.cards and draw(st.booleans()):
+            j.pool = draw(st.sampled_from(["a", "b", "all", "gone"]))
+        if j.gpus and draw(st.booleans()):
+            j.gpus_max = j.gpus + draw(st.integers(0, 2))
+        if draw(st.integers(0, 4)) == 0:
+            j.interactive = True
+        if j.gpus == 1 and draw(st.booleans()):
+            j.mem = draw(st.sampled_from([20 * G, 50 * G]))
+    accounts = Accounts()
+    if draw(st.booleans()):
+        accounts = Accounts(members={"ann": "t", "bob": "t"},
+                            limits={"t": AccountLimits(max_running_gpus=draw(st.integers(1, 4)))})
+    return hosts, running, pending, reservations, pools, windows, accounts
+
+
+@settings(max_examples=300, deadline=None)
+@given(governed_clusters())
+def test_stopping_early_is_exact_with_pools_windows_and_elastic_ranges(case):
+    hosts, running, pending, reservations, pools, windows, accounts = case
+    inp = lambda: SchedulerInput(hosts, list(pending), running, {}, 3600.0,  # noqa: E731
+                                 max_reservations=reservations, pools=pools, windows=windows,
+                                 accounts=accounts, usage={"ann": 5.0, "bob": 1.0})
+    full, quick = schedule(inp()), schedule(inp(), explain=False)
+    assert quick.starts == full.starts
+    assert quick.forecasts == full.forecasts
+    # ...and the full pass itself keeps every rule: pools, windows, elastic ranges.
+    for s in full.starts:
+        j = next(p for p in pending if p.id == s.job_id)
+        allowed = pools.allowed(j)
+        assert allowed is None or set(s.gpu_ids) <= allowed
+        assert j.gpus <= len(s.gpu_ids) <= (j.gpus_max or j.gpus)
+        limit = j.time_limit or 86400.0
+        for w in windows:
+            if j.user not in w.users and w.on(s.host) and w.overlaps(3600.0, 3600.0 + limit):
+                assert not set(s.gpu_ids) & w.cards
+
+
+def test_stopping_early_reads_past_a_job_kept_off_a_reserved_card():
+    # Bob's long job fits nowhere (an admin keeps the card for ann from in 10 minutes), but
+    # ann's job of the same shape fits: the quick pass must not take "fits nowhere" for both.
+    from gq.policy.windows import Window
+
+    w = Window(1, frozenset({0}), 4200.0, 4200.0 + H, frozenset({"ann"}))
+    pending = [job(1, "bob", at=0), job(2, "ann", at=10)]
+    for explain in (True, False):
+        plan = schedule(SchedulerInput(one_card(), list(pending), [], {}, 3600.0,
+                                       max_reservations=0, windows=(w,),
+                                       usage={"ann": 5.0, "bob": 1.0}), explain=explain)
+        assert [s.job_id for s in plan.starts] == [2]
+

@@ -9,6 +9,7 @@ import typer
 
 from gq.cli import output
 from gq.cli.client import call, submit_job
+from gq.cli.reserve_cmd import reserve_app
 from gq.protocol import BAD_INPUT, GqError
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ daemon_app = typer.Typer(help="The per-host daemon (the CLI starts a daemon of y
                          "use, unless the host runs a system daemon for everyone).",
                          no_args_is_help=True)
 app.add_typer(daemon_app, name="daemon")
+app.add_typer(reserve_app, name="reserve")
 
 Ids = Annotated[list[str], typer.Argument(
     help="job ids; an array's id is all its elements, 12_3 element 3 of array 12; @ is your "
@@ -61,6 +63,8 @@ def submit(
     ram: Annotated[Optional[str], _opt("ram")] = None,
     priority: Annotated[Optional[str], _opt("priority")] = None,
     time: Annotated[Optional[str], _opt("time")] = None,
+    pool: Annotated[Optional[str], _opt("pool")] = None,
+    interactive: Annotated[bool, _opt("interactive")] = False,
     preemptible: Annotated[bool, _opt("preemptible")] = False,
     no_preemptible: Annotated[bool, _opt("no_preemptible")] = False,
     signal: Annotated[Optional[str], _opt("signal")] = None,
@@ -268,11 +272,19 @@ def stats(
     json: Json = False,
     prometheus: Annotated[bool, typer.Option("--prometheus", help="print Prometheus text "
                           "exposition, to scrape")] = False,
+    month: Annotated[bool, typer.Option("--month", help="write the monthly review as Markdown: "
+                     "the last month that ended (or --of), against the one before")] = False,
+    of: Annotated[Optional[str], typer.Option("--of", help="with --month: which month",
+                                              metavar="YYYY-MM")] = None,
 ) -> None:
-    """The lab's numbers: utilisation, allocation, waits by tier, outcomes, GPU-hours and
-    idle GPU-hours by user, offenders."""
+    """The lab's numbers: health indicators against their targets, utilisation, allocation,
+    waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders."""
     from gq.units import parse_duration
 
+    if month or of:
+        from gq.cli.stats_cmd import monthly
+
+        return print(monthly(of), end="")
     try:
         seconds = parse_duration(since)
     except ValueError as e:
@@ -344,13 +356,16 @@ def sim(
         "--preempt", help="the gq policy preempts jobs of these tiers for higher-tier work "
         "(low, or normal,low), with the daemon's default exempt 10m and grace 60s",
         metavar="TIERS", show_default=False)] = None,
+    lab: Annotated[Optional[str], typer.Option(
+        "--config", help="the lab's pools, accounts and admin reservations, as in config.toml "
+        "(docs/governance.md)", metavar="LAB.toml", show_default=False)] = None,
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
     from gq.cli.sim_cmd import run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt)
+                   preempt, lab)
 # ---- end of gq sim ----
 
 

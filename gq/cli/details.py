@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from gq.cli.output import percent, table
+from gq.cli.output import gpus_text, percent, table
 from gq.units import format_duration, format_size, iso
 
 
@@ -19,7 +19,9 @@ def print_job(job: dict[str, Any]) -> None:
         ("user", job["user"]),
         ("host", job["host"]),
         ("priority", job["priority"] + _score_text(job.get("score"))),
-        ("gpus", f"{job['gpus']}, {mem}"),
+        ("gpus", ", ".join([gpus_text(job), mem] + [f"pool {job['pool']}"] * bool(job.get("pool"))
+                           + ["interactive"] * bool(job.get("interactive")))),
+        ("account", job.get("account") or "-"),
         ("gpu ids", ",".join(map(str, job["gpu_ids"])) or "-"),
         ("cpus", str(job["cpus"])),
         ("ram", format_size(job["ram"]) if job["ram"] else "-"),

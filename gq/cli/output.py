@@ -51,7 +51,7 @@ def job_rows(
         else:
             where = f"exit {j['exit_code']}" if j["exit_code"] is not None else (j["reason"] or "")
         rows.append([
-            str(j["id"]), j["name"][:24], j["user"], j["state"], j["priority"], str(j["gpus"]),
+            str(j["id"]), j["name"][:24], j["user"], j["state"], j["priority"], gpus_text(j),
             format_size(j["mem"]) if j["mem"] else ("whole" if j["gpus"] else "-"),
             str(j["cpus"]), job_time(j), where,
         ])
@@ -66,3 +66,8 @@ def percent(value: int | None) -> str:
 
 def echo_err(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def gpus_text(job: dict) -> str:
+    """'2', or an elastic range '2-4' (what it got is in its gpu ids)."""
+    return f"{job['gpus']}-{job['gpus_max']}" if job.get("gpus_max") else str(job["gpus"])

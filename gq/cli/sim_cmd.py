@@ -16,8 +16,9 @@ POLICY_CHOICES = ("gq", "fifo", "greedy", "all")
 
 def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
             time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool,
-            preempt: str | None = None) -> int:
+            preempt: str | None = None, lab_file: str | None = None) -> int:
     from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
+    from gq.sim.lab import Lab, read_lab
     from gq.sim.metrics import metrics
     from gq.sim.replay import POLICIES, replay
 
@@ -40,10 +41,11 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
             hosts = parse_cluster(cluster or DEFAULT_CLUSTER, cpus_per_host)
         else:
             hosts = (this_host,)
+        lab = Lab() if lab_file is None else read_lab(lab_file, hosts)
     except ValueError as e:
         raise BadInput(str(e)) from None
     names = list(POLICIES) if policy == "all" else [policy]
-    results = [metrics(replay(jobs, hosts, name, time_factor, preemption=preemption))
+    results = [metrics(replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab))
                for name in names]
     if as_json:
         from gq.cli.output import print_json
@@ -95,7 +97,8 @@ def history_trace(cpus: int) -> tuple[list, str, Any]:
         job_id=str(j["id"]), submit_time=parse_iso(j["submitted_at"]) - origin,
         duration=parse_iso(j["ended_at"]) - parse_iso(j["started_at"]), user=j["user"],
         gpus=j["gpus"], mem=j["mem"], tier=Tier(j["priority"]), cpus=j["cpus"], ram=j["ram"],
-        time_limit=j["time_limit"], name=j["name"]) for j in ran),
+        time_limit=j["time_limit"], name=j["name"], pool=j.get("pool"),
+        gpus_max=j.get("gpus_max"), interactive=bool(j.get("interactive"))) for j in ran),
         key=lambda tj: (tj.submit_time, int(tj.job_id)))
     cards = tuple(Card(c["index"], c["memory_total"], 0, c["island"]) for c in call("gpus"))
     host = Host(cpus=cpus, cards=cards, name="host0") if cards else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gq.cli.output import table
+from gq.stats_health import NO_ACCOUNT
 from gq.units import format_duration, parse_iso
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -42,8 +43,11 @@ def _secs(value: float | None) -> str:
 
 
 def print_stats(s: dict[str, Any]) -> None:
+    from gq.stats_health import print_health
+
     u, a = s["utilization"], s["allocation"]
     print(f"{s['host']}: {s['gpus']} GPUs, {s['covered_from']} to {s['until']}")
+    print("\n".join(print_health(s["health"])) + "\n")
     rate = "N/A" if a["rate"] is None else f"{a['rate'] * 100:.1f}%"
     print(f"  utilisation {_pct(u['mean'])} (unknown in {u['unknown_samples']} of "
           f"{u['samples']} samples); allocated {rate} ({a['gpu_hours']:.1f} of "
@@ -62,6 +66,9 @@ def print_stats(s: dict[str, Any]) -> None:
         for t, w in s["wait_seconds"].items()]))
     ended = ", ".join(f"{k} {v}" for k, v in s["jobs_by_state"].items()) or "none"
     print(f"\nended jobs: {ended}")
+    if len(s["gpu_hours_by_account"]) > 1 or NO_ACCOUNT not in s["gpu_hours_by_account"]:
+        print("\n" + table(["ACCOUNT", "GPU-HOURS"], [
+            [name, f"{hours:.2f}"] for name, hours in s["gpu_hours_by_account"].items()]))
     users = sorted(set(s["gpu_hours_by_user"]) | set(s["idle_gpu_hours_by_user"]))
     if users:
         print("\n" + table(["USER", "GPU-HOURS", "IDLE GPU-HOURS"], [
@@ -115,9 +122,34 @@ def prometheus(s: dict[str, Any], period: str) -> str:
            [("", s["oom"])])
     metric("gq_gpu_hours", "GPU-hours held by each user's jobs in the period.", "gauge",
            [(f'user="{_label(k)}"', float(v)) for k, v in s["gpu_hours_by_user"].items()])
+    metric("gq_account_gpu_hours", "GPU-hours held by each account's jobs in the period.",
+           "gauge", [(f'account="{_label(k)}"', float(v))
+                     for k, v in s["gpu_hours_by_account"].items()])
+    metric("gq_health_ok", "Whether each health indicator meets its target (1 pass, 0 fail).",
+           "gauge", [(f'indicator="{i["name"]}"', {"pass": 1, "fail": 0}.get(i["status"]))
+                     for i in s["health"]])
     metric("gq_idle_gpu_hours", "GPU-hours each user's jobs held while idle in the period.",
            "gauge", [(f'user="{_label(k)}"', float(v))
                      for k, v in s["idle_gpu_hours_by_user"].items()])
     metric("gq_offenders", "Offences seen in the period, by kind.", "gauge",
            [(f'kind="{k}"', v) for k, v in s["offenders"]["by_kind"].items()])
     return "\n".join(lines) + "\n"
+
+
+def monthly(of: str | None) -> str:
+    """The monthly review (gq/stats_review.py) of the month `of` (YYYY-MM; None: the last)."""
+    import time
+
+    from gq.cli.client import call
+    from gq.protocol import BAD_INPUT, GqError
+    from gq.stats_review import month_bounds, review
+
+    try:
+        before, start, end, name, last_name = month_bounds(of, time.time())
+    except ValueError as e:
+        raise GqError(str(e), BAD_INPUT) from None
+    if start >= time.time():
+        raise GqError(f"--of {of}: that month has not begun", BAD_INPUT)
+    this = call("stats", start=start, until=end)
+    last = call("stats", start=before, until=start)
+    return review(this, last, name, last_name)

@@ -27,7 +27,9 @@ class Opt:
 
 
 OPTIONS: tuple[Opt, ...] = (
-    Opt("--gpus", "-g", "gpus", "value", "N", "GPUs per job (0 = CPU-only job)  [default: 1]"),
+    Opt("--gpus", "-g", "gpus", "value", "N",
+        "GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free "
+        "(GQ_NUM_GPUS says how many)  [default: 1]"),
     Opt("--mem", "-m", "mem", "value", "SIZE",
         "GPU memory per GPU, e.g. 20G; the job may share a card. Without it: whole cards. "
         "auto: the peak of this command's last successful runs here, plus 20%"),
@@ -35,6 +37,11 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("--ram", None, "ram", "value", "SIZE", "host memory, e.g. 32G"),
     Opt("--priority", "-p", "priority", "value", "TIER", "high | normal | low  [default: normal]"),
     Opt("--time", "-t", "time", "value", "DUR", "wall-time limit, e.g. 90m, 2h, 1d12h"),
+    Opt("--pool", None, "pool", "value", "NAME",
+        "run on the cards of this pool ([pools.NAME] of the host)  [default: the default pool]"),
+    Opt("--interactive", None, "interactive", "flag", "",
+        "a short interactive job: goes ahead of batch work, in the interactive pool; needs "
+        "--time unless the pool sets max_time"),
     Opt("--preemptible", None, "preemptible", "flag", "",
         "may be stopped and requeued for higher-tier work  [default: low tier yes, others no]"),
     Opt("--no-preemptible", None, "no_preemptible", "flag", "",
@@ -193,7 +200,14 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
                      else "normal").lower(),
     }
     if values.get("gpus") is not None:
-        args["gpus"] = _whole("--gpus", values["gpus"])
+        low, dash, high = str(values["gpus"]).partition("-")
+        args["gpus"] = _whole("--gpus", low) if dash and low else _whole("--gpus", values["gpus"])
+        if dash and low:
+            args["gpus_max"] = _whole("--gpus", high)
+    if values.get("pool") is not None:
+        args["pool"] = values["pool"]
+    if values.get("interactive"):
+        args["interactive"] = True
     if values.get("cpus") is not None:
         args["cpus"] = _whole("--cpus", values["cpus"])
     if values.get("mem") is not None:

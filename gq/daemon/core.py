@@ -23,6 +23,7 @@ from gq.daemon.notify import Notifier
 from gq.daemon.policing import Policing
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
+from gq.daemon.reservations import windows as admin_windows
 from gq.daemon.telemetry import Telemetry
 from gq.daemon.shim import ShimSpec
 from gq.daemon.supervisor import Shim, SpawnUnknown, Supervisor
@@ -33,6 +34,7 @@ from gq.layout import Layout
 from gq.policy import (
     Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, schedule,
 )
+from gq.policy.accounts import dominant_weight
 from gq.policy.arrays import hold_back_throttled
 from gq.policy.fairshare import Score
 from gq.store import Store
@@ -138,11 +140,11 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             return
         self._usage_at = now
         intervals = [
-            RunInterval(r["user"], r["weight"], r["started_at"], r["ended_at"])
+            RunInterval(r["user"], r["share"], r["started_at"], r["ended_at"])
             for r in self.store.runs_since(now - 10 * half_life)  # older: under 0.1%
         ]
         intervals += [
-            RunInterval(j.user, self.card_weight(j), j.started_at, None)
+            RunInterval(j.user, self.charge(j), j.started_at, None)
             for j in self.store.holding_jobs()
             if j.started_at is not None and j.state in (JobState.RUNNING, JobState.PREEMPTING)
         ]
@@ -240,13 +242,16 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             for j in self.store.jobs(ids=dep_ids, light=True)
             if j.state in ENDED_STATES
         } if dep_ids else {}
+        now = self.clock()
         return SchedulerInput(
-            self.host(), pending, running, outcomes, self.clock(),
+            self.host(), pending, running, outcomes, now,
             default_limit=self.config.default_time,
             tier_limits=self.config.default_time_by_tier,
             max_reservations=self.config.reservations,
             usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
             score_time=self._usage_at,
+            pools=self.config.pools.for_cards([g.index for g in self.cards]),
+            windows=admin_windows(self, now), accounts=self.config.accounts,
         )
 
     # ---- acting on jobs -----------------------------------------------------------------
@@ -260,6 +265,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             GQ_JOB_ID=str(job.id),
             GQ_RESTART_COUNT=str(job.restarts),
             GQ_CHECKPOINT_DIR=str(self.layout.checkpoint_dir(job.id, job.user)),
+            GQ_NUM_GPUS=str(len(gpu_ids)),  # what an elastic job got: torchrun --nproc_per_node
         )
         if gpu_ids:
             limit = job.mem or min(cards[i].memory_total for i in gpu_ids if i in cards)
@@ -340,6 +346,10 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             self.unadopted.add(job_id)
             return
         self.request_pass(freed=True)
+
+    def charge(self, job: Job) -> float:
+        """What the job costs in fair share while it runs: its dominant share of the host."""
+        return dominant_weight(job, self.host())
 
     def card_weight(self, job: Job) -> float:
         """How many cards the job holds, for fair share: slices count as their share."""

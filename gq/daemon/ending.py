@@ -48,7 +48,14 @@ class Ending:
                 continue
             if now - job.started_at >= job.time_limit:
                 limit = format_duration(job.time_limit)
-                self.stop(job, JobState.TIMEOUT, f"time limit {limit} reached")
+                pool = self.config.pools.get(job.pool) if job.interactive else None
+                if pool is not None and pool.past_limit == "requeue":
+                    # Interactive no more: it goes on as batch work in the default pool.
+                    self.stop(job, JobState.PREEMPTING, f"interactive time limit {limit} "
+                              "reached: requeued as batch work", interactive=0, pool=None,
+                              time_limit=None)
+                else:
+                    self.stop(job, JobState.TIMEOUT, f"time limit {limit} reached")
 
     def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
         """Record the end of a run: its exit status, or that it vanished or never began."""
@@ -83,7 +90,8 @@ class Ending:
             label = str(job.state)
         if not never_started:  # what the run cost, for fair share and stats
             self.store.add_run(job, self.card_weight(job), ended_at, label,
-                               self.telemetry.run_record(job))
+                               self.telemetry.run_record(job), share=self.charge(job),
+                               account=self.config.accounts.members.get(job.user))
 
     def _record_end(self, job: Job, record: dict | None, ended_at: float, now: float) -> str:
         code = record.get("exit_code") if record else None

@@ -7,8 +7,9 @@ import pwd
 from dataclasses import dataclass, field
 from typing import Any
 
-from gq.config_telemetry import OffendersConfig
+from gq.config_telemetry import OffenderRules, OffendersConfig
 from gq.daemon.attribution import Owner
+from gq.daemon.cpu_usage import CpuWindow
 from gq.model import RUNNING_STATES, Gpu, Job, JobState
 from gq.store.samples import JobSample, Window
 from gq.units import format_duration, format_size
@@ -47,6 +48,10 @@ class JobView:
     samples: int  # job-card samples this run
     mem_known: int  # of which with a known memory
     latest: list[JobSample]  # from the last card reading
+    # Over its tier's input-bound window (None if not run that long): its cards' samples, and
+    # how busy its processes kept the CPUs.
+    util_window: Window | None = None
+    cpu: CpuWindow | None = None
 
 
 def job_offences(view: JobView, now: float, interval: float,
@@ -58,9 +63,12 @@ def job_offences(view: JobView, now: float, interval: float,
     ran = now - job.started_at
     base = dict(job_id=job.id, user=job.user, tier=str(job.priority), gpus=list(job.gpu_ids))
     found = []
+    starved = input_bound(view, interval, rules)
+    if starved is not None:  # more telling than idle, which it would also be, often
+        found.append(starved)
     w = view.window
     expected = rules.idle_window / interval * max(1, len(job.gpu_ids)) if interval > 0 else 0
-    if (w is not None and w.util_mean is not None and w.samples >= MIN_SAMPLED * expected
+    if starved is None and (w is not None and w.util_mean is not None and w.samples >= MIN_SAMPLED * expected
             and w.util_known >= MIN_COVERAGE * w.samples and w.util_mean < rules.idle_util):
         found.append(Candidate(
             "idle", f"idle:{job.id}",
@@ -93,6 +101,45 @@ def job_offences(view: JobView, now: float, interval: float,
             "framework's memory (PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_MEM_FRACTION)",
             figures={"mem_used": worst.mem, "mem": job.mem, "gpu": worst.card}, **base))
     return found
+
+
+def input_bound(view: JobView, interval: float, rules: OffenderRules) -> Candidate | None:
+    """A job whose cards are mostly idle while its processes keep the CPUs it asked for busy
+    (or its busiest process one whole core): it starves its cards of data."""
+    job, w, cpu = view.job, view.util_window, view.cpu
+    if w is None or cpu is None or w.util_mean is None or interval <= 0:
+        return None
+    expected = rules.input_bound_window / interval
+    if (w.samples < MIN_SAMPLED * expected * max(1, len(job.gpu_ids))
+            or w.util_known < MIN_COVERAGE * w.samples or cpu.samples < MIN_SAMPLED * expected
+            or w.util_mean >= rules.input_bound_util):
+        return None
+    all_busy = cpu.cores >= rules.input_bound_cpu * job.cpus
+    one_busy = cpu.busiest >= rules.input_bound_cpu
+    if not (all_busy or one_busy):
+        return None
+    cores = f"{job.cpus} core{'s' * (job.cpus != 1)}"
+    evidence = (f"mean utilisation {w.util_mean:.0f}% over the last "
+                f"{format_duration(rules.input_bound_window)} on GPU {_cards(job.gpu_ids)} while "
+                f"its {cpu.processes} process{'es' * (cpu.processes != 1)} kept {cpu.cores:.1f} "
+                f"of its {cores} busy (the busiest {cpu.busiest:.0%} of a core): it starves its "
+                "cards of data")
+    if cpu.processes <= 2 and one_busy:
+        more = f" with --cpus {max(4, 2 * job.cpus)}" if job.cpus < 4 else ""
+        suggestion = (f"load data in worker processes: DataLoader(num_workers=N, "
+                      f"pin_memory=True, persistent_workers=True), N up to the cores it asks "
+                      f"for ({cores} now; submit{more or ' as is'})")
+    else:
+        suggestion = (f"its loaders use all {cores} it asked for: ask for more (--cpus "
+                      f"{2 * job.cpus}) and raise num_workers, or make each batch cheaper to "
+                      "load (prefetch_factor, pin_memory=True, pre-decoded data on local disk)")
+    return Candidate(
+        "input_bound", f"input_bound:{job.id}", evidence, suggestion, job_id=job.id,
+        user=job.user, tier=str(job.priority), gpus=list(job.gpu_ids),
+        figures={"util_mean": round(w.util_mean, 1), "window": rules.input_bound_window,
+                 "threshold": rules.input_bound_util, "cpu_cores": round(cpu.cores, 2),
+                 "cpu_busiest": round(cpu.busiest, 2), "cpus": job.cpus,
+                 "processes": cpu.processes})
 
 
 def process_offences(cards: list[Gpu], owners: dict[int, Owner],

@@ -16,6 +16,7 @@ from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.identity import NoAccount, identity_of
 from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
+from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
@@ -97,6 +98,8 @@ def host_limits(daemon: Daemon) -> HostLimits:
         card_memory=tuple(g.memory_total for g in daemon.cards),
         preemptible_tiers=daemon.config.preemption.preemptible,
         grace=daemon.config.preemption.grace,
+        pools=daemon.config.pools,
+        card_ids=tuple(g.index for g in daemon.cards),
     )
 
 
@@ -187,6 +190,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "short": daemon.config.fairshare.weight_short},
     }
     out["usage"] = usage_json(daemon, job)
+    out["account"] = daemon.config.accounts.members.get(job.user)  # None: in no account
     out["stdout"] = str(daemon.layout.stdout(job_id, job.user))
     out["stderr"] = str(daemon.layout.stderr(job_id, job.user))
     out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id, job.user))

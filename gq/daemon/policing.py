@@ -8,6 +8,7 @@ import logging
 import os
 
 from gq.config_telemetry import Action
+from gq.daemon.cpu_usage import CpuMeter
 from gq.daemon.offenders import Candidate, JobView, job_offences, process_offences
 from gq.model import Job, JobState
 
@@ -21,6 +22,7 @@ class Policing:
     """Part of Daemon (gq/daemon/core.py)."""
 
     def start_policing(self) -> None:
+        self.cpu_meter = CpuMeter(keep=self.config.offenders.longest_idle_window)
         self._candidate_since: dict[str, float] = {}
         self.open_offences: dict[str, dict] = {}  # key -> its row in the store
         for row in self.store.offences.still_open():
@@ -30,6 +32,8 @@ class Policing:
 
     def police(self, holding: dict[int, Job], now: float) -> None:
         """After each sample: find the offenders, record them, act on them."""
+        self.cpu_meter.sample({j: shim.pid for j, shim in self.shims.items()
+                               if j in holding}, now)
         found = {c.key: c for c in self.find_offenders(holding, now)}
         for key in [k for k in self._candidate_since if k not in found]:
             del self._candidate_since[key]
@@ -67,12 +71,16 @@ class Policing:
         for job in holding.values():
             if job.state != JobState.RUNNING or job.gpus == 0 or job.started_at is None:
                 continue
-            window_len = config.rules(str(job.priority)).idle_window
+            rules = config.rules(str(job.priority))
+            window_len = rules.idle_window
             window = (self.telemetry.window(job, window_len, now)
                       if now - job.started_at >= window_len else None)
             usage = self.telemetry.usage_of(job)
             latest = [r for r in self.telemetry.latest if r.job_id == job.id]
             view = JobView(job, window, usage.peak, usage.samples, usage.mem_known, latest)
+            if now - job.started_at >= rules.input_bound_window:
+                view.util_window = self.telemetry.window(job, rules.input_bound_window, now)
+                view.cpu = self.cpu_meter.window(job.id, rules.input_bound_window, now)
             found += job_offences(view, now, interval, config)
         named = {o.job_id for o in self.owners.values() if o.job_id is not None}
         jobs = {j.id: j for j in self.store.jobs(ids=named, light=True)} if named else {}

@@ -9,6 +9,7 @@ from gq.daemon.ending import PREEMPTED_FOR
 from gq.model import Job, JobState, Reason
 from gq.policy import Plan, SchedulerInput
 from gq.policy.preemption import plan_preemptions
+from gq.policy.schedule import allowed_cards
 from gq.units import iso
 
 
@@ -27,7 +28,9 @@ class Preempting:
         waiting = [inp.pending.jobs[i] for i, r in plan.reasons.items() if r == Reason.RESOURCES]
         cfg = self.config.preemption
         decided = plan_preemptions(inp.host, waiting, inp.running, inp.now, cfg.exempt,
-                                   self.checkpoint_times(candidates))
+                                   self.checkpoint_times(candidates),
+                                   allowed={j.id: allowed_cards(inp, j, inp.host)
+                                            for j in waiting})
         tiers = {j.id: j.priority for j in waiting}
         for p in decided.preemptions:
             for victim in p.victims:

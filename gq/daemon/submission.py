@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from gq.config_governance import PoolsConfig
 from gq.model import DepKind, Job, JobState, Reason, Tier
 from gq.protocol import BadInput
 from gq.units import format_duration, format_size, parse_signal
@@ -33,6 +34,8 @@ class HostLimits:
     # [preemption] defaults, fixed into each job when it is submitted
     preemptible_tiers: frozenset[str] = frozenset({"low"})
     grace: float = 60.0
+    pools: PoolsConfig = PoolsConfig()  # [pools.NAME]
+    card_ids: tuple[int, ...] = ()  # the index of each card of card_memory
 
 
 def _int(args: dict[str, Any], key: str, flag: str, default: int) -> int:
@@ -213,6 +216,9 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
                               or not 0 <= umask <= 0o777):
         raise BadInput(f"umask {umask!r}: expected a number from 0 to 0o777")
     time_limit = _opt_positive(args, "time_limit", "--time")
+    interactive = bool(_flag(args, "interactive", "--interactive"))
+    pool, time_limit = check_pool(args.get("pool"), interactive, gpus, time_limit, host)
+    gpus_max = check_range(args, gpus, host, pool)
     preemptible = _flag(args, "preemptible", "--preemptible")
     return Job(
         id=0,
@@ -233,9 +239,66 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         time_limit=time_limit,
         deps=check_deps(args, resolve),
         env={str(k): str(v) for k, v in env.items()},
+        pool=pool,
+        gpus_max=gpus_max,
+        interactive=interactive,
         submitted_at=now,
         umask=umask,
         preemptible=(str(priority) in host.preemptible_tiers if preemptible is None
                      else preemptible),
         **check_preemption(args, gpus, time_limit, host.grace),
     )
+
+
+def check_pool(name: Any, interactive: bool, gpus: int, time_limit: float | None,
+               host: HostLimits) -> tuple[str | None, float | None]:
+    """The job's pool (None: the default pool) and its time limit, which the pool may cap or
+    give. An interactive job goes to the interactive pool unless it names one, and must have a
+    time limit."""
+    pools = host.pools
+    if name is not None:
+        if not isinstance(name, str) or not name:
+            raise BadInput("--pool: expected a pool's name")
+        if not pools.configured:
+            raise BadInput(f"--pool {name}: {host.name} has no pools ([pools.NAME] in "
+                           "config.toml)")
+        known = set(pools.pools) | {pools.default_name()}
+        if name not in known:
+            raise BadInput(f"--pool {name}: no such pool on {host.name} (pools: "
+                           f"{', '.join(sorted(known))})")
+    elif interactive:
+        name = pools.interactive_name()
+    pool = pools.get(name)
+    if pool is not None and pool.max_time is not None:
+        if time_limit is None:
+            time_limit = pool.max_time
+        elif time_limit > pool.max_time:
+            raise BadInput(f"--time {format_duration(time_limit)}: pool {pool.name} allows at "
+                           f"most {format_duration(pool.max_time)}")
+    if interactive and time_limit is None:
+        raise BadInput("--interactive needs --time: interactive jobs are short, and go ahead of "
+                       "batch work for that long only")
+    if pools.configured and gpus > 0:
+        size = len(pools.for_cards(list(host.card_ids)).cards.get(name or pools.default_name(),
+                                                                     ()))
+        if gpus > size:
+            where = f"pool {name or pools.default_name()}"
+            raise BadInput(f"--gpus {gpus}: {where} has only {size} GPU{'s' * (size != 1)}")
+    return name, time_limit
+
+
+def check_range(args: dict[str, Any], gpus: int, host: HostLimits, pool: str | None
+                ) -> int | None:
+    """An elastic range's top (--gpus 2-4: 4), or None for a fixed count."""
+    if args.get("gpus_max") is None:
+        return None
+    top = _int(args, "gpus_max", "--gpus", 0)
+    if gpus < 1 or top <= gpus:
+        raise BadInput(f"--gpus {gpus}-{top}: expected a range like 2-4, from 1 up")
+    cards = len(host.card_memory)
+    if host.pools.configured:
+        name = pool or host.pools.default_name()
+        cards = len(host.pools.for_cards(list(host.card_ids)).cards.get(name, ()))
+    if top > cards:
+        raise BadInput(f"--gpus {gpus}-{top}: at most {cards} GPU{'s' * (cards != 1)} here")
+    return top

@@ -103,17 +103,33 @@ def _job_minute(r: dict) -> dict:
 
 
 def op_stats(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
-    span = _span(args, "since", 7 * 86400.0, 400 * 86400.0)
+    """The lab's figures over the last `since` seconds, or over [start, until) (epoch
+    seconds: a month for `gq stats --month`)."""
     now = daemon.clock()
+    if args.get("until") is not None:
+        start, until = _bounds(args, now)
+    else:
+        until = now
+        start = now - _span(args, "since", 7 * 86400.0, 400 * 86400.0)
     config = daemon.config
     inp = StatsInput(
-        since=now - span, now=now,
+        since=start, now=until, accounts=dict(config.accounts.members),
         card_totals={g.index: g.memory_total for g in daemon.cards},
         running=[j for j in daemon.store.holding_jobs() if j.started_at is not None],
         interval=max(config.telemetry.interval, config.tick),
         idle_util={t: config.offenders.rules(t).idle_util for t in ("high", "normal", "low")},
     )
     return {"host": daemon.hostname, **lab_stats(daemon.store, inp)}
+
+
+def _bounds(args: dict, now: float) -> tuple[float, float]:
+    start, until = args.get("start"), args.get("until")
+    for key, value in (("start", start), ("until", until)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadInput(f"{key} {value!r}: expected epoch seconds")
+    if not start < until or until - start > 400 * 86400.0:
+        raise BadInput("start and until: expected a period of up to 400 days, start first")
+    return float(start), float(min(until, now))
 
 
 def usage_json(daemon: Daemon, job: Job) -> dict[str, Any] | None:

@@ -30,6 +30,10 @@ def job_json(job: Job) -> dict[str, Any]:
     for key in ("preemptible", "signal", "signal_before", "signal_group", "grace",
                 "preemptions", "retry_oom", "oom_retries", "peak_mem"):
         out[key] = getattr(job, key)
+    # Governance (docs/governance.md): gpus is an elastic range's minimum, gpus_max its top;
+    # len(gpu_ids) is what the run got.
+    for key in ("pool", "gpus_max", "interactive"):
+        out[key] = getattr(job, key)
     out["array"] = None if job.array is None else {
         "id": job.array.id, "index": job.array.index, "size": job.array.size,
         "limit": job.array.limit, "params": job.array.params,

@@ -5,6 +5,9 @@ every job holding resources ended when its time limit says (a job without one is
 run for its tier's default limit), after the reservations of the jobs ahead of it. A job further
 down the queue may start now only if it ends before each reservation starts, or leaves enough
 of what that reservation needs (its slack). This is EASY backfill with several reservations.
+
+An elastic job (--gpus 2-4) is reserved by its minimum; admin reservations (windows.py) keep
+their cards from the reservations of everyone but their holders, as they keep them from starts.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 
 from gq.model import Job
 from gq.policy.placement import Capacity
+from gq.policy.windows import Window, kept_cards
 
 # A job past its expected end is assumed to end this much later: it is overdue, not gone.
 OVERDUE_GRACE = 60.0
@@ -50,7 +54,8 @@ def expected_end(job: Job, now: float, limit: float) -> float:
 
 def reserve(
     job: Job, host: str, base: Capacity, by_end: list[Holding], now: float,
-    before: float = math.inf,
+    before: float = math.inf, allowed: frozenset[int] | None = None,
+    windows: tuple[Window, ...] = (), limit: float = 0.0,
 ) -> Reservation | None:
     """The earliest reservation for `job` on `host` that starts before `before`, or None if
     there is none (it would not fit even once every job holding resources there has ended:
@@ -59,35 +64,58 @@ def reserve(
     `base`: the host with everything that holds resources on it taken, and, pessimistic and
     simple, the earlier reservations on it too, as if they held theirs from now on. `by_end`:
     what holds resources, soonest end first. `base` is released into in place, one holding at a
-    time, and restored before returning."""
-    cards_for = _cards_usable_by(job, base, base.cards)
+    time, and restored before returning. `allowed`: the cards the job may use (its pool; None:
+    any). `windows`: admin reservations that keep their cards from this job while it would run
+    (`limit` seconds from its start) into them; the end of each is a time it may start too."""
+    cards_for = _cards_usable_by(job, base, base.cards, allowed)
+    window_ends = sorted(w.end for w in windows if w.end > now)
     released = 0
+
+    def attempt(start: float) -> Reservation | None:
+        usable = allowed
+        kept = kept_cards(windows, host, start, start + limit) if windows else frozenset()
+        if kept:
+            usable = (frozenset(base.cards) if usable is None else usable) - kept
+        cards, _short = base.fit(job, usable)
+        return None if cards is None else _with_slack(job, host, start, cards, base)
+
     try:
         for h in by_end:
             start = max(h.end, now)
+            while window_ends and window_ends[0] < start:  # a window ends first
+                at = window_ends.pop(0)
+                if at >= before:
+                    return None
+                if len(cards_for) >= job.gpus and (r := attempt(at)) is not None:
+                    return r
             if start >= before:
                 return None
             base.release(h.job, h.gpu_ids)
             released += 1
-            cards_for |= _cards_usable_by(job, base, h.gpu_ids)
+            cards_for |= _cards_usable_by(job, base, h.gpu_ids, allowed)
             # Cheap necessary conditions first: fit() sorts and weighs islands.
             if len(cards_for) < job.gpus or job.cpus > base.cpus_free:
                 continue
-            cards, _short = base.fit(job)
-            if cards is not None:
-                return _with_slack(job, host, start, cards, base)
+            if (r := attempt(start)) is not None:
+                return r
+        for at in window_ends:  # every holding has ended: only windows keep cards now
+            if at >= before:
+                return None
+            if len(cards_for) >= job.gpus and (r := attempt(at)) is not None:
+                return r
         return None
     finally:
         for h in reversed(by_end[:released]):
             base.take(h.job, h.gpu_ids)
 
 
-def _cards_usable_by(job: Job, cap: Capacity, indices) -> set[int]:
+def _cards_usable_by(job: Job, cap: Capacity, indices, allowed: frozenset[int] | None
+                     ) -> set[int]:
     """Which of `indices` could take the job as the cards stand (what find_cards accepts)."""
     out = set()
     for i in indices:
         c = cap.cards.get(i)
-        if c is None:
+        if c is None or (allowed is not None and i not in allowed):
             continue
         if c.usable and not c.jobs and c.external == 0 if job.mem is None else c.free >= job.mem:
             out.add(i)

@@ -3,7 +3,8 @@
 Both take the same SchedulerInput and return the same Plan as `schedule`, so that one replay
 loop runs any of them, and both place a job the way `schedule` does (on the first host where
 it fits, cards chosen by the same Capacity), so that a comparison measures the order jobs run
-in, not a different packing. Neither has tiers, fair share, reservations or quotas:
+in, not a different packing. Both keep the lab's rules that are not about order: pools and
+admin reservations (gq/policy/windows.py). Neither has tiers, fair share, reservations or quotas:
 
 - `fifo`: jobs in submit order; the first one that does not fit blocks every job behind it
   (reason Priority), as a plain FIFO queue does.
@@ -20,7 +21,8 @@ from operator import attrgetter
 
 from gq.model import Job, JobState, Reason
 from gq.policy.placement import Capacity
-from gq.policy.schedule import waiting_reason
+from gq.policy.queue import shape as request_of
+from gq.policy.schedule import allowed_cards, waiting_reason
 from gq.policy.types import Plan, SchedulerInput, Start
 
 
@@ -37,13 +39,12 @@ def submit_order(pending: list[Job]) -> list[Job]:
 
 
 _SUBMIT_ORDER = attrgetter("submitted_at", "id")
-_SHAPE = attrgetter("gpus", "mem", "cpus", "ram")  # what fit() looks at
 
 
 def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool) -> Plan:
     plan = Plan()
     reasons, shortfalls = plan.reasons, plan.shortfalls
-    hosts = [(h.name, Capacity(h, inp.running_on(h))) for h in inp.hosts]
+    hosts = [(h, Capacity(h, inp.running_on(h))) for h in inp.hosts]
     most_cards = max(len(h.cards) for h in inp.hosts)
     # A pass only takes resources away, so a request that did not fit once in this pass will
     # not fit later in it: remember it, which keeps a pass over a long queue cheap per job.
@@ -56,10 +57,12 @@ def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool) -> Plan:
             if reason is not None:
                 reasons[job.id] = reason
                 continue
-        shape = _SHAPE(job)
+        # What fit() looks at; with admin reservations, what each keeps from this job too.
+        shape = request_of(job) if not inp.windows else (request_of(job), tuple(
+            allowed_cards(inp, job, h) for h, _cap in hosts))
         short = short_of.get(shape)
         if short is None:
-            placed, short = _first_fit(job, hosts)
+            placed, short = _first_fit(job, hosts, inp)
             if placed is not None:
                 name, capacity, cards = placed
                 capacity.take(job, cards)
@@ -92,13 +95,13 @@ def _behind(head: Job, rest: list[Job], plan: Plan, inp: SchedulerInput, most_ca
             del plan.shortfalls[job.id]
 
 
-def _first_fit(job: Job, hosts: list[tuple[str, Capacity]]):
+def _first_fit(job: Job, hosts: list, inp: SchedulerInput):
     """((host name, its capacity, cards), None) on the first host where the job fits now, or
     (None, what is short on the first host)."""
     first_short = None
-    for name, capacity in hosts:
-        cards, short = capacity.fit(job)
+    for host, capacity in hosts:
+        cards, short = capacity.fit(job, allowed_cards(inp, job, host))
         if cards is not None:
-            return (name, capacity, cards), None
+            return (host.name, capacity, cards), None
         first_short = first_short or short
     return None, first_short

@@ -83,11 +83,11 @@ def shortness(limit: float, cfg: FairShareConfig) -> float:
     return 1.0 - math.log(limit / cfg.short_floor) / math.log(cfg.short_ceiling / cfg.short_floor)
 
 
-def score(job: Job, eligible_since: float, limit: float, factors: dict[str, float],
+def score(job: Job, eligible_since: float, limit: float, fair: float,
           usage: dict[str, float], now: float, cfg: FairShareConfig) -> Score:
-    """`limit`: the job's time limit, declared or assumed for its tier."""
+    """`limit`: the job's time limit, declared or assumed for its tier; `fair`: its user's
+    fair-share factor (gq.policy.accounts.share_factors)."""
     age = age_factor(eligible_since, now, cfg)
-    fair = factors.get(job.user, 1.0)
     short = shortness(limit, cfg)
     return Score(total(fair, age, short, cfg), fair, age, short, usage.get(job.user, 0.0))
 

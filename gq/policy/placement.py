@@ -82,40 +82,44 @@ class Capacity:
             else:
                 load.declared += job.mem
 
-    def fit(self, job: Job) -> tuple[tuple[int, ...] | None, str | None]:
-        """(the cards the job would get, None), or (None, what is short, in words)."""
+    def fit(self, job: Job, allowed: frozenset[int] | None = None, count: int | None = None
+            ) -> tuple[tuple[int, ...] | None, str | None]:
+        """(the cards the job would get, None), or (None, what is short, in words).
+        `allowed`: the cards it may use (its pool, less the cards reserved for others); None:
+        any. `count`: how many cards (an elastic job's); None: job.gpus."""
         if job.cpus > self.cpus_free:
             return None, f"CPU cores (it needs {job.cpus}, {max(self.cpus_free, 0)} free)"
         if self.ram_free is not None and job.ram and job.ram > self.ram_free:
             free_gib = max(self.ram_free, 0) / (1 << 30)
             return None, f"host memory ({free_gib:.1f} GiB free)"
-        cards = self.find_cards(job)
+        cards = self.find_cards(job, allowed, count)
         if cards is None:
-            plural = "s" if job.gpus > 1 else ""
+            n = job.gpus if count is None else count
+            plural = "s" if n > 1 else ""
             kind = (f"free card{plural}" if job.mem is None
                     else f"card{plural} with enough free memory")
-            return None, f"GPUs (it needs {job.gpus} {kind})"
+            where = f" in pool {job.pool}" if job.pool else ""
+            return None, f"GPUs (it needs {n} {kind}{where})"
         return cards, None
 
-    def find_cards(self, job: Job) -> tuple[int, ...] | None:
+    def find_cards(self, job: Job, allowed: frozenset[int] | None = None,
+                   count: int | None = None) -> tuple[int, ...] | None:
         """The cards that can take the job, or None. Jobs with --mem go where they leave the
         least memory free (best fit), so that whole cards stay free for jobs that need them."""
-        if job.gpus == 0:
+        n = job.gpus if count is None else count
+        if n == 0:
             return ()
+        loads = self.cards if allowed is None else {
+            i: c for i, c in self.cards.items() if i in allowed}
         if job.mem is None:
-            fitting = [
-                i
-                for i, c in sorted(self.cards.items())
-                if c.usable and not c.jobs and c.external == 0
-            ]
+            fitting = [i for i, c in sorted(loads.items())
+                       if c.usable and not c.jobs and c.external == 0]
         else:
-            fitting = sorted(
-                (i for i, c in self.cards.items() if c.free >= job.mem),
-                key=lambda i: (self.cards[i].free, i),
-            )
-        if len(fitting) < job.gpus:
+            fitting = sorted([i for i, c in loads.items() if c.free >= job.mem],
+                             key=lambda i: (self.cards[i].free, i))
+        if len(fitting) < n:
             return None
-        return tuple(sorted(self._linked_first(fitting, job.gpus)))
+        return tuple(sorted(self._linked_first(fitting, n)))
 
     def _linked_first(self, fitting: list[int], n: int) -> list[int]:
         """n of the fitting cards (in order of preference), all in one island if any island

@@ -74,6 +74,7 @@ def plan_preemptions(
     exempt: float = 600.0,
     checkpoints: Mapping[int, float] | None = None,
     max_waiting: int = 8,
+    allowed: Mapping[int, frozenset[int] | None] | None = None,
 ) -> PreemptionPlan:
     """Decide whom to preempt.
 
@@ -84,10 +85,12 @@ def plan_preemptions(
         started_at. Those not `running` are being stopped: what they hold counts as free.
     exempt: seconds after its (re)start during which a job is not preempted.
     checkpoints: job id -> when it last saved a checkpoint (epoch seconds), where known.
+    allowed: waiting job id -> the cards it may use (its pool, less admin reservations kept
+        from it); absent or None: any card.
     """
     hosts = (hosts,) if isinstance(hosts, Host) else tuple(hosts)
     checkpoints = checkpoints or {}
-    ctx = _Context(now, exempt, checkpoints)
+    ctx = _Context(now, exempt, checkpoints, allowed or {})
     futures = {h.name: _future(h, _on(h, hosts, holding)) for h in hosts}
     candidates = {
         h.name: [j for j in _on(h, hosts, holding)
@@ -115,7 +118,7 @@ def _serve(job: Job, hosts: tuple[Host, ...], futures: dict[str, Capacity],
            candidates: dict[str, list[Job]], ctx: _Context) -> Preemption | Note:
     """Make room for one waiting job: the victims on the host where they cost least (taken
     out of `candidates`, and the job's resources out of that host's future), or a Note."""
-    if _take_where_it_fits(job, hosts, futures):
+    if _take_where_it_fits(job, hosts, futures, ctx):
         return Note("jobs being stopped will free what it needs")
     choices, notes = [], {}
     for host in hosts:
@@ -139,7 +142,7 @@ def _serve(job: Job, hosts: tuple[Host, ...], futures: dict[str, Capacity],
     for v in victims:
         future.release(v, v.gpu_ids)
         candidates[host.name].remove(v)
-    future.take(job, future.fit(job)[0])
+    future.take(job, _fit(future, job, ctx))
     return Preemption(job.id, host.name, tuple(_victim(v, host, ctx) for v in victims))
 
 
@@ -160,6 +163,12 @@ class _Context:
     now: float
     exempt: float
     checkpoints: Mapping[int, float]
+    allowed: Mapping[int, frozenset[int] | None]
+
+
+def _fit(cap: Capacity, job: Job, ctx: _Context | None) -> tuple[int, ...] | None:
+    """The cards the waiting job would get on `cap`, within the cards it may use."""
+    return cap.fit(job, None if ctx is None else ctx.allowed.get(job.id))[0]
 
 
 def _on(host: Host, hosts: tuple[Host, ...], holding: Sequence[Job]) -> list[Job]:
@@ -175,9 +184,10 @@ def _future(host: Host, holding: list[Job]) -> Capacity:
     return cap
 
 
-def _take_where_it_fits(job: Job, hosts: tuple[Host, ...], futures: dict[str, Capacity]) -> bool:
+def _take_where_it_fits(job: Job, hosts: tuple[Host, ...], futures: dict[str, Capacity],
+                        ctx: _Context) -> bool:
     for host in hosts:
-        cards, _short = futures[host.name].fit(job)
+        cards = _fit(futures[host.name], job, ctx)
         if cards is not None:
             futures[host.name].take(job, cards)
             return True
@@ -191,11 +201,11 @@ def _victims_on(host: Host, job: Job, future: Capacity, running: list[Job], ctx:
     if not lower:
         return None, Note("no job of a lower tier that may be preempted is running")
     ready = _ready(host, job, running, ctx)
-    found = _greedy(job, future, ready)
+    found = _greedy(job, future, ready, ctx)
     if found is not None:
         return found, None
     exempt_ones = [j for j in lower if j not in ready]
-    if exempt_ones and _fits_without(job, future, lower):
+    if exempt_ones and _fits_without(job, future, lower, ctx):
         ids = ",".join(str(j.id) for j in exempt_ones)
         until = min(_started(j, ctx.now) + ctx.exempt for j in exempt_ones)
         return None, Note(f"job(s) {ids} may be preempted for it once past their exempt "
@@ -211,20 +221,21 @@ def _ready(host: Host, job: Job, running: list[Job], ctx: _Context) -> list[Job]
     return sorted(ready, key=lambda j: _cost(j, host, ctx))
 
 
-def _greedy(job: Job, future: Capacity, ready: list[Job]) -> list[Job] | None:
+def _greedy(job: Job, future: Capacity, ready: list[Job], ctx: _Context | None = None
+            ) -> list[Job] | None:
     """The cheapest candidates one by one until the job fits, then without those that turn
     out not to be needed (the costliest first); None if all of them are not enough."""
     trial, chosen = future.copy(), []
     for victim in ready:
         trial.release(victim, victim.gpu_ids)
         chosen.append(victim)
-        if trial.fit(job)[0] is not None:
+        if _fit(trial, job, ctx) is not None:
             break
     else:
         return None
     for victim in reversed(list(chosen)):
         rest = [v for v in chosen if v is not victim]
-        if _fits_without(job, future, rest):
+        if _fits_without(job, future, rest, ctx):
             chosen = rest
     return chosen
 
@@ -244,7 +255,7 @@ def _cheapest(job: Job, future: Capacity, ready: list[Job], greedy: list[Job], h
             return
         if chosen:
             checks += 1
-            if _fits_without(job, future, chosen):
+            if _fits_without(job, future, chosen, ctx):
                 best[:] = [cost, list(chosen)]
                 return
         if i < len(ready):
@@ -256,11 +267,12 @@ def _cheapest(job: Job, future: Capacity, ready: list[Job], greedy: list[Job], h
     return best[1]
 
 
-def _fits_without(job: Job, future: Capacity, victims: list[Job]) -> bool:
+def _fits_without(job: Job, future: Capacity, victims: list[Job],
+                  ctx: _Context | None = None) -> bool:
     trial = future.copy()
     for v in victims:
         trial.release(v, v.gpu_ids)
-    return trial.fit(job)[0] is not None
+    return _fit(trial, job, ctx) is not None
 
 
 def _started(job: Job, now: float) -> float:

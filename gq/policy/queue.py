@@ -15,6 +15,9 @@ it asks to run before the queue makes room for it.
 
 Jobs with dependencies are kept apart and sorted at each pass: their age counts from when their
 dependencies ended, which can change between recalculations.
+
+Interactive jobs (`--interactive`: short, with a time limit) form a lane of their own ahead of
+every tier: they go ahead of batch work, and no reservation made for batch work delays them.
 """
 
 from __future__ import annotations
@@ -26,17 +29,25 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from gq.model import Job
-from gq.policy.fairshare import Score, age_factor, fairshare_factors, score, shortness, total
+from gq.policy.accounts import share_factors
+from gq.policy.fairshare import Score, age_factor, score, shortness, total
 
 if TYPE_CHECKING:
     from gq.policy.types import SchedulerInput
 
-Key = tuple  # (tier rank, -score, submitted_at, id): ascending is scheduling order
+Key = tuple  # (lane, -score, submitted_at, id): ascending is scheduling order
+
+INTERACTIVE_LANE = -1  # ahead of the tiers' ranks (0 is high)
 
 
 def shape(job: Job) -> tuple:
-    """What a job asks for, as placement sees it."""
-    return job.gpus, job.mem, job.cpus, job.ram
+    """What a job asks for, as placement sees it: resources, pool and elastic range."""
+    return job.gpus, job.mem, job.cpus, job.ram, job.pool, job.gpus_max
+
+
+def lane(job: Job) -> int:
+    """Interactive jobs first, then the tiers, most urgent first."""
+    return INTERACTIVE_LANE if job.interactive else job.priority.rank
 
 
 def eligible_since(job: Job, inp: SchedulerInput) -> float:
@@ -62,7 +73,8 @@ class PendingQueue:
         self._sorted: list[Key] = []  # jobs without dependencies, by key at _scored
         self._keys: dict[int, Key] = {}
         self._with_deps: dict[int, Job] = {}
-        self._by_age: dict[int, list[tuple[float, int]]] = {}  # tier rank -> (submitted, id)
+        self._by_age: dict[int, list[tuple[float, int]]] = {}  # lane -> (submitted, id)
+        self._ranks: dict[int, int] = {}  # tier rank -> jobs waiting in it
         # What the keys were computed from: (score_time, fair-share settings, assumed limits),
         # and the usage (the caller replaces it when it recalculates, never edits it).
         self._scored: tuple | None = None
@@ -84,10 +96,12 @@ class PendingQueue:
             insort(self._limits.setdefault(s, []), job.time_limit)
         else:
             self._undeclared[s] = self._undeclared.get(s, 0) + 1
+        rank = job.priority.rank
+        self._ranks[rank] = self._ranks.get(rank, 0) + 1
         if job.deps:
             self._with_deps[job.id] = job
             return
-        insort(self._by_age.setdefault(job.priority.rank, []), (job.submitted_at, job.id))
+        insort(self._by_age.setdefault(lane(job), []), (job.submitted_at, job.id))
         if self._scored is not None:
             key = self._keys[job.id] = self._key(job, self._inp)
             insort(self._sorted, key)
@@ -104,9 +118,10 @@ class PendingQueue:
             del limits[bisect_left(limits, job.time_limit)]
         else:
             self._undeclared[s] -= 1
+        self._ranks[job.priority.rank] -= 1
         if self._with_deps.pop(job_id, None) is not None:
             return job
-        by_age = self._by_age[job.priority.rank]
+        by_age = self._by_age[lane(job)]
         del by_age[bisect_left(by_age, (job.submitted_at, job_id))]
         if self._scored is not None:
             key = self._keys.pop(job_id)
@@ -115,8 +130,7 @@ class PendingQueue:
 
     def tiers(self) -> set[int]:
         """The ranks of the tiers that have jobs waiting."""
-        return {r for r, jobs in self._by_age.items() if jobs} | {
-            j.priority.rank for j in self._with_deps.values()}
+        return {r for r, n in self._ranks.items() if n}
 
     def shortest_limit(self, request: tuple, inp: SchedulerInput) -> float:
         """The shortest time limit (declared, or assumed for its tier) among the jobs of this
@@ -129,8 +143,8 @@ class PendingQueue:
 
     def ordered(self, inp: SchedulerInput, scores: dict[int, Score],
                 could_run: Callable[[Job], bool]) -> Iterator[Job]:
-        """The jobs in scheduling order: tier first; within a tier, the job that has waited
-        longest of those that `could_run` if it has waited longer than its time limit, then
+        """The jobs in scheduling order: lane first (interactive jobs, then each tier); within
+        a lane, the job that has waited longest of those that `could_run` if it has waited longer than its time limit, then
         the others by score, highest first (fair share, age, length), then submit time. Fills
         `scores` as jobs are read."""
         self._rescore_if_stale(inp)
@@ -152,7 +166,7 @@ class PendingQueue:
 
     def _overdue(self, rank: int, inp: SchedulerInput,
                  could_run: Callable[[Job], bool]) -> Job | None:
-        """The tier's job that became eligible first, among those that could run, if it has
+        """The lane's job that became eligible first, among those that could run, if it has
         waited longer than its time limit."""
         best = None
         for _at, job_id in self._by_age.get(rank, ()):
@@ -160,7 +174,7 @@ class PendingQueue:
                 best = (job.submitted_at, job.id, job)
                 break
         for job in self._with_deps.values():
-            if job.priority.rank == rank and could_run(job):
+            if lane(job) == rank and could_run(job):
                 cand = (eligible_since(job, inp), job.id, job)
                 if best is None or cand[:2] < best[:2]:
                     best = cand
@@ -172,10 +186,10 @@ class PendingQueue:
 
     def _rescore_if_stale(self, inp: SchedulerInput) -> None:
         stamp = (inp.scored_at, inp.fairshare, inp.default_limit,
-                 tuple(sorted(inp.tier_limits.items())))
+                 tuple(sorted(inp.tier_limits.items())), inp.accounts)
         if stamp == self._scored and inp.usage is self._usage:
             return
-        self._factors = fairshare_factors(inp.usage)
+        self._factors = share_factors(inp.usage, inp.accounts)
         self._inp = inp
         self._scores: dict[int, Score] = {}  # of jobs without dependencies, as they are read
         self._keys = {j.id: self._key(j, inp) for j in self.jobs.values() if not j.deps}
@@ -186,8 +200,8 @@ class PendingQueue:
         known = self._scores.get(job.id)
         if known is not None:
             return known
-        s = score(job, eligible_since(job, inp), inp.limit_of(job), self._factors, inp.usage,
-                  inp.scored_at, inp.fairshare)
+        s = score(job, eligible_since(job, inp), inp.limit_of(job), self._factors.of(job.user),
+                  inp.usage, inp.scored_at, inp.fairshare)
         if not job.deps:  # fixed until the next recalculation
             self._scores[job.id] = s
         return s
@@ -196,7 +210,7 @@ class PendingQueue:
         """What `_score` computes, without building a Score: this runs for every job waiting
         at every recalculation."""
         cfg = inp.fairshare
-        t = total(self._factors.get(job.user, 1.0),
+        t = total(self._factors.of(job.user),
                   age_factor(eligible_since(job, inp), inp.scored_at, cfg),
                   shortness(inp.limit_of(job), cfg), cfg)
-        return job.priority.rank, -t, job.submitted_at, job.id
+        return lane(job), -t, job.submitted_at, job.id

@@ -1,11 +1,14 @@
-"""Per-user limits: GPUs running, jobs considered, and how much of the host `high` may hold."""
+"""Per-user and per-account limits: GPUs running, jobs considered, how much of the host `high`
+may hold, and an account's dominant share."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gq.model import Job, Tier
+from gq.policy.accounts import Accounts
 
 
 @dataclass(frozen=True)
@@ -26,23 +29,42 @@ class Limits:
 
 
 class QuotaBook:
-    """What each user holds, as the pass starts jobs, and the check against their limits."""
+    """What each user and account holds, as the pass starts jobs, and the check against their
+    limits. `weigh(job, n)`: the job's dominant weight with n cards (gq.policy.accounts), in
+    card equivalents; needed only when an account has a max_share."""
 
-    def __init__(self, limits: Limits, running: list[Job], n_cards: int):
+    def __init__(self, limits: Limits, running: list[Job], n_cards: int,
+                 accounts: Accounts = Accounts(),
+                 weigh: Callable[[Job, int], float] | None = None):
         self.limits = limits
         self.n_cards = n_cards
+        self.accounts = accounts
+        self.weigh = weigh
         self.gpus: dict[str, int] = {}
         self.high_gpus: dict[str, int] = {}
         self.considered: dict[str, int] = {}
+        self.account_gpus: dict[str, int] = {}
+        self.account_weight: dict[str, float] = {}
         # No limit configured that a job could break: over() has nothing to check.
-        self.unlimited = not limits.users and limits.default == UserLimits(high_share=None)
+        self.unlimited = (not limits.users and limits.default == UserLimits(high_share=None)
+                          and not accounts.limited)
         for job in running:
             self.take(job)
 
-    def take(self, job: Job) -> None:
-        self.gpus[job.user] = self.gpus.get(job.user, 0) + job.gpus
+    def take(self, job: Job, n: int | None = None) -> None:
+        """Count a job that holds (or is started with) `n` cards; None: what it holds."""
+        if self.unlimited:
+            return
+        n = job.gpus_held if n is None else n
+        self.gpus[job.user] = self.gpus.get(job.user, 0) + n
         if job.priority == Tier.HIGH:
-            self.high_gpus[job.user] = self.high_gpus.get(job.user, 0) + job.gpus
+            self.high_gpus[job.user] = self.high_gpus.get(job.user, 0) + n
+        account = self.accounts.of(job.user)
+        if account in self.accounts.limits:
+            self.account_gpus[account] = self.account_gpus.get(account, 0) + n
+            if self.weigh is not None:
+                self.account_weight[account] = (self.account_weight.get(account, 0.0)
+                                                + self.weigh(job, n))
 
     def over(self, job: Job) -> str | None:
         """Which limit the job would break, in words; None if none. Counts it as considered."""
@@ -52,13 +74,41 @@ class QuotaBook:
         seen = self.considered[job.user] = self.considered.get(job.user, 0) + 1
         if lim.max_pending_jobs is not None and seen > lim.max_pending_jobs:
             return f"only the first {lim.max_pending_jobs} waiting jobs of a user are considered"
-        if lim.max_running_gpus is not None and job.gpus and (
-            self.gpus.get(job.user, 0) + job.gpus > lim.max_running_gpus
+        return self.breaks(job, job.gpus)
+
+    def most(self, job: Job) -> int:
+        """The most cards of its elastic range the job may take within the limits (at least
+        its minimum, which over() has checked)."""
+        if not job.gpus_max or self.unlimited:
+            return job.gpus_max or job.gpus
+        n = job.gpus_max
+        while n > job.gpus and self.breaks(job, n) is not None:
+            n -= 1
+        return n
+
+    def breaks(self, job: Job, n: int) -> str | None:
+        """The limit that `job` started with `n` cards would break, in words, or None."""
+        lim = self.limits.of(job.user)
+        if lim.max_running_gpus is not None and n and (
+            self.gpus.get(job.user, 0) + n > lim.max_running_gpus
         ):
-            n = lim.max_running_gpus
-            return f"{job.user} may hold at most {n} GPU{'s' * (n != 1)} at once"
-        if job.priority == Tier.HIGH and job.gpus and lim.high_share is not None:
+            cap = lim.max_running_gpus
+            return f"{job.user} may hold at most {cap} GPU{'s' * (cap != 1)} at once"
+        if job.priority == Tier.HIGH and n and lim.high_share is not None:
             cap = max(1, math.ceil(lim.high_share * self.n_cards))
-            if self.high_gpus.get(job.user, 0) + job.gpus > cap:
+            if self.high_gpus.get(job.user, 0) + n > cap:
                 return f"{job.user}'s high-tier jobs may hold at most {cap} GPU{'s' * (cap != 1)}"
+        account = self.accounts.of(job.user)
+        alim = self.accounts.limits.get(account)
+        if alim is None:
+            return None
+        if alim.max_running_gpus is not None and n and (
+                self.account_gpus.get(account, 0) + n > alim.max_running_gpus):
+            cap = alim.max_running_gpus
+            return f"account {account} may hold at most {cap} GPU{'s' * (cap != 1)} at once"
+        if alim.max_share is not None and self.weigh is not None and self.n_cards:
+            held = self.account_weight.get(account, 0.0) + self.weigh(job, n)
+            if held > alim.max_share * self.n_cards + 1e-9:
+                return (f"account {account} may hold at most {alim.max_share:.0%} of the cards "
+                        "(its dominant share: cards, card memory or cores)")
         return None

@@ -14,11 +14,13 @@ from gq.policy.backfill import (
     expected_end,
     reserve,
 )
+from gq.policy.accounts import dominant_weight
 from gq.policy.dependencies import DepStatus, dependency_status
 from gq.policy.placement import Capacity
 from gq.policy.queue import shape
 from gq.policy.quotas import QuotaBook
 from gq.policy.types import Forecast, Host, Plan, SchedulerInput, Start
+from gq.policy.windows import Window, blocking, open_windows
 
 
 class _HostState:
@@ -45,11 +47,13 @@ class _HostState:
         self.reserved.take(job, cards)
         insort(self.by_end, Holding(job, cards, end), key=lambda h: h.end)
 
-    def could_ever_fit(self, job: Job) -> bool:
+    def could_ever_fit(self, job: Job, pool_cards: frozenset[int] | None) -> bool:
+        """Whether the job could fit here once everything holding resources has ended (in its
+        pool; admin reservations aside, which only end)."""
         request = shape(job)
         never = self.never_fits.get(request)
         if never is None:
-            never = self.never_fits[request] = self.ultimate.fit(job)[0] is None
+            never = self.never_fits[request] = self.ultimate.fit(job, pool_cards)[0] is None
         return not never
 
     def set_aside(self, job: Job, cards: tuple[int, ...]) -> None:
@@ -65,16 +69,22 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
     the starts are the same, but the jobs not read get no reason, score or shortfall."""
     plan = Plan()
     hosts = [_HostState(h, inp) for h in inp.hosts]
-    quota = QuotaBook(inp.limits, inp.running, sum(len(h.cards) for h in inp.hosts))
+    first = inp.hosts[0]
+    quota = QuotaBook(inp.limits, inp.running, sum(len(h.cards) for h in inp.hosts),
+                      inp.accounts, lambda j, n: dominant_weight(j, first, range(n)))
+    windows = open_windows(inp.windows, inp.now)
     reservations: list[Reservation] = []
     most_cards = max(len(h.cards) for h in inp.hosts)
+    # The caches below are keyed by what decides a placement: the request's shape (with its
+    # pool and elastic range), the admin reservations that keep cards from the job, and for an
+    # elastic job the most cards its limits let it take.
     # Requests that fit no host now, with what is short: a pass only takes resources, so the
     # answer holds for the rest of it, and a long queue repeats a few shapes many times.
     fits_nowhere: dict[tuple, tuple[str | None, Job]] = {}  # with a job of that shape
     # Requests that fit but would delay a reservation: (the shortest limit that did, the
     # reservation). A longer job of the same shape would delay it too, for the rest of the pass.
     blocked: dict[tuple, tuple[float, Reservation]] = {}
-    fitting: dict[tuple, list] = {}  # shape -> [(host, cards) where it fits]: until a start
+    fitting: dict[tuple, list] = {}  # (key, cards) -> [(host, cards) where it fits]: until a start
     # What the stop test looks at changes only with these; test again only after a change.
     changes, tested_at = 0, -1
     unsettled: list[tuple] = []  # the shape that kept the last stop test from passing
@@ -92,40 +102,53 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
             continue
         limit = inp.limit_of(job)
         end = inp.now + limit
-        request = shape(job)
-        if request in fits_nowhere:
-            placed, blocking, short = None, None, fits_nowhere[request][0]
+        # Keys: the shape alone in the common case (no window keeps a card from the job,
+        # a fixed count); with the windows that do, and an elastic job's cap, added.
+        nowhere_key = shape(job)
+        kept_by = blocking(windows, job, inp.now, limit) if windows else ()
+        if kept_by:
+            nowhere_key = (nowhere_key, tuple(w.id for w in kept_by))
+        request = (nowhere_key, quota.most(job)) if job.gpus_max else nowhere_key
+        if nowhere_key in fits_nowhere:
+            placed, blocking_r, short = None, None, fits_nowhere[nowhere_key][0]
         elif (not explain and request in blocked and limit >= blocked[request][0]
               and len(reservations) >= inp.max_reservations):
             # Exact for the starts: with every reservation placed, this job can only wait.
-            placed, blocking, short = None, blocked[request][1], None
+            placed, blocking_r, short = None, blocked[request][1], None
         else:
-            placed, blocking, short = _place(job, hosts, end, reservations, fitting)
-            if placed is None and blocking is None:
-                fits_nowhere[request] = (short, job)
+            placed, blocking_r, short = _place(job, hosts, end, reservations, fitting, request,
+                                               inp.pools.allowed(job), kept_by)
+            if placed is None and blocking_r is None:
+                fits_nowhere[nowhere_key] = (short, job)
                 changes += 1
-            elif blocking is not None and (request not in blocked or limit < blocked[request][0]):
-                blocked[request] = (limit, blocking)
+            elif blocking_r is not None and (request not in blocked
+                                             or limit < blocked[request][0]):
+                blocked[request] = (limit, blocking_r)
                 changes += 1
         if placed is not None:
             state, cards = placed
             consume_slack(job, state.host.name, cards, end, reservations)
             state.start(job, cards, end)
             fitting.clear()
-            quota.take(job)
+            quota.take(job, len(cards))
             plan.starts.append(Start(job.id, cards, state.host.name))
             continue
-        if blocking is not None:
+        if blocking_r is not None:
             plan.reasons[job.id] = Reason.PRIORITY
             plan.shortfalls[job.id] = (
-                f"a slot that stays free until job {blocking.job.id} starts, which it would "
+                f"a slot that stays free until job {blocking_r.job.id} starts, which it would "
                 "delay (give it a shorter --time to fit in before)"
             )
         else:
             plan.reasons[job.id] = Reason.RESOURCES
             plan.shortfalls[job.id] = short
+            if explain and kept_by:
+                plan.shortfalls[job.id] = _kept_note(job, hosts, inp.pools.allowed(job),
+                                                     kept_by, short)
             if len(reservations) < inp.max_reservations:
-                r = _earliest_reservation(job, hosts, inp.now)
+                mine = tuple(w for w in windows if job.user not in w.users)
+                r = _earliest_reservation(job, hosts, inp.now, inp.pools.allowed(job), mine,
+                                          limit)
                 if r is not None:
                     reservations.append(r)
                     plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host)
@@ -133,72 +156,129 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
         if not explain and changes != tested_at:
             tested_at = changes
             if _nothing_else_can_start(inp, hosts, reservations, fits_nowhere, blocked,
-                                       most_cards, unsettled):
+                                       most_cards, unsettled, bool(windows)):
                 break
     return plan
 
 
+def _usable(state: _HostState, pool: frozenset[int] | None, kept_by: tuple[Window, ...]
+            ) -> frozenset[int] | None:
+    """The cards of a host a job may use: its pool's, less those admin reservations keep
+    from it; None: any."""
+    if not kept_by:
+        return pool
+    kept = frozenset().union(*(w.cards for w in kept_by if w.on(state.host.name)))
+    if not kept:
+        return pool
+    return (frozenset(state.capacity.cards) if pool is None else pool) - kept
+
+
+def allowed_cards(inp: SchedulerInput, job: Job, host: Host) -> frozenset[int] | None:
+    """The cards of `host` the job may use now: its pool's, less those admin reservations
+    keep from it (for preemption, which frees cards only where the job could then start)."""
+    pool = inp.pools.allowed(job)
+    if not inp.windows:
+        return pool
+    kept_by = blocking(open_windows(inp.windows, inp.now), job, inp.now, inp.limit_of(job))
+    kept = frozenset().union(*(w.cards for w in kept_by if w.on(host.name)))
+    if not kept:
+        return pool
+    return (frozenset(c.index for c in host.cards) if pool is None else pool) - kept
+
+
+def _kept_note(job: Job, hosts: list[_HostState], pool: frozenset[int] | None,
+               kept_by: tuple[Window, ...], short: str | None) -> str | None:
+    """What is short, or, when the job would fit but for admin reservations, which ones."""
+    if all(state.capacity.fit(job, pool)[0] is None for state in hosts):
+        return short
+    w = kept_by[0]
+    others = f" (and {len(kept_by) - 1} more)" if len(kept_by) > 1 else ""
+    return (f"cards reserved by an admin for {w.holder or 'others'} (reservation {w.id}"
+            f"{others}), which it would still hold when the reservation begins: a shorter "
+            "--time may let it finish before")
+
+
 def _nothing_else_can_start(inp: SchedulerInput, hosts: list[_HostState], reservations: list,
                             fits_nowhere: dict, blocked: dict, most_cards: int,
-                            unsettled: list[tuple]) -> bool:
+                            unsettled: list[tuple], windows_open: bool) -> bool:
     """Whether no job left in the queue could start or take a reservation in this pass. For
     every shape waiting: it fits nowhere and cannot be reserved (every reservation is placed,
     or no host could take it even once all its jobs end), or it would delay a reservation even
     with the shortest limit any job of that shape declares. A pass only takes resources away,
     so these answers hold for the rest of it. `unsettled`: the shape that failed the last test,
-    tried first (it usually fails again)."""
+    tried first (it usually fails again).
+
+    The answers used are those of a job of the shape that no admin reservation kept from any
+    card: the others may use fewer cards, so they fit nowhere if it does. Whether one would
+    delay a reservation is not so bounded (fewer cards may mean other cards), so while a
+    window is open, and for elastic ranges, only "fits nowhere" settles a shape."""
     full = len(reservations) >= inp.max_reservations
     for request in (*unsettled, *inp.pending.shapes):
         if request[0] > most_cards or request not in inp.pending.shapes:
             continue
-        if request in fits_nowhere:
-            example = fits_nowhere[request][1]
-            if full or not any(h.could_ever_fit(example) for h in hosts):
+        settled = fits_nowhere.get(request)
+        if settled is not None:
+            if full:
                 continue
-        elif request in blocked and blocked[request][0] <= inp.pending.shortest_limit(request, inp):
-            continue
+            example = settled[1]
+            pool = inp.pools.allowed(example)
+            if not any(h.could_ever_fit(example, pool) for h in hosts):
+                continue
+        elif not windows_open and not request[5]:
+            seen = blocked.get(request)
+            if seen is not None and seen[0] <= inp.pending.shortest_limit(request, inp):
+                continue
         unsettled[:] = [request]
         return False
     return True
 
 
 def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Reservation],
-           fitting: dict[tuple, list]):
+           fitting: dict[tuple, list], request: tuple, pool: frozenset[int] | None,
+           kept_by: tuple[Window, ...]):
     """The first host (in order: earlier hosts fill up first) where the job fits now without
     delaying a reservation: ((host, cards), None, None); else (None, the reservation it would
-    delay, None), or (None, None, what is short on the first host). `fitting`: where each
-    shape fits, kept by the caller until the next start."""
-    request = shape(job)
-    where = fitting.get(request)
-    if where is None:
-        where, short = [], None
-        for state in hosts:
-            cards, missing = state.capacity.fit(job)
-            if cards is None:
-                short = short or missing
-            else:
-                where.append((state, cards))
-        if not where:
-            return None, None, short
-        fitting[request] = where
-    blocking = None
-    for state, cards in where:
-        delayed = delays_a_reservation(job, state.host.name, cards, end, reservations)
-        if delayed is None:
-            return (state, cards), None, None
-        blocking = blocking or delayed
-    return None, blocking, None
+    delay, None), or (None, None, what is short on the first host). An elastic job tries the
+    most cards its range and limits allow first, then fewer, down to its minimum. `fitting`:
+    where each request fits, kept by the caller until the next start."""
+    counts = range(request[1], job.gpus - 1, -1) if job.gpus_max else (None,)
+    blocking_r, short, fitted = None, None, False
+    for n in counts:
+        key = request if n is None else (request, n)
+        where = fitting.get(key)
+        if where is None:
+            where, short = [], None  # what the smallest count lacks is what is reported
+            for state in hosts:
+                cards, missing = state.capacity.fit(job, _usable(state, pool, kept_by), n)
+                if cards is None:
+                    short = short or missing
+                else:
+                    where.append((state, cards))
+            fitting[key] = where
+        for state, cards in where:
+            fitted = True
+            delayed = delays_a_reservation(job, state.host.name, cards, end, reservations)
+            if delayed is None:
+                return (state, cards), None, None
+            blocking_r = blocking_r or delayed
+    if not fitted:
+        return None, None, short
+    return None, blocking_r, None
 
 
-def _earliest_reservation(job: Job, hosts: list[_HostState], now: float) -> Reservation | None:
+def _earliest_reservation(job: Job, hosts: list[_HostState], now: float,
+                          pool: frozenset[int] | None, windows: tuple[Window, ...],
+                          limit: float) -> Reservation | None:
     """The host where the job could start soonest (the first such host on a tie); its
-    resources are then set aside there."""
+    resources are then set aside there. `windows`: the open admin reservations it does not
+    hold. An elastic job is reserved by its minimum."""
     best, where = None, None
     for state in hosts:
-        if not state.could_ever_fit(job):
+        if not state.could_ever_fit(job, pool):
             continue
         r = reserve(job, state.host.name, state.reserved, state.by_end, now,
-                    before=math.inf if best is None else best.start)
+                    before=math.inf if best is None else best.start, allowed=pool,
+                    windows=tuple(w for w in windows if w.on(state.host.name)), limit=limit)
         if r is not None:
             best, where = r, state
     if best is not None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gq.model import Job, JobState
+from gq.policy.accounts import Accounts
 from gq.policy.fairshare import FairShareConfig, Score
+from gq.policy.pools import Pools
 from gq.policy.queue import PendingQueue
 from gq.policy.quotas import Limits
+from gq.policy.windows import Window
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,11 @@ class SchedulerInput:
     # When usage was last recalculated: scores (age included) are evaluated then, so the
     # order is stable between recalculations. None: now.
     score_time: float | None = None
+    # Governance (docs/governance.md): which cards each pool has, the admin reservations,
+    # and the accounts that fair share and limits also count by.
+    pools: Pools = Pools()
+    windows: tuple[Window, ...] = ()
+    accounts: Accounts = Accounts()
 
     def __post_init__(self):
         if not isinstance(self.pending, PendingQueue):

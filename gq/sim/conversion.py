@@ -31,14 +31,16 @@ def to_job(tj: TraceJob, job_id: int, time_factor: float, smallest_card: int,
         limit = None
     return Job(id=job_id, user=tj.user, command=[], cwd="", name=tj.name or tj.job_id,
                priority=tj.tier, gpus=tj.gpus, mem=mem, cpus=min(tj.cpus, max_cpus), ram=tj.ram,
-               time_limit=limit, submitted_at=tj.submit_time)
+               time_limit=limit, submitted_at=tj.submit_time, pool=tj.pool,
+               gpus_max=tj.gpus_max, interactive=tj.interactive)
 
 
 def check_fits(job: Job, host: str, gpu_ids, capacity: Capacity, policy: str) -> None:
     """A plan that over-commits a card or a host is a policy bug: stop the replay loudly."""
     problem = None
-    if len(gpu_ids) != job.gpus or len(set(gpu_ids)) != job.gpus:
-        problem = f"got cards {list(gpu_ids)} for {job.gpus} GPU(s)"
+    top = job.gpus_max or job.gpus
+    if not job.gpus <= len(gpu_ids) <= top or len(set(gpu_ids)) != len(gpu_ids):
+        problem = f"got cards {list(gpu_ids)} for {job.gpus}-{top} GPU(s)"
     elif job.cpus > capacity.cpus_free:
         problem = f"needs {job.cpus} cores, {capacity.cpus_free} free"
     elif capacity.ram_free is not None and (job.ram or 0) > capacity.ram_free:

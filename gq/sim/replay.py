@@ -22,9 +22,12 @@ work on the signal). Its end of grace is one more kind of event, and so is the e
 exempt period (a pass then may preempt it); a pass is skipped only if it could neither start
 nor preempt anything.
 
-Fair share charges a job's cards from its start, like the daemon, with usage recalculated
-every `usage_refresh` simulated seconds, on a fixed grid (Slurm recalculates priorities
-periodically too: PriorityCalcPeriod, 5 minutes by default).
+Fair share charges a job's dominant share of its host from its start, like the daemon, with
+usage recalculated every `usage_refresh` simulated seconds, on a fixed grid (Slurm
+recalculates priorities periodically too: PriorityCalcPeriod, 5 minutes by default).
+
+A lab (gq/sim/lab.py) adds pools, accounts and admin reservations, which every policy keeps; the
+end of each reservation is one more event, since a job kept off its cards may start then.
 """
 
 from __future__ import annotations
@@ -50,10 +53,13 @@ from gq.policy.baselines import fifo, greedy
 from gq.policy.placement import Capacity
 from gq.policy.preemption import Victim, plan_preemptions
 from gq.policy.queue import shape as shape_of
-from gq.sim.conversion import check_fits, to_job
-from gq.sim.usage import UsageGrid
+from gq.policy.accounts import dominant_weight
 from gq.policy.quotas import UserLimits
+from gq.policy.schedule import allowed_cards
+from gq.sim.conversion import check_fits, to_job
+from gq.sim.lab import Lab
 from gq.sim.traces import TraceJob
+from gq.sim.usage import UsageGrid
 
 def _gq(inp: SchedulerInput) -> Plan:
     """The daemon's policy, reading the queue only as far as a start is still possible (a
@@ -152,11 +158,13 @@ def replay(
     max_wall_s: float | None = None,
     skip_idle_passes: bool = True,
     preemption: Preemption | None = None,
+    lab: Lab = Lab(),
 ) -> ReplayResult:
     """Replay the trace (sorted by submit time, as read_trace gives it) on `hosts`.
     `skip_idle_passes=False` runs a pass at every event time (tests check that skipping
     changes nothing). `preemption`: the gq policy also preempts `low` jobs for waiting work of
-    a higher tier, as the daemon does (fifo and greedy never preempt)."""
+    a higher tier, as the daemon does (fifo and greedy never preempt). `lab`: pools, accounts
+    and admin reservations (times from the start of the trace)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
     if not math.isfinite(time_factor) or time_factor < 0:
@@ -167,15 +175,18 @@ def replay(
         raise ValueError("the hosts of a cluster need distinct names (running jobs name theirs)")
     sim = _Replay(hosts, policy, default_limit, max_reservations, fairshare, limits,
                   usage_refresh, max_wall_s, skip_idle_passes,
-                  preemption if policy == "gq" else None)
+                  preemption if policy == "gq" else None, lab)
     jobs = sim.admit(trace_jobs, time_factor)
     return sim.run(jobs)
 
 
 class _Replay:
     def __init__(self, hosts, policy, default_limit, max_reservations, fairshare, limits,
-                 usage_refresh, max_wall_s, skip_idle_passes, preemption):
+                 usage_refresh, max_wall_s, skip_idle_passes, preemption, lab):
         self.hosts = tuple(hosts)
+        self.pools = lab.pools_on(self.hosts)
+        self.windows = lab.windows
+        self.accounts = lab.accounts
         self.policy_name = policy
         self.policy = POLICIES[policy]
         self.default_limit = default_limit
@@ -204,6 +215,9 @@ class _Replay:
         self.shapes: dict[tuple, list] = {}  # shape -> [pending jobs of it, a job of it]
         self.fits: dict[tuple, bool] = {}
         self.usage = UsageGrid(usage_refresh, fairshare.half_life)
+        self.host_of = {h.name: h for h in self.hosts}
+        for w in self.windows:  # a job kept off a reservation's cards may start at its end
+            heapq.heappush(self.completions, (w.end, 0, -1))
 
     # ---- trace jobs into gq jobs ----------------------------------------------------------
 
@@ -215,7 +229,7 @@ class _Replay:
         jobs = []
         for n, tj in enumerate(trace_jobs, start=1):
             job = to_job(tj, n, time_factor, smallest_card, most_cpus)
-            fits = [cap.fit(job) for cap in empty]
+            fits = [cap.fit(job, self.pools.allowed(job)) for cap in empty]
             if all(cards is None for cards, _ in fits):
                 why = f"fit no empty host: {fits[0][1]}"
                 self.result.dropped[why] = self.result.dropped.get(why, 0) + 1
@@ -235,7 +249,7 @@ class _Replay:
         began, cpu_began = time.perf_counter(), time.process_time()
         arrivals = sorted(jobs, key=lambda j: (j.submitted_at, j.id))
         i, n = 0, len(arrivals)
-        while i < n or self.completions:
+        while i < n or (self.completions and (self.pending or self.running)):
             t = min(arrivals[i].submitted_at if i < n else math.inf,
                     self.completions[0][0] if self.completions else math.inf)
             while self.completions and self.completions[0][0] <= t:
@@ -277,13 +291,13 @@ class _Replay:
             self.requeue(job, now)
 
     def release(self, job: Job, now: float) -> float:
-        """Free what the job's run held; return its weight (cards) for fair share."""
+        """Free what the job's run held, charge it to fair share; return the cards it held."""
         del self.running[job.id]
         self.capacity[job.host].release(job, job.gpu_ids)
         self.fits.clear()
-        weight = self.weight(job)
-        if weight > 0:
-            self.usage.ended.append(RunInterval(job.user, weight, job.started_at, now))
+        weight, charge = self.cards_held(job), self.weight(job)
+        if charge > 0:
+            self.usage.ended.append(RunInterval(job.user, charge, job.started_at, now))
         self.held[job.id] = self.held.get(job.id, 0.0) + now - job.started_at
         return weight
 
@@ -291,7 +305,7 @@ class _Replay:
         weight = self.release(job, now)
         tj = self.trace_ids[job.id]
         self.result.jobs.append(JobResult(
-            tj.job_id, job.user, job.priority, job.gpus, weight, job.submitted_at,
+            tj.job_id, job.user, job.priority, job.gpus_held, weight, job.submitted_at,
             self.first_start[job.id], now, job.host,
             timed_out=self.run_time[job.id] < tj.duration, preemptions=job.restarts,
             held=self.held[job.id] if job.restarts else None))
@@ -306,13 +320,15 @@ class _Replay:
                  and now - j.started_at >= self.preemption.exempt]
         return bool(ranks) and any(r < max(ranks) for r in self.pending.tiers())
 
-    def preempt(self, plan: Plan, now: float) -> None:
+    def preempt(self, plan: Plan, inp: SchedulerInput, now: float) -> None:
         """Signal the jobs that the daemon's policy would stop for waiting higher-tier work."""
         waiting = [self.pending.jobs[i] for i, r in plan.reasons.items() if r == Reason.RESOURCES]
         if not waiting:
             return
+        allowed = {j.id: allowed_cards(inp, j, self.hosts[0]) for j in waiting} if (
+            self.pools.cards or self.windows) and len(self.hosts) == 1 else None
         decided = plan_preemptions(self.hosts, waiting, list(self.running.values()), now,
-                                   self.preemption.exempt)
+                                   self.preemption.exempt, allowed=allowed)
         for p in decided.preemptions:
             for victim in p.victims:
                 self.signal(self.running[victim.job_id], victim, now)
@@ -350,16 +366,18 @@ class _Replay:
         self.result.passes += 1
         running = list(self.running.values())
         usage = self.usage.at(now, lambda: [(j, self.weight(j)) for j in running])
-        plan = self.policy(SchedulerInput(
+        inp = SchedulerInput(
             self.hosts, self.pending, running, now=now,
             default_limit=self.default_limit, max_reservations=self.max_reservations,
             usage=usage, fairshare=self.fairshare, limits=self.limits,
-            score_time=self.usage.computed_at,
-        ))
+            score_time=self.usage.computed_at, pools=self.pools, windows=self.windows,
+            accounts=self.accounts,
+        )
+        plan = self.policy(inp)
         for start in plan.starts:
             self.start(start.job_id, start.host, start.gpu_ids, now)
         if self.preemption is not None:
-            self.preempt(plan, now)
+            self.preempt(plan, inp, now)
 
     def start(self, job_id: int, host: str, gpu_ids: tuple[int, ...], now: float) -> None:
         job = self.pending.remove(job_id)
@@ -382,9 +400,14 @@ class _Replay:
 
     # ---- fair share -----------------------------------------------------------------------
 
-    def weight(self, job: Job) -> float:
-        """Cards held, as the daemon charges them: slices count as their share of the card."""
+    def cards_held(self, job: Job) -> float:
+        """Cards held, for the results: slices count as their share of the card."""
         if job.mem is None:
             return float(len(job.gpu_ids))
         memory = self.card_memory[job.host]
         return sum(min(1.0, job.mem / memory[i]) for i in job.gpu_ids)
+
+    def weight(self, job: Job) -> float:
+        """What the job is charged, as the daemon charges it: its dominant share of its host
+        (cards, slices as their share of the card, cores, memory), in card equivalents."""
+        return dominant_weight(job, self.host_of[job.host])

@@ -26,8 +26,9 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "gq": ("submit_time", "duration", "gpus", "mem", "user", "priority", "cpus", "time_limit",
            "name"),
 }
-# gq's own format also reads these when present.
-GQ_OPTIONAL_COLUMNS = ("job_id", "ram")
+# gq's own format also reads these when present (pool, gpus_max and interactive: as gq submit
+# --pool, --gpus MIN-MAX and --interactive; docs/governance.md).
+GQ_OPTIONAL_COLUMNS = ("job_id", "ram", "pool", "gpus_max", "interactive")
 
 # Alibaba's scheduler classes (LS, BE) say how urgent the work is; the plain Kubernetes classes
 # (Guaranteed, Burstable) only say how requests relate to limits, so they get the default tier.
@@ -75,6 +76,9 @@ class TraceJob:
     ram: int | None = None  # host memory, bytes
     time_limit: float | None = None
     name: str = ""
+    pool: str | None = None
+    gpus_max: int | None = None  # an elastic range's top; gpus is its bottom
+    interactive: bool = False
 
 
 @dataclass(frozen=True)
@@ -300,12 +304,32 @@ def _gq(row: _Row) -> _Parsed:
     ram = _size(row, "ram") if row.has("ram") else None
     time_limit = _time_limit(row)
     name = row.text("name")
+    governance = _governance(row, gpus)
     duration = row.seconds("duration")
     if duration is None:
         return job_id, SKIP_NEVER_RAN
     return TraceJob(job_id=job_id, submit_time=submit_time, duration=duration, user=user,
                     gpus=gpus, mem=mem, tier=_GQ_TIERS[priority], cpus=cpus, ram=ram,
-                    time_limit=time_limit, name=name)
+                    time_limit=time_limit, name=name, **governance)
+
+
+def _governance(row: _Row, gpus: int) -> dict:
+    """The optional pool, gpus_max and interactive columns of gq's format."""
+    out: dict = {}
+    if row.has("pool") and row.text("pool"):
+        out["pool"] = row.text("pool")
+    if row.has("gpus_max") and row.text("gpus_max"):
+        top = row.whole("gpus_max")
+        if gpus < 1 or top < gpus:
+            raise row.fail("gpus_max", row.text("gpus_max"),
+                           f"expected at least gpus ({gpus}), which must be 1 or more")
+        out["gpus_max"] = top if top > gpus else None
+    if row.has("interactive") and row.text("interactive"):
+        flag = row.text("interactive").lower()
+        if flag not in ("0", "1", "true", "false", "yes", "no"):
+            raise row.fail("interactive", row.text("interactive"), "expected true or false")
+        out["interactive"] = flag in ("1", "true", "yes")
+    return out
 
 
 def _size(row: _Row, column: str) -> int | None:

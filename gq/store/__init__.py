@@ -13,6 +13,7 @@ from sqlite_utils import Database
 from gq.model import ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition
 from gq.store.history import History
 from gq.store.offences import Offences
+from gq.store.reservations import Reservations
 from gq.store.samples import Samples
 from gq.store.schema import migrations
 
@@ -21,9 +22,9 @@ _JOB_COLUMNS = (
     "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
     "deps submitted_at started_at ended_at exit_code restarts gpu_ids preemptible signal "
     "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem "
-    "forward moved_to umask"
+    "forward moved_to umask pool gpus_max interactive"
 ).split()
-_BOOL_FIELDS = ("preemptible", "signal_group")
+_BOOL_FIELDS = ("preemptible", "signal_group", "interactive")
 # What a scheduling pass needs: not the command, directory and environment, which are large
 # and only needed to start a job.
 _HEAVY_COLUMNS = {"command", "cwd", "env", "notify", "forward_args"}
@@ -49,6 +50,7 @@ class Store:
         self.samples = Samples(self.db)
         self.offences = Offences(self.db)
         self.history = History(self.db)
+        self.reservations = Reservations(self.db)
         self._relaxed = 0
         self._load_cache()
 
@@ -274,9 +276,11 @@ class Store:
             self._event(job_id, at, state, state, None, detail)
 
     def add_run(self, job: Job, weight: float, ended_at: float, state: str,
-                usage: dict[str, Any] | None = None) -> None:
+                usage: dict[str, Any] | None = None, share: float | None = None,
+                account: str | None = None) -> None:
         """Record a run that ended (relaxed or not, as the caller's transaction is). usage:
-        what it used, from telemetry: peaks ({card: bytes}), util_mean, cmd_key."""
+        what it used, from telemetry: peaks ({card: bytes}), util_mean, cmd_key. share: what it
+        cost in fair share (card equivalents), charged to `account`."""
         if job.started_at is None:
             return
         usage = usage or {}
@@ -284,16 +288,20 @@ class Store:
         with self.db.atomic():
             self.db.execute(
                 "INSERT INTO runs (job_id, user, gpus, weight, started_at, ended_at, state, "
-                "peaks, peak_mem, util_mean, cmd_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [job.id, job.user, job.gpus, weight, job.started_at, ended_at, state,
+                "peaks, peak_mem, util_mean, cmd_key, share, account) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [job.id, job.user, job.gpus_held, weight, job.started_at, ended_at, state,
                  json.dumps({str(k): v for k, v in peaks.items()}) if peaks else None,
                  max(peaks.values()) if peaks else None, usage.get("util_mean"),
-                 usage.get("cmd_key")],
+                 usage.get("cmd_key"), share, account],
             )
 
     def runs_since(self, since: float) -> list[dict[str, Any]]:
+        """Runs that ended since `since`, with what each cost in fair share (`share`; before
+        m010, the cards it held)."""
         return list(self.db.query(
-            "SELECT user, weight, started_at, ended_at FROM runs WHERE ended_at >= ?", [since]
+            "SELECT user, coalesce(share, weight) AS share, started_at, ended_at FROM runs "
+            "WHERE ended_at >= ?", [since]
         ))
 
     def events(self, job_id: int) -> list[dict[str, Any]]:

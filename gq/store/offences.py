@@ -38,10 +38,11 @@ class Offences:
         return [_decoded(r) for r in self.db.query(
             "SELECT * FROM offences WHERE ended_at IS NULL ORDER BY id")]
 
-    def since(self, at: float) -> list[dict[str, Any]]:
-        """Every offence that went on at some point after `at`, oldest first."""
+    def since(self, at: float, until: float | None = None) -> list[dict[str, Any]]:
+        """Every offence that went on at some point in [at, until), oldest first."""
         return [_decoded(r) for r in self.db.query(
-            "SELECT * FROM offences WHERE last_seen >= ? OR ended_at IS NULL ORDER BY id", [at])]
+            "SELECT * FROM offences WHERE (last_seen >= ? OR ended_at IS NULL) AND "
+            "first_seen < ? ORDER BY id", [at, float("inf") if until is None else until])]
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:

@@ -177,28 +177,40 @@ class Samples:
 
     # ---- reading: aggregates for stats ----------------------------------------------------
 
-    def card_hours(self, since: float) -> list[dict]:
-        """Per hour (since the epoch) and card: samples, known utilisation samples, their sum."""
+    def card_hours(self, since: float, until: float | None = None) -> list[dict]:
+        """Per hour (since the epoch) and card: samples, known utilisation samples, their sum,
+        in [since, until)."""
         lo, rolled = to_ms(since) // MINUTE_MS, self.rolled_until()
+        hi = _hi(until)
         sql = (f"SELECT minute / 60 AS hour, card, sum(n) AS n, sum(util_n) AS util_n, "
                f"sum(util_sum) AS util_sum FROM (SELECT minute, card, n, util_n, util_sum FROM "
-               f"card_minutes WHERE minute >= :lo_minute AND minute < :rolled UNION ALL "
-               f"SELECT minute, card, n, util_n, util_sum FROM ({_CARD_MINUTE_OF_RAW})) "
-               f"GROUP BY hour, card ORDER BY hour, card")
+               f"card_minutes WHERE minute >= :lo_minute AND minute < :rolled AND minute < "
+               f":hi_minute UNION ALL SELECT minute, card, n, util_n, util_sum FROM "
+               f"({_CARD_MINUTE_OF_RAW})) GROUP BY hour, card ORDER BY hour, card")
         return list(self.db.query(sql, {"lo_minute": lo, "rolled": rolled,
-                                        "lo": max(lo, rolled) * MINUTE_MS, "hi": 1 << 62}))
+                                        "lo": max(lo, rolled) * MINUTE_MS, "hi": hi,
+                                        "hi_minute": -(-hi // MINUTE_MS)}))
 
-    def idle_samples(self, since: float, thresholds: dict[str, float]) -> list[dict]:
+    def idle_samples(self, since: float, thresholds: dict[str, float],
+                     until: float | None = None) -> list[dict]:
         """Per job and card: how many samples fell in minutes whose known utilisation averaged
-        under the idle threshold of the job's tier (thresholds: tier -> percent)."""
+        under the idle threshold of the job's tier (thresholds: tier -> percent), in
+        [since, until)."""
         lo, rolled = to_ms(since) // MINUTE_MS, self.rolled_until()
+        hi = _hi(until)
         sql = (f"SELECT m.job_id, m.card, sum(m.n) AS n FROM (SELECT job_id, minute, card, n, "
                f"util_n, util_sum FROM job_minutes WHERE minute >= :lo_minute AND minute < "
-               f":rolled UNION ALL SELECT job_id, minute, card, n, util_n, util_sum FROM "
-               f"({_JOB_MINUTE_OF_RAW.format(job='')})) m JOIN jobs j ON j.id = m.job_id "
-               f"WHERE m.util_n > 0 AND m.util_sum < m.util_n * CASE j.priority "
+               f":rolled AND minute < :hi_minute UNION ALL SELECT job_id, minute, card, n, "
+               f"util_n, util_sum FROM ({_JOB_MINUTE_OF_RAW.format(job='')})) m JOIN jobs j ON "
+               f"j.id = m.job_id WHERE m.util_n > 0 AND m.util_sum < m.util_n * CASE j.priority "
                f"WHEN 'high' THEN :high WHEN 'low' THEN :low ELSE :normal END "
                f"GROUP BY m.job_id, m.card ORDER BY m.job_id, m.card")
         args = {"lo_minute": lo, "rolled": rolled, "lo": max(lo, rolled) * MINUTE_MS,
-                "hi": 1 << 62, **{t: thresholds.get(t, 20.0) for t in ("high", "normal", "low")}}
+                "hi": hi, "hi_minute": -(-hi // MINUTE_MS),
+                **{t: thresholds.get(t, 20.0) for t in ("high", "normal", "low")}}
         return list(self.db.query(sql, args))
+
+
+def _hi(until: float | None) -> int:
+    """The end of a period in milliseconds; None: no end."""
+    return 1 << 62 if until is None else to_ms(until)

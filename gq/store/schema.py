@@ -266,3 +266,33 @@ def m009_idempotency(db: Database) -> None:
         """
     )
     db.execute("CREATE INDEX submit_keys_at ON submit_keys(at)")
+
+
+@migrations()
+def m010_governance(db: Database) -> None:
+    # Pools, elastic ranges, interactive jobs, accounts and admin reservations
+    # (docs/governance.md).
+    for column in ("pool TEXT",  # NULL: the default pool
+                   "gpus_max INTEGER",  # an elastic range's top; gpus is its bottom
+                   "interactive INTEGER NOT NULL DEFAULT 0"):
+        db.execute(f"ALTER TABLE jobs ADD COLUMN {column}")
+    # What a run cost in fair share (its dominant share of the host, in card equivalents) and
+    # the account it was charged to; NULL for runs recorded before: their weight stands in.
+    db.execute("ALTER TABLE runs ADD COLUMN share REAL")
+    db.execute("ALTER TABLE runs ADD COLUMN account TEXT")
+    db.execute(
+        """
+        CREATE TABLE reservations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            cards TEXT NOT NULL,        -- JSON list of card indices
+            start REAL NOT NULL,
+            end REAL NOT NULL,
+            holder_kind TEXT NOT NULL,  -- user, group or account
+            holder TEXT NOT NULL,
+            name TEXT NOT NULL DEFAULT '',
+            created_by TEXT NOT NULL,
+            created_at REAL NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX reservations_end ON reservations(end)")

@@ -1,0 +1,150 @@
+"""Admin reservations: `gq reserve` (admins), `gq reserve ls`, `gq reserve rm`, and the windows
+they become for the scheduling pass (gq/policy/windows.py)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from gq.daemon.admins import group_members, require_admin
+from gq.daemon.submission import Caller
+from gq.policy.windows import Window
+from gq.protocol import BadInput
+from gq.units import format_duration, iso
+
+if TYPE_CHECKING:
+    from gq.daemon.core import Daemon
+
+HOLDER_KINDS = ("user", "group", "account")
+MEMBERS_TTL = 30.0  # seconds a group's members are trusted: `usermod -aG` counts this soon
+_members: dict[str, tuple[float, frozenset[str]]] = {}
+
+
+def holders(daemon: Daemon, kind: str, name: str) -> frozenset[str]:
+    """The users whose jobs may use a reservation held by this user, group or account."""
+    if kind == "user":
+        return frozenset({name})
+    if kind == "account":  # one that is no longer configured has no members
+        return frozenset(u for u, a in daemon.config.accounts.members.items() if a == name)
+    now = time.monotonic()
+    cached = _members.get(name)
+    if cached is None or now - cached[0] > MEMBERS_TTL:
+        cached = _members[name] = (now, group_members(name))
+    return cached[1]
+
+
+def windows(daemon: Daemon, now: float) -> tuple[Window, ...]:
+    """The reservations not over yet, as the policy takes them."""
+    return tuple(
+        Window(r["id"], frozenset(r["cards"]), r["start"], r["end"],
+               holders(daemon, r["holder_kind"], r["holder"]),
+               holder=f"{r['holder_kind']} {r['holder']}")
+        for r in daemon.store.reservations.ending_after(now))
+
+
+def reservation_json(row: dict[str, Any], now: float) -> dict[str, Any]:
+    return {"id": row["id"], "name": row["name"], "gpu_ids": row["cards"],
+            "start": iso(row["start"]), "end": iso(row["end"]),
+            "duration": row["end"] - row["start"],
+            "holder": {"kind": row["holder_kind"], "name": row["holder"]},
+            "state": ("active" if row["start"] <= now < row["end"]
+                      else "ended" if row["end"] <= now else "future"),
+            "created_by": row["created_by"], "created_at": iso(row["created_at"])}
+
+
+def _number(args: dict, key: str, flag: str) -> float:
+    value = args.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadInput(f"{flag}: expected a number of seconds")
+    return float(value)
+
+
+def _holder(args: dict) -> tuple[str, str]:
+    given = [(k, args[k]) for k in HOLDER_KINDS if args.get(k)]
+    if len(given) != 1:
+        raise BadInput("give the reservation's holder: one of --user, --group or --account")
+    kind, name = given[0]
+    if not isinstance(name, str) or any(c.isspace() for c in name):
+        raise BadInput(f"--{kind} {name!r}: expected a name")
+    return kind, name
+
+
+def pick_cards(daemon: Daemon, count: int | None, ids: list[int] | None, pool: str | None,
+               start: float, end: float) -> list[int]:
+    """The cards to reserve: those named, or `count` cards of the pool (default: any card)
+    that no other reservation holds over [start, end), lowest index first."""
+    present = sorted(g.index for g in daemon.cards)
+    taken: dict[int, int] = {}
+    for r in daemon.store.reservations.ending_after(start):
+        if r["start"] < end:
+            taken.update({c: r["id"] for c in r["cards"]})
+    if ids is not None:
+        for i in ids:
+            if i not in present:
+                raise BadInput(f"--ids: card {i} does not exist here (cards: "
+                               f"{','.join(map(str, present)) or 'none'})")
+            if i in taken:
+                raise BadInput(f"--ids: card {i} is in reservation {taken[i]} at that time")
+        if count is not None and count != len(ids):
+            raise BadInput(f"--cards {count} and --ids name {len(ids)} cards: give one of them")
+        return sorted(ids)
+    if pool is not None:
+        pools = daemon.config.pools.for_cards(present)
+        if pool not in pools.cards:
+            raise BadInput(f"--pool {pool}: no such pool (configured: "
+                           f"{', '.join(sorted(pools.cards)) or 'none'})")
+        present = sorted(pools.cards[pool])
+    free = [i for i in present if i not in taken]
+    if count is None or count < 1:
+        raise BadInput("--cards: how many cards to reserve (1 or more), or --ids to name them")
+    if len(free) < count:
+        raise BadInput(f"--cards {count}: only {len(free)} card(s) "
+                       f"{'of pool ' + pool + ' ' if pool else ''}are not reserved at that time")
+    return free[:count]
+
+
+def op_reserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
+    require_admin(daemon, caller, "reserve cards")
+    now = daemon.clock()
+    start = _number(args, "start", "--start")
+    duration = _number(args, "duration", "--duration")
+    if duration <= 0:
+        raise BadInput("--duration: must be positive")
+    end = start + duration
+    if end <= now:
+        raise BadInput(f"--start {iso(start)} --duration {format_duration(duration)}: that "
+                       "window is already over")
+    kind, name = _holder(args)
+    if kind == "account" and name not in set(daemon.config.accounts.members.values()):
+        raise BadInput(f"--account {name}: no such account in [accounts] of config.toml")
+    count, ids = args.get("cards"), args.get("ids")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+        raise BadInput("--cards: expected a whole number")
+    if ids is not None and (not isinstance(ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in ids) or not ids):
+        raise BadInput("--ids: expected card indices, e.g. 0,1")
+    label = str(args.get("name") or "")
+    if len(label) > 64 or any(ord(c) < 32 for c in label):
+        raise BadInput("--name: at most 64 printable characters")
+    cards = pick_cards(daemon, count, ids, args.get("pool"), start, end)
+    rid = daemon.store.reservations.add(cards, start, end, kind, name, label, caller.user, now)
+    daemon.request_pass()
+    return reservation_json(daemon.store.reservations.get(rid), now)
+
+
+def op_reservations(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+    now = daemon.clock()
+    since = now if not args.get("all") else float("-inf")
+    return [reservation_json(r, now) for r in daemon.store.reservations.ending_after(since)]
+
+
+def op_unreserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
+    require_admin(daemon, caller, "remove reservations")
+    rid = args.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, int):
+        raise BadInput(f"reservation id {rid!r}: expected a number (see gq reserve ls)")
+    row = daemon.store.reservations.get(rid)
+    if row is None or not daemon.store.reservations.remove(rid):
+        raise BadInput(f"reservation {rid}: no such reservation")
+    daemon.request_pass()
+    return reservation_json(row, daemon.clock())

@@ -1,0 +1,99 @@
+"""`gq sim --config LAB.toml`: the lab's rules for a replay, written as in config.toml.
+
+[pools.NAME] and [accounts.NAME] are read by the daemon's own parsers (gq/config_governance.py);
+admin reservations, which the daemon keeps in its database, are written as [[reservations]],
+with times counted from the start of the trace:
+
+    [[reservations]]
+    cards = [0, 1]
+    host = "host0"      # default: every host
+    start = "2h"        # from the start of the trace
+    duration = "8h"
+    user = "ann"        # or users = ["ann", "bob"], or account = "vision"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gq.config_governance import PoolsConfig, parse_accounts, parse_pools
+from gq.policy.accounts import Accounts
+from gq.policy.pools import Pools
+from gq.policy.types import Host
+from gq.policy.windows import Window
+from gq.units import parse_duration
+
+SECTIONS = {"pools", "accounts", "reservations"}
+RESERVATION_KEYS = {"cards", "host", "start", "duration", "user", "users", "account", "name"}
+
+
+@dataclass(frozen=True)
+class Lab:
+    pools: PoolsConfig = field(default_factory=PoolsConfig)
+    accounts: Accounts = field(default_factory=Accounts)
+    windows: tuple[Window, ...] = ()
+
+    def pools_on(self, hosts: tuple[Host, ...]) -> Pools:
+        """The pools as the policy takes them (pool cards are the same indices on each host)."""
+        return self.pools.for_cards([c.index for c in hosts[0].cards]) if hosts else Pools()
+
+
+def read_lab(path: str | Path, hosts: tuple[Host, ...]) -> Lab:
+    """The rules of a lab file; ValueError naming the file and the setting if it is wrong."""
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise ValueError(f"--config {path}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"--config {path}: {e}") from None
+    try:
+        unknown = set(data) - SECTIONS
+        if unknown:
+            raise ValueError(f"unknown setting {', '.join(f'[{k}]' for k in sorted(unknown))} "
+                             "(a lab file has [pools.NAME], [accounts.NAME], [[reservations]])")
+        accounts = parse_accounts(data.get("accounts", {}))
+        windows = tuple(_window(n, entry, accounts, hosts)
+                        for n, entry in enumerate(data.get("reservations", []), start=1))
+        return Lab(parse_pools(data.get("pools", {})), accounts, windows)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"--config {path}: {e}") from None
+
+
+def _window(n: int, entry: Any, accounts: Accounts, hosts: tuple[Host, ...]) -> Window:
+    where = f"[[reservations]] {n}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected a table")
+    unknown = set(entry) - RESERVATION_KEYS
+    if unknown:
+        raise ValueError(f"unknown setting {', '.join(f'{where} {k}' for k in sorted(unknown))}")
+    cards = entry.get("cards")
+    if not isinstance(cards, list) or not cards or not all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cards):
+        raise ValueError(f"{where} cards: expected a list of card indices, e.g. [0, 1]")
+    host = entry.get("host", "")
+    if host and host not in {h.name for h in hosts}:
+        raise ValueError(f"{where} host = {host!r}: the cluster's hosts are host0, host1, ...")
+    times = {}
+    for key in ("start", "duration"):
+        if key not in entry:
+            raise ValueError(f"{where}: {key} is required, e.g. {key} = \"2h\"")
+        try:
+            times[key] = parse_duration(str(entry[key]), allow_zero=key == "start")
+        except ValueError as e:
+            raise ValueError(f"{where} {key} = {e}") from None
+    holders = [k for k in ("user", "users", "account") if k in entry]
+    if len(holders) != 1:
+        raise ValueError(f"{where}: give its holder: one of user, users or account")
+    kind = holders[0]
+    if kind == "user":
+        users = frozenset({str(entry["user"])})
+    elif kind == "users":
+        users = frozenset(str(u) for u in entry["users"])
+    else:
+        users = frozenset(u for u, a in accounts.members.items() if a == entry["account"])
+    holder = f"{'user' if kind != 'account' else 'account'} {entry[kind]}"
+    return Window(n, frozenset(cards), times["start"], times["start"] + times["duration"], users,
+                  host=host, holder=holder)

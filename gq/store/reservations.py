@@ -1,0 +1,43 @@
+"""Admin reservations (`gq reserve`): rows of the reservations table."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlite_utils import Database
+
+
+class Reservations:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def add(self, cards: list[int], start: float, end: float, holder_kind: str, holder: str,
+            name: str, created_by: str, created_at: float) -> int:
+        with self.db.atomic():
+            cursor = self.db.execute(
+                "INSERT INTO reservations (cards, start, end, holder_kind, holder, name, "
+                "created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [json.dumps(sorted(cards)), start, end, holder_kind, holder, name, created_by,
+                 created_at])
+        return int(cursor.lastrowid)
+
+    def remove(self, reservation_id: int) -> bool:
+        with self.db.atomic():
+            cursor = self.db.execute("DELETE FROM reservations WHERE id = ?", [reservation_id])
+        return cursor.rowcount > 0
+
+    def get(self, reservation_id: int) -> dict[str, Any] | None:
+        rows = [_decoded(r) for r in self.db.query("SELECT * FROM reservations WHERE id = ?",
+                                                   [reservation_id])]
+        return rows[0] if rows else None
+
+    def ending_after(self, at: float) -> list[dict[str, Any]]:
+        """The reservations not over by `at`, soonest first."""
+        return [_decoded(r) for r in self.db.query(
+            "SELECT * FROM reservations WHERE end > ? ORDER BY start, id", [at])]
+
+
+def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+    row["cards"] = json.loads(row["cards"])
+    return row

@@ -1,0 +1,114 @@
+"""gq sim with a lab: pools, admin reservations, elastic ranges and accounts in a replay, with
+waits worked out by hand, and the CLI's --config."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gq.sim.cluster import parse_cluster
+from gq.sim.lab import read_lab
+from gq.sim.replay import replay
+from gq.sim.traces import read_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# One host of 3 cards; every time limit is the run time.
+#   P1, P2: pool a (card 0): P2 waits for P1 although cards 1 and 2 are free.
+#   E1: 1-3 cards, at 0: takes what is left, cards 1 and 2 (pool b, the default).
+#   R1: bob's, at 300, 100 s, pool b: card 1 and 2 are reserved for ann from 350 to 450, so
+#       it waits until 450; A1, ann's, at 301, starts at once on the reserved cards.
+TRACE = """\
+job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name,pool,gpus_max
+P1,0,100,1,,cy,normal,1,100s,,a,
+P2,0,100,1,,cy,normal,1,100s,,a,
+E1,0,200,1,,cy,normal,1,200s,,,3
+R1,300,100,1,,bob,normal,1,100s,,,
+A1,301,100,2,,ann,normal,1,100s,,,
+"""
+LAB = """\
+[pools.a]
+cards = [0]
+
+[pools.b]
+cards = [1, 2]
+default = true
+
+[accounts.vision]
+users = ["ann"]
+
+[[reservations]]
+cards = [1, 2]
+start = "350s"
+duration = "100s"
+user = "ann"
+"""
+STARTS = {"P1": 0, "P2": 100, "E1": 0, "R1": 450, "A1": 301}
+
+
+@pytest.fixture
+def files(tmp_path):
+    trace, lab = tmp_path / "trace.csv", tmp_path / "lab.toml"
+    trace.write_text(TRACE)
+    lab.write_text(LAB)
+    return trace, lab
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_replay_keeps_pools_reservations_and_elastic_ranges(files, skip):
+    trace, lab_file = files
+    hosts = parse_cluster("1x3x80G")
+    result = replay(read_trace(trace).jobs, hosts, "gq", 1.0, lab=read_lab(lab_file, hosts),
+                    skip_idle_passes=skip)
+    assert {j.job_id: j.start for j in result.jobs} == STARTS
+    assert {j.job_id: j.gpus for j in result.jobs}["E1"] == 2
+    assert result.unfinished == 0
+
+
+def test_the_baselines_keep_pools_and_reservations_too(files):
+    trace, lab_file = files
+    hosts = parse_cluster("1x3x80G")
+    for policy in ("fifo", "greedy"):
+        starts = {j.job_id: j.start for j in replay(read_trace(trace).jobs, hosts, policy, 1.0,
+                                                      lab=read_lab(lab_file, hosts)).jobs}
+        assert starts["P2"] == 100 and starts["R1"] == 450, policy
+
+
+def test_without_the_lab_the_same_trace_ignores_the_rules(files):
+    trace, _ = files
+    result = replay(read_trace(trace).jobs, parse_cluster("1x3x80G"), "gq", 1.0)
+    starts = {j.job_id: j.start for j in result.jobs}
+    assert starts["P2"] == 0 and starts["R1"] == 300
+
+
+def test_gq_sim_config_on_the_command_line(files):
+    trace, lab = files
+    out = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--cluster", "1x3x80G",
+                          "--config", str(lab), "--time-factor", "1", "--json"],
+                         capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(out.stdout)["jobs"] == 5
+    bad = lab.with_name("bad.toml")
+    bad.write_text('[[reservations]]\ncards = [0]\nstart = "1h"\nduration = "1h"\n')
+    err = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--config", str(bad)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert err.returncode == 2
+    assert err.stderr.strip() == (f"gq: --config {bad}: [[reservations]] 1: give its holder: "
+                                  "one of user, users or account")
+
+
+def test_a_gq_trace_checks_its_governance_columns(tmp_path):
+    from gq.sim.traces import TraceError
+
+    path = tmp_path / "t.csv"
+    path.write_text("submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name,gpus_max,"
+                    "interactive\n0,10,2,,ann,normal,1,,,1,\n")
+    with pytest.raises(TraceError, match="gpus_max: '1': expected at least gpus"):
+        read_trace(path)
+    path.write_text("submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name,gpus_max,"
+                    "interactive\n0,10,2,,ann,normal,1,,,4,yes\n")
+    (job,) = read_trace(path).jobs
+    assert (job.gpus, job.gpus_max, job.interactive) == (2, 4, True)
