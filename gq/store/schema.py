@@ -252,3 +252,11 @@ def m007_peers(db: Database) -> None:
 def m008_identity(db: Database) -> None:
     # The submitter's umask, which each run of the job gets; NULL for jobs from before it.
     db.execute("ALTER TABLE jobs ADD COLUMN umask INTEGER")
+
+
+@migrations()
+def m012_slurm(db: Database) -> None:
+    # A peer is a gq daemon ('gq') or a Slurm cluster ('slurm', docs/slurm.md), whose address
+    # is a login node, or '' for this host's Slurm. options: JSON {partition, account, qos}.
+    db.execute("ALTER TABLE peers ADD COLUMN kind TEXT NOT NULL DEFAULT 'gq'")
+    db.execute("ALTER TABLE peers ADD COLUMN options TEXT")
