@@ -127,3 +127,19 @@ def test_what_slurm_cannot_be_asked_is_refused(slurm_host):
 def test_the_time_limit_ends_it_as_timeout(slurm_host):
     job = state_of(slurm_host, slurm_host.timed, "timeout", timeout=150)
     assert job["time_limit"] == 60 and job["ended_at"]
+
+
+def test_gq_top_shows_the_slurm_peer_as_a_group(slurm_host):
+    import time
+
+    from gq.tui.app import make_app
+
+    job = submit(slurm_host, "-g", "0", "--hold", "--", "true")
+    app = make_app(home=str(slurm_host.home), poll=False)
+    assert list(app.sources)[1:] == ["hpc"]
+    group = app.sources["hpc"].fetch(time.time())
+    assert group.error is None
+    row = next(r for r in group.jobs if r.id == int(job.split(":")[1]))
+    assert (row.host, row.state, row.reason) == ("hpc", "held", "Held")
+    app.sources["hpc"].act("cancel", ids=[row.id])
+    assert state_of(slurm_host, job, "cancelled")
