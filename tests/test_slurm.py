@@ -106,8 +106,8 @@ def test_hold_release_and_requeue(slurm_host):
     assert state_of(slurm_host, job, "running")["preemptible"] is True
     slurm_host.gq("requeue", job)
     # Slurm lets a requeued job start again two minutes later (its BeginTime)
-    again = wait_for(lambda: (j := show(slurm_host, job))["restarts"] >= 1 and j, 30,
-                     interval=0.3, what="a restart")
+    again = wait_for(lambda: (j := show(slurm_host, job))["restarts"] >= 1
+                     and j["state"] == "pending" and j, 30, interval=0.3, what="a restart")
     assert (again["state"], again["reason"]) == ("pending", "BeginTime")
     assert "earliest start time" in slurm_host.gq("why", job).stdout
     assert slurm_host.gq("logs", job).stdout.startswith("run 0\n")
