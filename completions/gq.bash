@@ -156,8 +156,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "peers add")
             _gq_subs=""
-            _gq_flags="--name --user -u --port -p --identity -i --gq-home --gq-command --accept-new --replace --json --help -h"
-            _gq_valued=" --name --user -u --port -p --identity -i --gq-home --gq-command "
+            _gq_flags="--name --user -u --port -p --identity -i --gq-home --gq-command --accept-new --replace --slurm --partition --account --qos --json --help -h"
+            _gq_valued=" --name --user -u --port -p --identity -i --gq-home --gq-command --partition --account --qos "
             _gq_arg="none" ;;
         "peers rm")
             _gq_subs=""

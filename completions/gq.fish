@@ -126,7 +126,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'peers add'
             set -g __gq_subs
-            set -g __gq_valued --name --user -u --port -p --identity -i --gq-home --gq-command
+            set -g __gq_valued --name --user -u --port -p --identity -i --gq-home --gq-command --partition --account --qos
             set -g __gq_arg none
         case 'peers rm'
             set -g __gq_subs
@@ -402,7 +402,7 @@ complete -c gq -n '__gq_at \'reserve ls\'' -l json -d 'print JSON (a stable sche
 complete -c gq -n '__gq_at \'reserve ls\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'reserve rm\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'reserve rm\'' -x -a '(__gq_ask jobs rm)'
-complete -c gq -n '__gq_at \'peers\'' -a add -d 'Add a peer: connect over SSH, check its host key and that gq runs there, remember it'
+complete -c gq -n '__gq_at \'peers\'' -a add -d 'Add a peer: connect over SSH, check its host key and that gq runs there (or, with --slurm, that Slurm answers), remember it'
 complete -c gq -n '__gq_at \'peers\'' -a rm -d 'Forget a peer'
 complete -c gq -n '__gq_at \'peers\'' -a ls -d 'Peers, whether they answer, and what was last seen of each'
 complete -c gq -n '__gq_at \'peers\'' -a check -d 'Check peers now: reachability, latency, version, cards'
@@ -415,6 +415,10 @@ complete -c gq -n '__gq_at \'peers add\'' -l gq-home -x -d 'GQ_HOME of the daemo
 complete -c gq -n '__gq_at \'peers add\'' -l gq-command -x -d 'how to run gq there, e.g. ~/venv/bin/gq'
 complete -c gq -n '__gq_at \'peers add\'' -l accept-new -d 'trust the host\'s key if it is not known yet (a changed key is always refused)'
 complete -c gq -n '__gq_at \'peers add\'' -l replace -d 'replace a peer of that name'
+complete -c gq -n '__gq_at \'peers add\'' -l slurm -d 'a Slurm cluster: jobs sent there go to sbatch (docs/slurm.md)'
+complete -c gq -n '__gq_at \'peers add\'' -l partition -x -d 'with --slurm: the partition jobs go to'
+complete -c gq -n '__gq_at \'peers add\'' -l account -x -d 'with --slurm: the account jobs are charged to'
+complete -c gq -n '__gq_at \'peers add\'' -l qos -x -d 'with --slurm: the QOS of a tier, e.g. high=urgent (repeatable)'
 complete -c gq -n '__gq_at \'peers add\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'peers add\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'peers rm\'' -l help -s h -d 'show the help and exit'

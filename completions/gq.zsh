@@ -180,7 +180,7 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=()
             _gq_arg='jobs:rm' ;;
         "peers")
-            _gq_subs=('add:Add a peer: connect over SSH, check its host key and that gq runs there, remember it' 'rm:Forget a peer' 'ls:Peers, whether they answer, and what was last seen of each' 'check:Check peers now: reachability, latency, version, cards')
+            _gq_subs=('add:Add a peer: connect over SSH, check its host key and that gq runs there (or, with --slurm, that Slurm answers), remember it' 'rm:Forget a peer' 'ls:Peers, whether they answer, and what was last seen of each' 'check:Check peers now: reachability, latency, version, cards')
             _gq_names=(add rm ls check)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
@@ -188,8 +188,8 @@ _gq_cmd() {  # the facts of one command path
         "peers add")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--name:what gq calls it, in HOST:ID and --host' '--user:SSH login' '-u:SSH login' '--port:SSH port' '-p:SSH port' '--identity:private key file' '-i:private key file' '--gq-home:GQ_HOME of the daemon there' '--gq-command:how to run gq there, e.g. ~/venv/bin/gq' '--accept-new:trust the host'\''s key if it is not known yet (a changed key is always refused)' '--replace:replace a peer of that name' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=(--name --user -u --port -p --identity -i --gq-home --gq-command)
+            _gq_opts=('--name:what gq calls it, in HOST:ID and --host' '--user:SSH login' '-u:SSH login' '--port:SSH port' '-p:SSH port' '--identity:private key file' '-i:private key file' '--gq-home:GQ_HOME of the daemon there' '--gq-command:how to run gq there, e.g. ~/venv/bin/gq' '--accept-new:trust the host'\''s key if it is not known yet (a changed key is always refused)' '--replace:replace a peer of that name' '--slurm:a Slurm cluster: jobs sent there go to sbatch (docs/slurm.md)' '--partition:with --slurm: the partition jobs go to' '--account:with --slurm: the account jobs are charged to' '--qos:with --slurm: the QOS of a tier, e.g. high=urgent (repeatable)' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--name --user -u --port -p --identity -i --gq-home --gq-command --partition --account --qos)
             _gq_arg='none' ;;
         "peers rm")
             _gq_subs=()

@@ -70,8 +70,21 @@ def test_reopening_applies_no_migration_twice(tmp_path):
     store = Store(tmp_path / "gq.db")
     assert [m.name for m in migrations.applied(store.db)] == [
         "m001_jobs_and_events", "m002_runs", "m003_preemption", "m004_arrays", "m005_notify",
-        "m006_telemetry", "m007_peers", "m008_identity", "m009_idempotency", "m010_governance"]
+        "m006_telemetry", "m007_peers", "m008_identity", "m009_idempotency", "m010_governance",
+        "m011_slurm"]
     assert migrations.pending(store.db) == []
+
+
+def test_peers_from_before_slurm_are_upgraded_as_gq_peers(tmp_path):
+    from sqlite_utils import Database
+
+    old = Database(tmp_path / "gq.db")
+    migrations.apply(old, stop_before="m011_slurm")
+    old.execute("INSERT INTO peers (name, address, added_at) VALUES ('gpu2', 'gpu2', 1.0)")
+    old.conn.commit()
+    old.close()
+    (peer,) = Store(tmp_path / "gq.db").peers()
+    assert (peer["name"], peer["kind"], peer["options"]) == ("gpu2", "gq", None)
 
 
 def _old_database_with_a_job(path, stop_before: str, state: str = "pending") -> None:

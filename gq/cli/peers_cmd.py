@@ -18,8 +18,10 @@ Json = Annotated[bool, typer.Option("--json", help="print JSON (a stable schema)
 
 @peers_app.command("add")
 def add(
-    host: Annotated[str, typer.Argument(help="host name or address, as ssh takes it "
-                                        "(~/.ssh/config applies)", metavar="HOST")],
+    host: Annotated[Optional[str], typer.Argument(
+        help="host name or address, as ssh takes it (~/.ssh/config applies); with --slurm, "
+        "a login node  [default with --slurm: Slurm on this host]", metavar="HOST",
+        show_default=False)] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="what gq calls it, in "
                     "HOST:ID and --host  [default: HOST]", metavar="NAME")] = None,
     user: Annotated[Optional[str], typer.Option("--user", "-u", help="SSH login  [default: "
@@ -37,19 +39,37 @@ def add(
                           "it is not known yet (a changed key is always refused)")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="replace a peer of that "
                        "name")] = False,
+    slurm: Annotated[bool, typer.Option("--slurm", help="a Slurm cluster: jobs sent there go "
+                     "to sbatch (docs/slurm.md)")] = False,
+    partition: Annotated[Optional[str], typer.Option("--partition", help="with --slurm: "
+                         "the partition jobs go to  [default: Slurm's]",
+                         metavar="P")] = None,
+    account: Annotated[Optional[str], typer.Option("--account", help="with --slurm: the "
+                       "account jobs are charged to  [default: Slurm's]", metavar="A")] = None,
+    qos: Annotated[Optional[list[str]], typer.Option("--qos", help="with --slurm: the QOS "
+                   "of a tier, e.g. high=urgent (repeatable)", metavar="TIER=QOS")] = None,
     json: Json = False,
 ) -> None:
-    """Add a peer: connect over SSH, check its host key and that gq runs there, remember it."""
+    """Add a peer: connect over SSH, check its host key and that gq runs there (or, with
+    --slurm, that Slurm answers), remember it."""
+    from gq.protocol import BadInput
+
     if identity:
         identity = os.path.abspath(os.path.expanduser(identity))
+    if not host and not slurm:
+        raise BadInput("gq peers add: give HOST (or --slurm for Slurm on this host)")
+    if not slurm and (partition or account or qos):
+        raise BadInput("--partition, --account and --qos are for a Slurm peer: add --slurm")
     peer = call("peer_add", address=host, name=name, user=user, port=port, identity=identity,
-                gq_home=gq_home, gq_command=gq_command, accept_new=accept_new, replace=replace)
+                gq_home=gq_home, gq_command=gq_command, accept_new=accept_new, replace=replace,
+                slurm=slurm, partition=partition, account=account, qos=qos or [])
     if json:
         return output.print_json(peer)
     if peer["accepted_key"]:
         print(f"{peer['name']}: host key {peer['accepted_key']} accepted (saved in gq's "
               "known_hosts)")
-    print(f"added {peer['name']} ({peer['address']}): gq {peer['version']} as "
+    what = "Slurm" if peer["kind"] == "slurm" else "gq"
+    print(f"added {peer['name']} ({peer['address']}): {what} {peer['version']} as "
           f"{peer['remote_user']} on {peer['remote_host']}, {_cards(peer)}, "
           f"{peer['latency_ms']} ms")
 

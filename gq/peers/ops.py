@@ -40,6 +40,11 @@ async def op_peer_add(daemon, caller, args: dict) -> dict:
 
     check_may_forward(caller)
     peers = daemon.peers
+    if args.get("slurm"):
+        from gq.slurm.peer import op_slurm_peer_add
+
+        return await op_slurm_peer_add(daemon, caller, args, _name(
+            daemon, {**args, "name": args.get("name") or args.get("address") or "slurm"}))
     name = _name(daemon, args)
     if name in peers.states and not args.get("replace"):
         raise BadInput(f"{name} is already a peer (gq peers rm {name} first, or --replace)")

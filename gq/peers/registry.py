@@ -48,6 +48,7 @@ class PeerState:
             "running": sum(j["state"] == "running" for j in jobs),
             "pending": sum(j["state"] in ("pending", "held") for j in jobs),
             "gq_home": self.spec.gq_home, "gq_command": self.spec.gq_command,
+            "kind": self.spec.kind,
         }
 
 
@@ -55,7 +56,8 @@ def spec_of(row: dict[str, Any]):
     from gq.peers.transport import PeerSpec
 
     return PeerSpec(row["name"], row["address"], row["port"], row["user"], row["identity"],
-                    row["gq_home"], row["gq_command"] or "gq")
+                    row["gq_home"], row["gq_command"] or "gq", row.get("kind") or "gq",
+                    row.get("options"))
 
 
 class Peers:
@@ -108,9 +110,11 @@ class Peers:
 
     def link(self, name: str):
         from gq.peers.transport import PeerLink
+        from gq.slurm.link import SlurmLink
 
         if name not in self.links:
-            self.links[name] = PeerLink(self.state(name).spec, self.known_hosts,
+            kind = SlurmLink if self.state(name).spec.kind == "slurm" else PeerLink
+            self.links[name] = kind(self.state(name).spec, self.known_hosts,
                                         self.config.connect_timeout)
         return self.links[name]
 

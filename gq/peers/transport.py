@@ -35,6 +35,8 @@ class PeerSpec:
     identity: str | None = None
     gq_home: str | None = None
     gq_command: str = "gq"
+    kind: str = "gq"  # or "slurm" (docs/slurm.md): address '' is this host's Slurm
+    options: str | None = None  # a Slurm peer's JSON {partition, account, qos}
 
     def remote_command(self) -> str:
         words = [*shlex.split(self.gq_command), "rpc"]
@@ -43,6 +45,8 @@ class PeerSpec:
         return shlex.join(words)
 
     def where(self) -> str:
+        if self.kind == "slurm" and not self.address:
+            return "Slurm on this host"
         user = f"{self.user}@" if self.user else ""
         port = f":{self.port}" if self.port else ""
         return f"{user}{self.address}{port}"

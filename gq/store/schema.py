@@ -296,3 +296,11 @@ def m010_governance(db: Database) -> None:
         """
     )
     db.execute("CREATE INDEX reservations_end ON reservations(end)")
+
+
+@migrations()
+def m011_slurm(db: Database) -> None:
+    # A peer is a gq daemon ('gq') or a Slurm cluster ('slurm', docs/slurm.md), whose address
+    # is a login node, or '' for this host's Slurm. options: JSON {partition, account, qos}.
+    db.execute("ALTER TABLE peers ADD COLUMN kind TEXT NOT NULL DEFAULT 'gq'")
+    db.execute("ALTER TABLE peers ADD COLUMN options TEXT")

@@ -315,5 +315,8 @@ def make_app(sources: list[Source] | None = None, *, home: str | None = None,
     if sources is None:
         from gq.paths import gq_home
 
-        sources = [DaemonSource(home or gq_home())]
+        from gq.tui.peer_source import peer_sources
+
+        local = DaemonSource(home or gq_home())
+        sources = [local, *peer_sources(local)]
     return TopApp(sources, clock=clock, interval=interval, poll=poll)

@@ -92,8 +92,9 @@ class DaemonSource:
                 ping = conn.call("ping")
                 self.name = ping.get("host") or self.name
                 snap = host_snapshot(
-                    self.name, now, ping=ping, jobs=conn.call("list"), gpus=conn.call("gpus"),
-                    offenders=conn.call("offenders"),
+                    self.name, now, ping=ping, jobs=conn.call("list", hosts="local"),
+                    gpus=conn.call("gpus", hosts="local"),
+                    offenders=conn.call("offenders", hosts="local"),
                     samples=conn.call("samples", since=HISTORY_SPAN, resolution="raw"))
         except DaemonGone:
             return self._failed(NOT_RUNNING)

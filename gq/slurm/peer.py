@@ -1,0 +1,57 @@
+"""`gq peers add --slurm [HOST]`: check that Slurm answers there, then remember the peer."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from gq.protocol import BadInput
+
+TIERS = ("high", "normal", "low")
+
+
+def qos_map(items: Any) -> dict[str, str]:
+    """['high=urgent', 'low=scavenger'] -> {'high': 'urgent', 'low': 'scavenger'}."""
+    out = {}
+    for item in items or []:
+        tier, sep, qos = str(item).partition("=")
+        if not sep or tier not in TIERS or not qos.strip():
+            raise BadInput(f"--qos {item!r}: expected TIER=QOS, TIER one of high, normal, low")
+        out[tier] = qos.strip()
+    return out
+
+
+async def op_slurm_peer_add(daemon, caller, args: dict, name: str) -> dict:
+    from gq.peers.forwarding import check_may_forward
+    from gq.peers.registry import spec_of
+    from gq.slurm.link import SlurmLink
+
+    check_may_forward(caller)
+    peers = daemon.peers
+    if name in peers.states and not args.get("replace"):
+        raise BadInput(f"{name} is already a peer (gq peers rm {name} first, or --replace)")
+    options = {"partition": args.get("partition") or None,
+               "account": args.get("account") or None, "qos": qos_map(args.get("qos"))}
+    row = {"name": name, "address": str(args.get("address") or ""),
+           "port": args.get("port"), "user": args.get("user") or None,
+           "identity": args.get("identity") or None, "gq_home": None, "gq_command": "gq",
+           "added_at": daemon.clock(), "kind": "slurm", "options": json.dumps(options)}
+    link = SlurmLink(spec_of(row), peers.known_hosts, peers.config.connect_timeout)
+    accepted: list[str] = []
+
+    def connect_and_ping():
+        began = time.monotonic()
+        link.open(bool(args.get("accept_new")), accepted)
+        return link.call("ping", {}, peers.config.timeout), time.monotonic() - began
+
+    try:
+        info, latency = await peers.run(connect_and_ping)
+    except BaseException:
+        link.close()
+        raise
+    peers.add(row, link, info, latency)
+    state = await peers.check(name, force=True)
+    return {**state.json(), "accepted_key": accepted[0] if accepted else None,
+            "remote_host": info.get("host"), "remote_user": info.get("user"),
+            "slurm": options}
