@@ -110,3 +110,19 @@ def test_sorts():
     assert [j.state for j in sorted(jobs, key=SORTS["queue"])][-1] == "held"
     assert [j.id for j in sorted(jobs, key=SORTS["time"])][0] == 12  # longest first
     assert sorted(jobs, key=SORTS["gpus"])[0].id == 31  # 4 cards
+
+
+def test_gq_top_reads_the_daemon_other_commands_talk_to(tmp_path, monkeypatch):
+    """On a host set up for a system daemon, gq top reads it, as `gq ls` does; GQ_HOME (or a
+    home given) asks for a daemon of one's own."""
+    from gq.paths import daemon_socket, socket_path
+    from gq.tui.app import make_app
+
+    (tmp_path / "etc" / "gq").mkdir(parents=True)
+    (tmp_path / "etc" / "gq" / "config.toml").write_text("")
+    monkeypatch.setenv("GQ_SYSTEM_ROOT", str(tmp_path))
+    monkeypatch.delenv("GQ_HOME", raising=False)
+    local = next(iter(make_app(poll=False).sources.values()))
+    assert local.socket_path == daemon_socket()[0] and str(tmp_path) in local.socket_path
+    mine = next(iter(make_app(home=str(tmp_path / "mine"), poll=False).sources.values()))
+    assert mine.socket_path == socket_path(str(tmp_path / "mine"))

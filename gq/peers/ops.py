@@ -55,22 +55,34 @@ async def op_peer_add(daemon, caller, args: dict) -> dict:
     if row["identity"] and not os.path.isfile(row["identity"]):
         raise BadInput(f"--identity {row['identity']}: no such file")
     link = PeerLink(spec_of(row), peers.known_hosts, peers.config.connect_timeout)
-    accepted: list[str] = []
 
-    def connect_and_ping():
-        link.open(bool(args.get("accept_new")), accepted)
-        return ping_time(link, peers.config.timeout)
-
-    try:
-        info, latency = await peers.run(connect_and_ping)
+    def same_protocol(info: dict) -> None:
         if info.get("protocol") != VERSION:
             raise GqError(f"{name} runs gq {info.get('version')}, which speaks protocol "
                           f"{info.get('protocol')}; this one speaks {VERSION}: upgrade one")
+
+    return await join(peers, row, link, bool(args.get("accept_new")),
+                      lambda: ping_time(link, peers.config.timeout), same_protocol)
+
+
+async def join(peers, row: dict, link, accept_new: bool, ping, check=None) -> dict:
+    """Open the link (its host key checked), ping the other side, check its answer, and
+    remember the peer; the link is closed again if any of it fails. For gq and Slurm peers."""
+    accepted: list[str] = []
+
+    def connect_and_ping():
+        link.open(accept_new, accepted)
+        return ping()
+
+    try:
+        info, latency = await peers.run(connect_and_ping)
+        if check is not None:
+            check(info)
     except BaseException:
         link.close()
         raise
     peers.add(row, link, info, latency)
-    state = await peers.check(name, force=True)
+    state = await peers.check(row["name"], force=True)
     return {**state.json(), "accepted_key": accepted[0] if accepted else None,
             "remote_host": info.get("host"), "remote_user": info.get("user")}
 

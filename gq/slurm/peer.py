@@ -23,12 +23,11 @@ def qos_map(items: Any) -> dict[str, str]:
 
 
 async def op_slurm_peer_add(daemon, caller, args: dict, name: str) -> dict:
-    from gq.peers.forwarding import check_may_forward
+    from gq.peers.ops import join
     from gq.peers.registry import spec_of
     from gq.slurm.link import SlurmLink
 
-    check_may_forward(caller)
-    peers = daemon.peers
+    peers = daemon.peers  # op_peer_add checked that the caller may change peers
     if name in peers.states and not args.get("replace"):
         raise BadInput(f"{name} is already a peer (gq peers rm {name} first, or --replace)")
     options = {"partition": args.get("partition") or None,
@@ -38,20 +37,10 @@ async def op_slurm_peer_add(daemon, caller, args: dict, name: str) -> dict:
            "identity": args.get("identity") or None, "gq_home": None, "gq_command": "gq",
            "added_at": daemon.clock(), "kind": "slurm", "options": json.dumps(options)}
     link = SlurmLink(spec_of(row), peers.known_hosts, peers.config.connect_timeout)
-    accepted: list[str] = []
 
-    def connect_and_ping():
+    def ping():
         began = time.monotonic()
-        link.open(bool(args.get("accept_new")), accepted)
         return link.call("ping", {}, peers.config.timeout), time.monotonic() - began
 
-    try:
-        info, latency = await peers.run(connect_and_ping)
-    except BaseException:
-        link.close()
-        raise
-    peers.add(row, link, info, latency)
-    state = await peers.check(name, force=True)
-    return {**state.json(), "accepted_key": accepted[0] if accepted else None,
-            "remote_host": info.get("host"), "remote_user": info.get("user"),
-            "slurm": options}
+    joined = await join(peers, row, link, bool(args.get("accept_new")), ping)
+    return {**joined, "slurm": options}

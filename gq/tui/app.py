@@ -313,10 +313,11 @@ def make_app(sources: list[Source] | None = None, *, home: str | None = None,
              poll: bool = True) -> TopApp:
     """The one way to build the app: the `gq top` command and the tests both use it."""
     if sources is None:
-        from gq.paths import gq_home
+        from gq.paths import daemon_socket, socket_path
 
         from gq.tui.peer_source import peer_sources
 
-        local = DaemonSource(home or gq_home())
+        # Where every other command goes: GQ_HOME's daemon, or the system daemon if there is one.
+        local = DaemonSource(socket_path(home) if home else daemon_socket()[0])
         sources = [local, *peer_sources(local)]
     return TopApp(sources, clock=clock, interval=interval, poll=poll)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from gq.protocol import GqError
-from gq.tui.source import DaemonSource, JobDetail, LogChunk, read_log_file
+from gq.tui.source import DaemonSource, JobDetail, LastKnown, LogChunk, read_log_file
 from gq.tui.snapshot import HostSnapshot, host_snapshot
 
 
-class PeerSource:
+class PeerSource(LastKnown):
     def __init__(self, local: DaemonSource, name: str):
         self.local, self.name = local, name
         self.last: HostSnapshot | None = None
@@ -31,11 +31,6 @@ class PeerSource:
             return snap.failed(f"down: {part['error']}")
         self.last = snap
         return snap
-
-    def _failed(self, error: str) -> HostSnapshot:
-        if self.last is None:
-            return HostSnapshot(name=self.name, fetched_at=None, error=error)
-        return self.last.failed(error)
 
     def detail(self, job_id: int) -> JobDetail:
         with self.local._connect() as conn:

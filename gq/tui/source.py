@@ -67,20 +67,32 @@ def read_log_file(path: str, offset: int) -> LogChunk:
     return LogChunk(data.decode(errors="replace"), offset + len(data))
 
 
-class DaemonSource:
-    """This host's daemon, through its socket in `home`."""
+class LastKnown:
+    """A source that, when a fetch fails, shows its last snapshot marked with the error (or
+    only the error, before any)."""
 
-    def __init__(self, home: str, timeout: float = 5.0):
-        self.home = home
+    name: str
+    last: HostSnapshot | None
+
+    def _failed(self, error: str) -> HostSnapshot:
+        if self.last is None:
+            return HostSnapshot(name=self.name, fetched_at=None, error=error)
+        return self.last.failed(error)
+
+
+class DaemonSource(LastKnown):
+    """This host's daemon, through its socket (`gq.paths.daemon_socket`: the system daemon's on
+    a shared host, else the user's own)."""
+
+    def __init__(self, socket_path: str, timeout: float = 5.0):
+        self.socket_path = socket_path
         self.timeout = timeout
         self.name = socket.gethostname()
         self.last: HostSnapshot | None = None
 
     def _connect(self) -> Connection:
-        from gq.paths import socket_path
-
         try:
-            return Connection(socket_path(self.home), timeout=self.timeout)
+            return Connection(self.socket_path, timeout=self.timeout)
         except (FileNotFoundError, ConnectionRefusedError):
             raise GqError(NOT_RUNNING) from None
         except OSError as e:
@@ -104,11 +116,6 @@ class DaemonSource:
             return self._failed(f"lost the daemon: {e}")
         self.last = snap
         return snap
-
-    def _failed(self, error: str) -> HostSnapshot:
-        if self.last is None:
-            return HostSnapshot(name=self.name, fetched_at=None, error=error)
-        return self.last.failed(error)
 
     def detail(self, job_id: int) -> JobDetail:
         with self._connect() as conn:
