@@ -31,22 +31,28 @@ TARGET_WAIT = 1 / 3  # gq's average wait at most a third of fifo's
 TARGET_LARGEST = 2.0  # gq's worst wait of the largest (8-GPU) jobs at most 2x fifo's
 TARGET_PASS = 12.0  # a pass over 10,000 pending jobs at most 12x one over 1,000
 TARGET_PREEMPT = 3.0  # high-tier avg wait without preemption at least 3x that with it
-# What is replayed: name -> (policy, preemption). gq+preempt uses the daemon's defaults (low
-# jobs preemptible, exempt 10m, grace 60s); gq+preempt:nl also lets `normal` jobs be preempted
-# (`[preemption] preemptible = ["normal", "low"]`).
+# What is replayed: name -> (policy, preemption, reservations). gq+preempt uses the daemon's
+# defaults (low jobs preemptible, exempt 10m, grace 60s); gq+preempt:nl also lets `normal` jobs
+# be preempted (`[preemption] preemptible = ["normal", "low"]`). gq:nores is gq without
+# reservations (`[scheduler] reservations = 0`): not a policy we ship, since then nothing keeps
+# a stream of small jobs from starving a big one, but what reservations cost is measured by it.
+RESERVATIONS = 8  # the daemon's default [scheduler] reservations
 RUNS = {
-    "gq": ("gq", None), "fifo": ("fifo", None), "greedy": ("greedy", None),
-    "gq+preempt": ("gq", Preemption()),
-    "gq+preempt:nl": ("gq", Preemption(tiers=frozenset({"normal", "low"}))),
+    "gq": ("gq", None, RESERVATIONS), "fifo": ("fifo", None, RESERVATIONS),
+    "greedy": ("greedy", None, RESERVATIONS),
+    "gq+preempt": ("gq", Preemption(), RESERVATIONS),
+    "gq+preempt:nl": ("gq", Preemption(tiers=frozenset({"normal", "low"})), RESERVATIONS),
+    "gq:nores": ("gq", None, 0),
 }
 POLICIES = list(RUNS)
 
 
 def timed_replay(jobs, hosts, run, cap):
     """(metrics, None) or (None, why it stopped). `run`: a name of RUNS."""
-    policy, preemption = RUNS[run]
+    policy, preemption, reservations = RUNS[run]
     try:
-        m = metrics(replay(jobs, hosts, policy, max_wall_s=cap, preemption=preemption))
+        m = metrics(replay(jobs, hosts, policy, max_wall_s=cap, preemption=preemption,
+                           max_reservations=reservations))
         m["policy"] = run
         return m, None
     except ReplayTimeout as e:
@@ -139,6 +145,30 @@ def targets(case: dict) -> list[dict]:
     return out
 
 
+def reservation_cost(case: dict) -> str | None:
+    """gq with and without reservations, side by side: who gains and who pays."""
+    full = case["results"]
+    res = full if full.get("gq") and full.get("gq:nores") and full.get("fifo") else case["prefix"]
+    gq, nores, fifo = res.get("gq"), res.get("gq:nores"), res.get("fifo")
+    if not (gq and nores and fifo):
+        return None
+    d = format_duration
+
+    def tiers(m):
+        return ", ".join(f"{t} {d(v['avg_wait_s'])}" for t, v in m["by_tier"].items())
+
+    return "\n".join([
+        f"  what reservations cost (gq with {RESERVATIONS} / gq:nores with none):",
+        f"    avg wait / fifo's {gq['avg_wait_s'] / fifo['avg_wait_s']:.3f} / "
+        f"{nores['avg_wait_s'] / fifo['avg_wait_s']:.3f}",
+        f"    {gq['largest_gpus']}-GPU jobs: avg wait {d(gq['avg_wait_largest_s'])} / "
+        f"{d(nores['avg_wait_largest_s'])}, worst {d(gq['max_wait_largest_s'])} / "
+        f"{d(nores['max_wait_largest_s'])}",
+        f"    by tier: {tiers(gq)} / {tiers(nores)}",
+        f"    allocation {gq['allocation_rate']:.2%} / {nores['allocation_rate']:.2%}",
+    ])
+
+
 def _high_wait(m: dict) -> float:
     return m["by_tier"].get("high", {}).get("avg_wait_s", 0.0)
 
@@ -219,6 +249,9 @@ def print_case(case: dict) -> None:
     for p, t in case["timing"].items():
         if "not_run" in t:
             print(f"  {p}: full replay not run: {t['not_run']}")
+    cost = reservation_cost(case)
+    if cost:
+        print(cost)
     print("  targets:")
     for t in case["targets"]:
         value = f"{t['value']:.5f}" if "replay" not in t["target"] else f"{t['value']:.1f}s"

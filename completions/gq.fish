@@ -366,7 +366,7 @@ complete -c gq -n '__gq_at \'sim\'' -l time-factor -x -d 'jobs declare a time li
 complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each simulated host'
 complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'
-complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts and admin reservations, as in config.toml (docs/governance.md)'
+complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts, admin reservations, [scheduler] and [limits], as in config.toml (docs/sim.md)'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F

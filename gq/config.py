@@ -150,28 +150,13 @@ def _user_limits(where: str, table: dict, base: UserLimits) -> UserLimits:
     )
 
 
-def _apply(config: Config, data: dict) -> None:
-    data = dict(data)
-    if "pools" in data:
-        config.pools = parse_pools(data.pop("pools"))
-    if "accounts" in data:
-        config.accounts = parse_accounts(data.pop("accounts"))
-    unknown = {f"[{s}]" for s in data if s not in _KNOWN}
-    for section, table in data.items():
-        if section in _KNOWN:
-            unknown |= {f"[{section}] {k}" for k in table if k not in _KNOWN[section]}
+def apply_scheduler(config: Config, sched: dict, limits: dict) -> None:
+    """[scheduler] and [limits] onto `config`; also read by `gq sim --config` (gq/sim/lab.py),
+    so that a replay runs with a lab's own settings."""
+    unknown = sorted({f"[scheduler] {k}" for k in sched if k not in _KNOWN["scheduler"]}
+                     | {f"[limits] {k}" for k in limits if k not in _KNOWN["limits"]})
     if unknown:
-        raise ValueError(f"unknown setting {', '.join(sorted(unknown))}")
-    host, daemon = data.get("host", {}), data.get("daemon", {})
-    sched, limits = data.get("scheduler", {}), data.get("limits", {})
-    if "cpus" in host:
-        config.host_cpus = _whole("[host] cpus", host["cpus"], 1)
-    if "ram" in host:
-        config.host_ram = parse_size(str(host["ram"]))
-    if "kill_wait" in daemon:
-        config.kill_wait = _duration("[daemon] kill_wait", daemon["kill_wait"])
-    if "tick" in daemon:
-        config.tick = _duration("[daemon] tick", daemon["tick"])
+        raise ValueError(f"unknown setting {', '.join(unknown)}")
     if isinstance(sched.get("default_time"), dict):  # per tier: {high = "4h", low = "3d"}
         for tier, value in sched["default_time"].items():
             if tier not in _TIERS:
@@ -202,6 +187,31 @@ def _apply(config: Config, data: dict) -> None:
         for name, table in limits.get("users", {}).items()
     }
     config.limits = Limits(default=default, users=users)
+
+
+def _apply(config: Config, data: dict) -> None:
+    data = dict(data)
+    if "pools" in data:
+        config.pools = parse_pools(data.pop("pools"))
+    if "accounts" in data:
+        config.accounts = parse_accounts(data.pop("accounts"))
+    unknown = {f"[{s}]" for s in data if s not in _KNOWN}
+    for section, table in data.items():
+        if section in _KNOWN:
+            unknown |= {f"[{section}] {k}" for k in table if k not in _KNOWN[section]}
+    if unknown:
+        raise ValueError(f"unknown setting {', '.join(sorted(unknown))}")
+    host, daemon = data.get("host", {}), data.get("daemon", {})
+    sched, limits = data.get("scheduler", {}), data.get("limits", {})
+    if "cpus" in host:
+        config.host_cpus = _whole("[host] cpus", host["cpus"], 1)
+    if "ram" in host:
+        config.host_ram = parse_size(str(host["ram"]))
+    if "kill_wait" in daemon:
+        config.kill_wait = _duration("[daemon] kill_wait", daemon["kill_wait"])
+    if "tick" in daemon:
+        config.tick = _duration("[daemon] tick", daemon["tick"])
+    apply_scheduler(config, sched, limits)
     if "preemption" in data:
         config.preemption = _preemption(data["preemption"], config.preemption)
     config.notify = _notify(data.get("notify", {}))

@@ -263,6 +263,17 @@ def test_metrics_of_a_hand_made_result():
     assert set(m["by_tier"]) == {"high", "low"}
 
 
+def test_the_average_wait_of_the_largest_jobs():
+    r = ReplayResult("gq", parse_cluster("1x2x80G"), [
+        JobResult("a", "ann", Tier.HIGH, 1, 1.0, submit=0, start=0, end=100, host="host0"),
+        JobResult("b", "ann", Tier.LOW, 2, 2.0, submit=0, start=100, end=150, host="host0"),
+        JobResult("c", "bob", Tier.HIGH, 2, 2.0, submit=140, start=150, end=160, host="host0"),
+    ])
+    m = metrics(r)
+    assert (m["max_wait_largest_s"], m["avg_wait_largest_s"]) == (100, 55)
+    assert m["by_tier"]["high"]["avg_wait_largest_s"] == 10
+
+
 def test_percentile_is_nearest_rank():
     assert percentile(list(range(1, 101)), 95) == 95
     assert percentile([5.0], 95) == 5.0 and percentile([], 95) == 0.0

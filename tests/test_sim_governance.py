@@ -112,3 +112,61 @@ def test_a_gq_trace_checks_its_governance_columns(tmp_path):
                     "interactive\n0,10,2,,ann,normal,1,,,4,yes\n")
     (job,) = read_trace(path).jobs
     assert (job.gpus, job.gpus_max, job.interactive) == (2, 4, True)
+
+
+# One host of 2 cards, one user, limits = run times. B (both cards) comes before S in the
+# queue (its limit is shorter). With reservations, B holds both cards from 100 (when L ends)
+# and S, which would end at 202, waits until B has run; with none, S takes the free card at
+# once and B waits for it.
+BACKFILL_TRACE = """\
+job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name,pool,gpus_max
+L,0,100,1,,cy,normal,1,100s,,,
+B,1,100,2,,cy,normal,1,100s,,,
+S,2,200,1,,cy,normal,1,200s,,,
+"""
+
+
+@pytest.mark.parametrize("settings, starts", [
+    ("", {"L": 0, "B": 100, "S": 200}),
+    ("[scheduler]\nreservations = 0\n", {"L": 0, "B": 202, "S": 2}),
+    # B can never start under this limit: it is left waiting (unfinished).
+    ("[limits]\nmax_running_gpus = 1\n", {"L": 0, "S": 100}),
+])
+def test_a_lab_file_sets_the_scheduler_and_limits_of_a_replay(tmp_path, settings, starts):
+    trace, lab = tmp_path / "trace.csv", tmp_path / "lab.toml"
+    trace.write_text(BACKFILL_TRACE)
+    lab.write_text(settings)
+    hosts = parse_cluster("1x2x80G")
+    result = replay(read_trace(trace).jobs, hosts, "gq", 1.0, lab=read_lab(lab, hosts))
+    assert {j.job_id: j.start for j in result.jobs} == starts
+
+
+def test_a_lab_files_default_time_is_the_limit_of_jobs_that_declare_none(tmp_path):
+    trace, lab = tmp_path / "trace.csv", tmp_path / "lab.toml"
+    trace.write_text(BACKFILL_TRACE.replace(",100s,", ",,").replace(",200s,", ",,"))
+    hosts = parse_cluster("1x2x80G")
+    # The replay's assumed day for every limit: S (a day) would delay B's reservation.
+    assert {j.job_id: j.start for j in replay(read_trace(trace).jobs, hosts, "gq", 0).jobs
+            }["S"] == 200
+    # A lab that assumes 90 s for the normal tier: B's reservation is at 90 (L's assumed
+    # end), S would delay it, so it still waits; B starts at 100 when L really ends.
+    lab.write_text('[scheduler]\ndefault_time = {normal = "90s", high = "1h"}\n')
+    starts = {j.job_id: j.start for j in replay(read_trace(trace).jobs, hosts, "gq", 0,
+                                                  lab=read_lab(lab, hosts)).jobs}
+    assert starts == {"L": 0, "B": 100, "S": 200}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[scheduler]\nreservations = -1\n",
+     "[scheduler] reservations = -1: expected a whole number, 0 or more"),
+    ("[scheduler]\nreservation = 2\n", "unknown setting [scheduler] reservation"),
+    ("[limits]\nhigh_share = 2\n", "[limits] high_share = 2: expected a number from 0 to 1"),
+    ("scheduler = 3\n", "[scheduler]: expected a table"),
+])
+def test_a_bad_scheduler_setting_in_a_lab_file_is_one_line(tmp_path, text, message):
+    trace, lab = tmp_path / "trace.csv", tmp_path / "lab.toml"
+    trace.write_text(BACKFILL_TRACE)
+    lab.write_text(text)
+    err = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--config", str(lab)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert (err.returncode, err.stderr) == (2, f"gq: --config {lab}: {message}\n")

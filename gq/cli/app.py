@@ -357,8 +357,9 @@ def sim(
         "(low, or normal,low), with the daemon's default exempt 10m and grace 60s",
         metavar="TIERS", show_default=False)] = None,
     lab: Annotated[Optional[str], typer.Option(
-        "--config", help="the lab's pools, accounts and admin reservations, as in config.toml "
-        "(docs/governance.md)", metavar="LAB.toml", show_default=False)] = None,
+        "--config", help="the lab's pools, accounts, admin reservations, [scheduler] and "
+        "[limits], as in config.toml (docs/sim.md)", metavar="LAB.toml",
+        show_default=False)] = None,
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""

@@ -144,9 +144,9 @@ class PendingQueue:
     def ordered(self, inp: SchedulerInput, scores: dict[int, Score],
                 could_run: Callable[[Job], bool]) -> Iterator[Job]:
         """The jobs in scheduling order: lane first (interactive jobs, then each tier); within
-        a lane, the job that has waited longest of those that `could_run` if it has waited longer than its time limit, then
-        the others by score, highest first (fair share, age, length), then submit time. Fills
-        `scores` as jobs are read."""
+        a lane, the job that has waited longest of those that `could_run` if it has waited
+        longer than its time limit, then the others by score, highest first (fair share, age,
+        length), then submit time. Fills `scores` as jobs are read."""
         self._rescore_if_stale(inp)
         deps = sorted(self._key(j, inp) for j in self._with_deps.values())
         keys = heapq.merge(self._sorted, deps) if deps else self._sorted

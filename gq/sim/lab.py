@@ -1,5 +1,8 @@
 """`gq sim --config LAB.toml`: the lab's rules for a replay, written as in config.toml.
 
+[scheduler] (reservations, default_time, weights, half_life, age_cap) and [limits] are read by
+the daemon's own parser (gq/config.py), so a replay can try a setting before the lab uses it.
+
 [pools.NAME] and [accounts.NAME] are read by the daemon's own parsers (gq/config_governance.py);
 admin reservations, which the daemon keeps in its database, are written as [[reservations]],
 with times counted from the start of the trace:
@@ -19,14 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gq.config import Config, apply_scheduler
 from gq.config_governance import PoolsConfig, parse_accounts, parse_pools
+from gq.policy.fairshare import FairShareConfig
+from gq.policy.quotas import Limits
 from gq.policy.accounts import Accounts
 from gq.policy.pools import Pools
 from gq.policy.types import Host
 from gq.policy.windows import Window
 from gq.units import parse_duration
 
-SECTIONS = {"pools", "accounts", "reservations"}
+SECTIONS = {"pools", "accounts", "reservations", "scheduler", "limits"}
 RESERVATION_KEYS = {"cards", "host", "start", "duration", "user", "users", "account", "name"}
 
 
@@ -35,6 +41,8 @@ class Lab:
     pools: PoolsConfig = field(default_factory=PoolsConfig)
     accounts: Accounts = field(default_factory=Accounts)
     windows: tuple[Window, ...] = ()
+    # [scheduler] and [limits], when the file has them (None: the replay's own defaults).
+    scheduler: SchedulerSettings | None = None
 
     def pools_on(self, hosts: tuple[Host, ...]) -> Pools:
         """The pools as the policy takes them (pool cards are the same indices on each host)."""
@@ -53,13 +61,37 @@ def read_lab(path: str | Path, hosts: tuple[Host, ...]) -> Lab:
         unknown = set(data) - SECTIONS
         if unknown:
             raise ValueError(f"unknown setting {', '.join(f'[{k}]' for k in sorted(unknown))} "
-                             "(a lab file has [pools.NAME], [accounts.NAME], [[reservations]])")
+                             "(a lab file has [pools.NAME], [accounts.NAME], [[reservations]], "
+                             "[scheduler], [limits])")
         accounts = parse_accounts(data.get("accounts", {}))
         windows = tuple(_window(n, entry, accounts, hosts)
                         for n, entry in enumerate(data.get("reservations", []), start=1))
-        return Lab(parse_pools(data.get("pools", {})), accounts, windows)
+        return Lab(parse_pools(data.get("pools", {})), accounts, windows, _scheduler(data))
     except (ValueError, TypeError) as e:
         raise ValueError(f"--config {path}: {e}") from None
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """What [scheduler] and [limits] set for the policy, as the daemon reads them."""
+
+    default_limit: float
+    tier_limits: dict[str, float]
+    reservations: int
+    fairshare: FairShareConfig
+    limits: Limits
+
+
+def _scheduler(data: dict) -> SchedulerSettings | None:
+    if "scheduler" not in data and "limits" not in data:
+        return None
+    for section in ("scheduler", "limits"):
+        if not isinstance(data.get(section, {}), dict):
+            raise ValueError(f"[{section}]: expected a table")
+    config = Config(host_cpus=1, host_ram=None)
+    apply_scheduler(config, data.get("scheduler", {}), data.get("limits", {}))
+    return SchedulerSettings(config.default_time, dict(config.default_time_by_tier),
+                             config.reservations, config.fairshare, config.limits)
 
 
 def _window(n: int, entry: Any, accounts: Accounts, hosts: tuple[Host, ...]) -> Window:

@@ -164,7 +164,14 @@ def replay(
     `skip_idle_passes=False` runs a pass at every event time (tests check that skipping
     changes nothing). `preemption`: the gq policy also preempts `low` jobs for waiting work of
     a higher tier, as the daemon does (fifo and greedy never preempt). `lab`: pools, accounts
-    and admin reservations (times from the start of the trace)."""
+    and admin reservations (times from the start of the trace); its [scheduler] and [limits],
+    when it has them, replace `default_limit`, `max_reservations`, `fairshare` and `limits`."""
+    tier_limits: dict[str, float] = {}
+    if lab.scheduler is not None:
+        settings = lab.scheduler
+        default_limit, tier_limits = settings.default_limit, settings.tier_limits
+        max_reservations, fairshare = settings.reservations, settings.fairshare
+        limits = settings.limits
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
     if not math.isfinite(time_factor) or time_factor < 0:
@@ -173,23 +180,23 @@ def replay(
         raise ValueError("a cluster needs at least one host")
     if len({h.name for h in hosts}) != len(hosts):
         raise ValueError("the hosts of a cluster need distinct names (running jobs name theirs)")
-    sim = _Replay(hosts, policy, default_limit, max_reservations, fairshare, limits,
-                  usage_refresh, max_wall_s, skip_idle_passes,
+    sim = _Replay(hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
+                  limits, usage_refresh, max_wall_s, skip_idle_passes,
                   preemption if policy == "gq" else None, lab)
     jobs = sim.admit(trace_jobs, time_factor)
     return sim.run(jobs)
 
 
 class _Replay:
-    def __init__(self, hosts, policy, default_limit, max_reservations, fairshare, limits,
-                 usage_refresh, max_wall_s, skip_idle_passes, preemption, lab):
+    def __init__(self, hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
+                 limits, usage_refresh, max_wall_s, skip_idle_passes, preemption, lab):
         self.hosts = tuple(hosts)
         self.pools = lab.pools_on(self.hosts)
         self.windows = lab.windows
         self.accounts = lab.accounts
         self.policy_name = policy
         self.policy = POLICIES[policy]
-        self.default_limit = default_limit
+        self.default_limit, self.tier_limits = default_limit, tier_limits
         self.max_reservations = max_reservations
         self.fairshare = fairshare
         self.limits = limits
@@ -368,7 +375,8 @@ class _Replay:
         usage = self.usage.at(now, lambda: [(j, self.weight(j)) for j in running])
         inp = SchedulerInput(
             self.hosts, self.pending, running, now=now,
-            default_limit=self.default_limit, max_reservations=self.max_reservations,
+            default_limit=self.default_limit, tier_limits=self.tier_limits,
+            max_reservations=self.max_reservations,
             usage=usage, fairshare=self.fairshare, limits=self.limits,
             score_time=self.usage.computed_at, pools=self.pools, windows=self.windows,
             accounts=self.accounts,
