@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,20 +70,31 @@ def test_no_reservation_when_memory_outside_gq_never_frees():
     assert [s.job_id for s in plan.starts] == [2]
 
 
-def test_a_big_job_does_not_starve_behind_a_stream_of_small_ones():
+@pytest.mark.parametrize("stream_user", [
+    # Its own user: the small jobs rank above it by length only.
+    lambda n: "u",
+    # Every small job from a user who has used nothing, the big one from the heaviest user:
+    # fair share (weight 1) outweighs anything age (0.25) can add, so without the rule that an
+    # overdue job goes first it would wait for ever.
+    lambda n: f"fresh{n}",
+], ids=["same-user", "lighter-users"])
+def test_a_big_job_does_not_starve_behind_a_stream_of_small_ones(stream_user):
     """Replay: 4 cards, one-card jobs with 1h limits arriving every 10 minutes, for ever, and
-    ranking above it (they are shorter); a 4-card job queued at t=5m with a 2h limit must start
-    once it has waited its own limit and the jobs running then have ended."""
+    ranking above it; a 4-card job queued at t=5m with a 2h limit must start once it has
+    waited its own limit and the jobs running then have ended."""
     h = host(4)
+    usage = {"u": 1000 * H}
     running: list[Job] = []
     pending: list[Job] = [job(1000, gpus=4, limit=2 * H, at=300)]
     next_id, big_started = 1, None
     for step in range(0, 60):
         now = step * 600.0
         running = [j for j in running if j.started_at + j.time_limit > now]
-        pending.append(job(next_id, limit=1 * H, at=now))
+        small = job(next_id, limit=1 * H, at=now)
+        small.user = stream_user(next_id)
+        pending.append(small)
         next_id += 1
-        plan = run(h, pending, running, now=now)
+        plan = run(h, pending, running, now=now, usage=usage)
         for s in plan.starts:
             j = next(p for p in pending if p.id == s.job_id)
             pending.remove(j)

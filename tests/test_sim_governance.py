@@ -115,20 +115,20 @@ def test_a_gq_trace_checks_its_governance_columns(tmp_path):
 
 
 # One host of 2 cards, one user, limits = run times. B (both cards) comes before S in the
-# queue (its limit is shorter). With reservations, B holds both cards from 100 (when L ends)
-# and S, which would end at 202, waits until B has run; with none, S takes the free card at
-# once and B waits for it.
+# queue (it asks for less card-time). With reservations, B holds both cards from 100 (when L
+# ends) and S, which would end at 302, waits until B has run; with none, S takes the free card
+# at once and B waits for it.
 BACKFILL_TRACE = """\
 job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name,pool,gpus_max
 L,0,100,1,,cy,normal,1,100s,,,
 B,1,100,2,,cy,normal,1,100s,,,
-S,2,200,1,,cy,normal,1,200s,,,
+S,2,300,1,,cy,normal,1,300s,,,
 """
 
 
 @pytest.mark.parametrize("settings, starts", [
     ("", {"L": 0, "B": 100, "S": 200}),
-    ("[scheduler]\nreservations = 0\n", {"L": 0, "B": 202, "S": 2}),
+    ("[scheduler]\nreservations = 0\n", {"L": 0, "B": 302, "S": 2}),
     # B can never start under this limit: it is left waiting (unfinished).
     ("[limits]\nmax_running_gpus = 1\n", {"L": 0, "S": 100}),
 ])
@@ -142,14 +142,17 @@ def test_a_lab_file_sets_the_scheduler_and_limits_of_a_replay(tmp_path, settings
 
 
 def test_a_lab_files_default_time_is_the_limit_of_jobs_that_declare_none(tmp_path):
+    # L declares no limit; B (high, both cards) waits for it; S (normal, 150 s) may backfill
+    # only if it ends before B's reservation, which begins when L is assumed to end.
     trace, lab = tmp_path / "trace.csv", tmp_path / "lab.toml"
-    trace.write_text(BACKFILL_TRACE.replace(",100s,", ",,").replace(",200s,", ",,"))
+    trace.write_text(BACKFILL_TRACE.splitlines()[0] + "\n" + "L,0,100,1,,cy,normal,1,,,,\n"
+                     "B,1,100,2,,cy,high,1,100s,,,\nS,2,150,1,,cy,normal,1,150s,,,\n")
     hosts = parse_cluster("1x2x80G")
-    # The replay's assumed day for every limit: S (a day) would delay B's reservation.
+    # The replay assumes a day: S backfills, and B starts when both have ended.
     assert {j.job_id: j.start for j in replay(read_trace(trace).jobs, hosts, "gq", 0).jobs
-            }["S"] == 200
-    # A lab that assumes 90 s for the normal tier: B's reservation is at 90 (L's assumed
-    # end), S would delay it, so it still waits; B starts at 100 when L really ends.
+            } == {"L": 0, "B": 152, "S": 2}
+    # A lab that assumes 90 s for the normal tier: B's reservation begins at 90, S would delay
+    # it and waits; B starts at 100, when L really ends.
     lab.write_text('[scheduler]\ndefault_time = {normal = "90s", high = "1h"}\n')
     starts = {j.job_id: j.start for j in replay(read_trace(trace).jobs, hosts, "gq", 0,
                                                   lab=read_lab(lab, hosts)).jobs}

@@ -79,7 +79,7 @@ class SchedulerSettings:
     tier_limits: dict[str, float]
     reservations: int
     fairshare: FairShareConfig
-    limits: Limits
+    limits: Limits | None  # None without [limits]: the replay's (none)
 
 
 def _scheduler(data: dict) -> SchedulerSettings | None:
@@ -91,7 +91,8 @@ def _scheduler(data: dict) -> SchedulerSettings | None:
     config = Config(host_cpus=1, host_ram=None)
     apply_scheduler(config, data.get("scheduler", {}), data.get("limits", {}))
     return SchedulerSettings(config.default_time, dict(config.default_time_by_tier),
-                             config.reservations, config.fairshare, config.limits)
+                             config.reservations, config.fairshare,
+                             config.limits if "limits" in data else None)
 
 
 def _window(n: int, entry: Any, accounts: Accounts, hosts: tuple[Host, ...]) -> Window:

@@ -171,7 +171,7 @@ def replay(
         settings = lab.scheduler
         default_limit, tier_limits = settings.default_limit, settings.tier_limits
         max_reservations, fairshare = settings.reservations, settings.fairshare
-        limits = settings.limits
+        limits = limits if settings.limits is None else settings.limits
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
     if not math.isfinite(time_factor) or time_factor < 0:
