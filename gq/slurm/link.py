@@ -20,6 +20,7 @@ LOG_CHUNK = 1 << 20
 LIST_AGE = 2.0  # seconds a poll answers `ls`, `show` and `why` for
 WAIT_FIRST, WAIT_MAX = 0.5, 10.0  # a `gq wait` polls at these intervals, backing off
 COMMAND_TIMEOUT = 30.0  # for each command of a request without a time limit (`gq wait`)
+EXTRA = ("command", "priority", "signal", "signal_before")  # what squeue does not say
 
 
 def target_of(spec) -> SlurmTarget:
@@ -29,12 +30,16 @@ def target_of(spec) -> SlurmTarget:
 
 
 class SlurmLink:
-    def __init__(self, spec, known_hosts, connect_timeout: float):
+    """`known`: the jobs sent there before, as the daemon's store kept them (unsaved())."""
+
+    def __init__(self, spec, known_hosts, connect_timeout: float, known: list[dict] = ()):
         self.spec = spec
         self.target = target_of(spec)
         self.backend = (SshSlurm(spec, known_hosts, connect_timeout) if spec.address
                         else LocalSlurm())
         self.tracker = Tracker(self.backend, spec.name)
+        for row in known:
+            self.tracker.restore(row["id"], {k: row[k] for k in EXTRA}, row["job"])
         self.info: dict[str, Any] | None = None
         self.keys: dict[str, int] = {}  # submit keys sent -> the job sbatch made
         self.tried: set[str] = set()  # submit keys sbatch was run with
@@ -52,6 +57,11 @@ class SlurmLink:
             raise BadInput(f"{self.spec.name} is a Slurm peer: `{op}` is not supported there "
                            "(docs/slurm.md)")
         return handler(args, COMMAND_TIMEOUT if timeout is None else timeout)
+
+    def unsaved(self) -> list[dict[str, Any]]:
+        """The jobs sent there that changed since the last call, as the store keeps them."""
+        return [{"id": sid, **{k: self.tracker.extra[sid][k] for k in EXTRA},
+                 "job": self.tracker.get(sid)} for sid in self.tracker.unsaved()]
 
     # ---- reads --------------------------------------------------------------------------
 
@@ -166,10 +176,10 @@ class SlurmLink:
 
     def _submitted(self, sid: int, args: dict, notes: list[str], timeout: float) -> dict:
         if sid not in self.tracker.extra:  # what squeue will not say of it
-            self.tracker.extra[sid] = {"command": list(args["command"]),
-                                       "priority": str(args.get("priority") or "normal"),
-                                       "signal": str(args.get("signal") or "SIGTERM"),
-                                       "signal_before": args.get("signal_before")}
+            self.tracker.sent(sid, {"command": list(args["command"]),
+                                    "priority": str(args.get("priority") or "normal"),
+                                    "signal": str(args.get("signal") or "SIGTERM"),
+                                    "signal_before": args.get("signal_before")})
         self.tracker.fresh(0.0, timeout)
         job = self.tracker.get(sid)
         if job is None:

@@ -104,7 +104,10 @@ def _expand(path: str, sid: int, row: dict[str, str]) -> str:
 
 class Tracker:
     """The login's jobs as last polled. Thread-safe: one poll at a time; callers that come
-    while one runs share its answer."""
+    while one runs share its answer.
+
+    The jobs sent from here (those in `extra`) are also kept by the daemon's store: what
+    changed of them since the last unsaved() is handed to it from the daemon's loop."""
 
     def __init__(self, backend, name: str):
         self.backend, self.name = backend, name
@@ -113,6 +116,27 @@ class Tracker:
         self.polled_at = 0.0  # time.monotonic() of the last poll
         self.polls = 0
         self._lock = threading.Lock()
+        self._unsaved: set[int] = set()
+        self._unsaved_lock = threading.Lock()
+
+    def sent(self, sid: int, extra: dict[str, Any]) -> None:
+        self.extra[sid] = extra
+        self._changed(sid)
+
+    def restore(self, sid: int, extra: dict[str, Any], job: dict[str, Any] | None) -> None:
+        """A job sent before the daemon restarted, as the store kept it."""
+        self.extra[sid] = extra
+        if job is not None:
+            self.jobs[sid] = job
+
+    def unsaved(self) -> list[int]:
+        with self._unsaved_lock:
+            taken, self._unsaved = self._unsaved, set()
+        return sorted(taken)
+
+    def _changed(self, sid: int) -> None:
+        with self._unsaved_lock:
+            self._unsaved.add(sid)
 
     def fresh(self, max_age: float, timeout: float | None = 30.0) -> None:
         from gq.peers.transport import Unreachable
@@ -140,7 +164,10 @@ class Tracker:
                 continue
             sid = int(row["JobID"])
             seen.add(sid)
-            self.jobs[sid] = job_from_row(row, self.extra.get(sid, {}))
+            job = job_from_row(row, self.extra.get(sid, {}))
+            if sid in self.extra and job != self.jobs.get(sid):
+                self._changed(sid)
+            self.jobs[sid] = job
         gone = [sid for sid, j in self.jobs.items() if sid not in seen and j["state"] not in ENDED]
         if gone:
             self._ended_meanwhile(gone, timeout)
@@ -152,6 +179,8 @@ class Tracker:
 
         found = sacct_jobs(self.backend, ids, timeout)
         for sid in ids:
+            if sid in self.extra:
+                self._changed(sid)
             job = self.jobs[sid]
             if sid in found:
                 job.update(found[sid])
