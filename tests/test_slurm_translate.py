@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gq.protocol import BadInput
+from gq.slurm.nodes import card_count, gres_gpus, parse
 from gq.slurm.poller import gpus_of, job_from_row, parse_row, seconds
 from gq.slurm.states import exit_code, gq_reason, gq_state, in_words
 from gq.slurm.translate import SlurmTarget, sbatch
@@ -130,3 +131,22 @@ def test_squeue_rows():
     assert (seconds("1:00:00"), seconds("2-00:00:00"), seconds("30"), seconds("UNLIMITED")) \
         == (3600.0, 172800.0, 1800.0, None)
 
+
+@pytest.mark.parametrize("gres, gpus", [
+    ("gpu:2", (2, [])), ("gpu:a100:4(S:0-1)", (4, ["a100"])), ("(null)", (0, [])),
+    ("gpu:a100:1(IDX:0,2),gpu:v100:2(IDX:N/A),shard:8", (3, ["a100", "v100"])),
+    ("gpu:(null):0(IDX:N/A)", (0, [])),
+])
+def test_gres_of_sinfo(gres, gpus):
+    assert gres_gpus(gres) == gpus
+
+
+def test_sinfo_rows_are_gpu_nodes_once_each():
+    nodes = parse("n1|mixed|gpu*|8/56/0/64|gpu:a100:4(S:0-1)|gpu:a100:3(IDX:0-2)|\n"
+                  "n1|mixed|long|8/56/0/64|gpu:a100:4(S:0-1)|gpu:a100:3(IDX:0-2)|\n"
+                  "c1|idle|cpu|0/64/0/64|(null)|gpu:0|\n"
+                  "n2|drained|gpu*|0/0/64/64|gpu:v100:2|gpu:v100:0(IDX:N/A)|\n")
+    assert [(n["node"], n["state"], n["partitions"], n["gpus_used"], n["gpus"], n["cpus_used"])
+            for n in nodes] == [("n1", "mixed", ["gpu", "long"], 3, 4, 8),
+                                ("n2", "drained", ["gpu"], 0, 2, 0)]
+    assert card_count(nodes) == (6, ["a100", "v100"])

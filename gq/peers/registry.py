@@ -39,12 +39,18 @@ class PeerState:
 
     def json(self) -> dict[str, Any]:
         jobs, gpus = self.snapshot.get("jobs") or [], self.snapshot.get("gpus") or []
+        if self.spec.kind == "slurm":  # its GPU nodes (gq/slurm/nodes.py)
+            from gq.slurm.nodes import card_count
+
+            count, names = card_count(gpus)
+        else:
+            count, names = len(gpus), sorted({g.get("name", "?") for g in gpus})
         return {
             "name": self.spec.name, "address": self.spec.where(),
             "state": {None: "unknown", True: "up", False: "down"}[self.up],
             "last_seen": iso(self.last_seen), "error": self.last_error, "version": self.version,
             "latency_ms": None if self.latency is None else round(self.latency * 1e3, 1),
-            "gpus": len(gpus), "gpu_names": sorted({g.get("name", "?") for g in gpus}),
+            "gpus": count, "gpu_names": names,
             "running": sum(j["state"] == "running" for j in jobs),
             "pending": sum(j["state"] in ("pending", "held") for j in jobs),
             "gq_home": self.spec.gq_home, "gq_command": self.spec.gq_command,

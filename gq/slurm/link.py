@@ -12,6 +12,7 @@ from typing import Any
 from gq import __version__
 from gq.protocol import VERSION, BadInput, GqError
 from gq.slurm.backend import LocalSlurm, SshSlurm
+from gq.slurm.nodes import gpu_nodes
 from gq.slurm.poller import Tracker
 from gq.slurm.states import ENDED
 from gq.slurm.translate import SlurmTarget, checkpoint_dir, sbatch
@@ -79,11 +80,12 @@ class SlurmLink:
         self.tracker.fresh(0.0, timeout)
         return self.info
 
-    def op_gpus(self, args: dict, timeout: float) -> list:
-        return []  # Slurm's cards are its own to place: sinfo shows them
+    def op_gpus(self, args: dict, timeout: float) -> list[dict]:
+        """The GPU nodes of the partition (all of the cluster's without one), from sinfo."""
+        return gpu_nodes(self.backend, self.spec.name, self.target.partition, timeout)
 
     def op_offenders(self, args: dict, timeout: float) -> list:
-        return []
+        return []  # what a Slurm job wastes is the cluster's to account for (docs/slurm.md)
 
     def op_estimate(self, args: dict, timeout: float) -> dict:
         return {"error": "a Slurm peer takes jobs sent there by name (--host "
