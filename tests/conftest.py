@@ -175,6 +175,27 @@ def kill_processes_mentioning(text: str) -> None:
                 pass
 
 
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """One real single-node Slurm (tests/slurmd.py) for every Slurm test of the run: starting
+    one costs seconds, and the Slurm peers of the tests share it as any logins would."""
+    from tests.slurmd import SlurmCluster, why_not
+
+    if why_not() is not None:
+        pytest.skip(f"no Slurm here: {why_not()}")
+    root = Path(tempfile.mkdtemp(prefix="gq-slurm-", dir="/tmp"))
+    cluster = SlurmCluster(root)
+    try:
+        cluster.start()
+    except RuntimeError as e:
+        cluster.close()
+        pytest.skip(f"the test Slurm did not start: {e}")
+    yield cluster
+    cluster.close()
+    kill_processes_mentioning(str(root))
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def host_with(make_host, config: str, sim: str = "4x80G") -> GqHost:
     """A host whose config.toml has `config` added before its daemon starts."""
     host = make_host(sim, start=False)

@@ -37,6 +37,7 @@ class SlurmCluster:
         self.conf = root / "slurm.conf"
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
         self.pids: list[Path] = []
+        self.ctld_port = _free_port()
         for d in ("state", "spool", "log", "munge"):
             (root / d).mkdir(parents=True, exist_ok=True)
         os.chmod(root / "munge", 0o700)
@@ -50,7 +51,7 @@ class SlurmCluster:
         self.conf.write_text(f"""ClusterName=gqtest
 SlurmctldHost={self.node}
 SlurmUser=root
-SlurmctldPort={_free_port()}
+SlurmctldPort={self.ctld_port}
 SlurmdPort={_free_port()}
 AuthType=auth/munge
 AuthInfo=socket={root}/munge/munge.socket.2
@@ -103,9 +104,16 @@ PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
             raise RuntimeError(f"{argv[0]} did not start: {done.stderr.strip()}")
         self.pids.append(pid_file)
 
+    def cancel_all(self) -> None:
+        """Cancel every job (a test module's leftovers, before the next module's tests)."""
+        subprocess.run(["scancel", "--user=root"], env=self.env, capture_output=True)
+
+    def slurmctld(self) -> int:
+        return int((self.root / "slurmctld.pid").read_text())
+
     def close(self) -> None:
         """Stop the daemons this cluster started (by their pid files), slurmd first."""
-        subprocess.run(["scancel", "--user=root"], env=self.env, capture_output=True)
+        self.cancel_all()
         for pid_file in reversed(self.pids):
             try:
                 pid = int(pid_file.read_text())

@@ -31,7 +31,8 @@ def keygen(path: Path) -> Path:
 class LoopbackSshd:
     """sshd -D on a free loopback port. `user_key` logs in as the current user."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, env: dict[str, str] | None = None):
+        """env: variables every session gets (sshd's SetEnv), e.g. a test Slurm's SLURM_CONF."""
         self.root = root
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.port = free_port()
@@ -46,6 +47,7 @@ class LoopbackSshd:
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
             "PermitRootLogin prohibit-password\nStrictModes no\nLogLevel ERROR\n"
             "ClientAliveInterval 0\nMaxStartups 100\nMaxSessions 100\n"
+            + "".join(f"SetEnv {k}={v}\n" for k, v in (env or {}).items())
         )
         self.proc: subprocess.Popen | None = None
 

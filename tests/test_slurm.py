@@ -4,28 +4,23 @@ GPUs, dependencies, cancel, a timeout, a requeue, logs and the states, all throu
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import GqHost, kill_processes_mentioning, wait_for
-from tests.slurmd import SlurmCluster, why_not
+from tests.slurmd import why_not
 
 pytestmark = pytest.mark.skipif(why_not() is not None, reason=f"no Slurm here: {why_not()}")
 
 
 @pytest.fixture(scope="module")
-def slurm_host():
-    root = Path(tempfile.mkdtemp(prefix="gq-slurm-", dir="/tmp"))
-    cluster = SlurmCluster(root / "slurm")
-    try:
-        cluster.start()
-    except RuntimeError as e:
-        cluster.close()
-        pytest.skip(f"the test Slurm did not start: {e}")
+def slurm_host(slurm_cluster):
+    root = Path(tempfile.mkdtemp(prefix="gq-slurmhost-", dir="/tmp"))
     host = GqHost(root / "home", "2x80G")
-    host.env["SLURM_CONF"] = str(cluster.conf)
+    host.env["SLURM_CONF"] = str(slurm_cluster.conf)
     host.start()
     out = host.gq("peers", "add", "--slurm", "--name", "hpc").stdout
     assert "added hpc (Slurm on this host): Slurm" in out
@@ -33,8 +28,9 @@ def slurm_host():
     host.timed = submit(host, "-g", "0", "-t", "1m", "--", "sleep", "600")
     yield host
     host.close()
-    cluster.close()
+    slurm_cluster.cancel_all()
     kill_processes_mentioning(str(root))
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def submit(host: GqHost, *args: str) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gq.protocol import BadInput
-from gq.slurm.poller import gpus_of, parse_row, seconds
+from gq.slurm.nodes import card_count, gres_gpus, parse
+from gq.slurm.poller import gpus_of, job_from_row, parse_row, seconds
 from gq.slurm.states import exit_code, gq_reason, gq_state, in_words
 from gq.slurm.translate import SlurmTarget, sbatch
 
@@ -19,7 +20,7 @@ def test_a_full_request_becomes_sbatch_options():
     batch = sbatch({**BASE, "gpus": 2, "cpus": 8, "ram": 32 * 2**30, "time_limit": 5400,
                     "priority": "high", "preemptible": True, "signal": "SIGUSR1",
                     "signal_before": 300, "afterok": ["12", "13"], "after": ["9"],
-                    "hold": True, "name": "train", "submit_key": "k1"}, TARGET)
+                    "hold": True, "name": "train", "idempotency_key": "k1"}, TARGET)
     assert batch.argv == [
         "sbatch", "--parsable", "--chdir=/data/run", "--output=/data/run/slurm-%j.out",
         "--error=/data/run/slurm-%j.err", "--export=ALL", "--job-name=train",
@@ -120,9 +121,32 @@ def test_exit_codes(status, code):
 
 def test_squeue_rows():
     row = parse_row("12|PENDING|Resources|0|2026-01-01T10:00:00|N/A|N/A|1:00:00|4|0|0|"
-                    "gres/gpu:2|me|gpu|/d/slurm-%j.out|/d/slurm-%j.err|/d|gq:k|my|job|")
+                    "(null)||gres/gpu:2|me|gpu|/d/slurm-%j.out|/d/slurm-%j.err|/d|gq:k|my|job|")
     assert row["JobID"] == "12" and row["Name"] == "my|job"
+    job = job_from_row(row, {"command": ["python", "x.py"]})
+    assert (job["account"], job["slurm"]["nodes"], job["command"]) == (None, None,
+                                                                      ["python", "x.py"])
     assert gpus_of(row["tres-per-node"]) == 2 and gpus_of("gres:gpu:a100:3") == 3
     assert gpus_of("N/A") == 0
     assert (seconds("1:00:00"), seconds("2-00:00:00"), seconds("30"), seconds("UNLIMITED")) \
         == (3600.0, 172800.0, 1800.0, None)
+
+
+@pytest.mark.parametrize("gres, gpus", [
+    ("gpu:2", (2, [])), ("gpu:a100:4(S:0-1)", (4, ["a100"])), ("(null)", (0, [])),
+    ("gpu:a100:1(IDX:0,2),gpu:v100:2(IDX:N/A),shard:8", (3, ["a100", "v100"])),
+    ("gpu:(null):0(IDX:N/A)", (0, [])),
+])
+def test_gres_of_sinfo(gres, gpus):
+    assert gres_gpus(gres) == gpus
+
+
+def test_sinfo_rows_are_gpu_nodes_once_each():
+    nodes = parse("n1|mixed|gpu*|8/56/0/64|gpu:a100:4(S:0-1)|gpu:a100:3(IDX:0-2)|\n"
+                  "n1|mixed|long|8/56/0/64|gpu:a100:4(S:0-1)|gpu:a100:3(IDX:0-2)|\n"
+                  "c1|idle|cpu|0/64/0/64|(null)|gpu:0|\n"
+                  "n2|drained|gpu*|0/0/64/64|gpu:v100:2|gpu:v100:0(IDX:N/A)|\n")
+    assert [(n["node"], n["state"], n["partitions"], n["gpus_used"], n["gpus"], n["cpus_used"])
+            for n in nodes] == [("n1", "mixed", ["gpu", "long"], 3, 4, 8),
+                                ("n2", "drained", ["gpu"], 0, 2, 0)]
+    assert card_count(nodes) == (6, ["a100", "v100"])

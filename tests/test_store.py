@@ -71,7 +71,7 @@ def test_reopening_applies_no_migration_twice(tmp_path):
     assert [m.name for m in migrations.applied(store.db)] == [
         "m001_jobs_and_events", "m002_runs", "m003_preemption", "m004_arrays", "m005_notify",
         "m006_telemetry", "m007_peers", "m008_identity", "m009_idempotency", "m010_governance",
-        "m011_slurm"]
+        "m011_slurm", "m012_slurm_jobs"]
     assert migrations.pending(store.db) == []
 
 
@@ -85,6 +85,27 @@ def test_peers_from_before_slurm_are_upgraded_as_gq_peers(tmp_path):
     old.close()
     (peer,) = Store(tmp_path / "gq.db").peers()
     assert (peer["name"], peer["kind"], peer["options"]) == ("gpu2", "gq", None)
+
+
+def test_jobs_sent_to_slurm_are_kept_and_forgotten_with_their_peer(tmp_path):
+    from sqlite_utils import Database
+
+    old = Database(tmp_path / "gq.db")
+    migrations.apply(old, stop_before="m012_slurm_jobs")
+    old.execute("INSERT INTO peers (name, address, added_at, kind) VALUES ('hpc', '', 1, "
+                "'slurm')")
+    old.conn.commit()
+    old.close()
+    store = Store(tmp_path / "gq.db")
+    sent = {"id": 7, "command": ["python", "x.py"], "priority": "low", "signal": "SIGUSR1",
+            "signal_before": 60.0, "job": None}
+    store.slurm_jobs.save("hpc", [sent])
+    store.slurm_jobs.save("hpc", [{**sent, "job": {"id": 7, "state": "completed"}}])
+    store.close()
+    store = Store(tmp_path / "gq.db")
+    assert store.slurm_jobs.of("hpc") == [{**sent, "job": {"id": 7, "state": "completed"}}]
+    store.remove_peer("hpc")
+    assert store.slurm_jobs.of("hpc") == []
 
 
 def _old_database_with_a_job(path, stop_before: str, state: str = "pending") -> None:

@@ -247,19 +247,14 @@ def offenders(all_hosts: AllHosts = None, json: Json = False) -> None:
     strays), with the evidence and a suggested action."""
     import time as _time
 
-    from gq.cli.peers_cmd import hosts_arg, warn_down
+    from gq.cli.peers_cmd import hosts_arg, print_hosts_offenders
     from gq.cli.stats_cmd import print_offenders
 
     found = call("offenders", hosts=hosts_arg(all_hosts))
     if isinstance(found, dict):  # every host's
         if json:
             return output.print_json(found["hosts"])
-        warn_down(found["hosts"])
-        for n, h in enumerate(found["hosts"]):
-            print(("\n" if n else "") + h["name"] + ("" if h["state"] == "up" else
-                                                    " (down: as last seen)"))
-            print_offenders(h["offenders"], _time.time())
-        return None
+        return print_hosts_offenders(found["hosts"], _time.time())
     if json:
         return output.print_json(found)
     print_offenders(found, _time.time())

@@ -1,4 +1,4 @@
-"""Longer views for people: one job in full, the cards."""
+"""Longer views for people: one job in full, the cards, a Slurm peer's GPU nodes."""
 
 from __future__ import annotations
 
@@ -118,3 +118,15 @@ def print_gpus(cards: list[dict[str, Any]]) -> None:
         rows.append([str(c["index"]), name, f"{used}/{format_size(c['memory_total'])}",
                      percent(c["utilization"]), jobs or "-", other])
     print(table(["GPU", "NAME", "MEMORY", "UTIL", "JOBS (id:user:mem)", "OUTSIDE GQ"], rows))
+
+
+def print_slurm_nodes(nodes: list[dict[str, Any]]) -> None:
+    """A Slurm peer's part of `gq gpus`: its GPU nodes as sinfo reports them (Slurm places
+    jobs on the cards of a node itself)."""
+    if not nodes:
+        print("no GPU nodes (sinfo reports no gpu GRES in the peer's partition)")
+        return
+    rows = [[n["node"], n["state"], ",".join(n["partitions"]), f"{n['gpus_used']}/{n['gpus']}",
+             ",".join(n["gpu_types"]) or "-",
+             "N/A" if n["cpus"] is None else f"{n['cpus_used']}/{n['cpus']}"] for n in nodes]
+    print(table(["NODE", "STATE", "PARTITIONS", "GPUS USED", "GPU TYPE", "CPUS USED"], rows))

@@ -10,6 +10,8 @@ from gq.cli.client import call
 from gq.protocol import GqError
 
 FOLLOW_POLL = 0.2  # seconds between looks at a growing log
+# A Slurm job's log on a login node is read by a command run there: look less often
+SLURM_FOLLOW_POLL = 1.0
 
 
 def _copy_new(fd: int) -> int:
@@ -38,7 +40,7 @@ def _remote_log(job: dict, follow: bool, stderr: bool) -> None:
             if not follow and part["state"] in ("pending", "held") and not offset:
                 raise GqError(f"job {job['id']} has not started yet: no output")
             return
-        time.sleep(FOLLOW_POLL)
+        time.sleep(SLURM_FOLLOW_POLL if "slurm" in job else FOLLOW_POLL)
 
 
 def _open(path: str, job: dict) -> int | None:

@@ -47,7 +47,9 @@ def job_rows(
         if j["state"] in ("pending", "held"):
             where = j["reason"] or ""
         elif j["state"] in ("running", "preempting"):
-            where = ",".join(str(i) for i in j["gpu_ids"]) or "cpu"
+            # a Slurm job's cards are Slurm's to know: its node(s), as squeue's NODELIST
+            where = (",".join(str(i) for i in j["gpu_ids"])
+                     or (j.get("slurm") or {}).get("nodes") or "cpu")
         else:
             where = f"exit {j['exit_code']}" if j["exit_code"] is not None else (j["reason"] or "")
         rows.append([

@@ -147,10 +147,29 @@ def split_hosts(answer: Any, key: str) -> list[dict[str, Any]]:
 
 
 def print_hosts_gpus(hosts: list[dict[str, Any]]) -> None:
-    from gq.cli.details import print_gpus
+    from gq.cli.details import print_gpus, print_slurm_nodes
 
+    _each_host(hosts, lambda h: (print_slurm_nodes if h.get("kind") == "slurm" else
+                                 print_gpus)(h["gpus"]))
+
+
+def print_hosts_offenders(hosts: list[dict[str, Any]], now: float) -> None:
+    from gq.cli.stats_cmd import print_offenders
+
+    def part(h: dict[str, Any]) -> None:
+        if h.get("kind") == "slurm":
+            print("not watched: a Slurm cluster's jobs are its own to account for (seff, "
+                  "sacct; docs/slurm.md)")
+        else:
+            print_offenders(h["offenders"], now)
+
+    _each_host(hosts, part)
+
+
+def _each_host(hosts: list[dict[str, Any]], print_part) -> None:
     warn_down(hosts)
     for n, h in enumerate(hosts):
-        print(("\n" if n else "") + f"{h['name']}" + ("" if h["state"] == "up" else
-                                                      " (down: as last seen)"))
-        print_gpus(h["gpus"])
+        slurm = " (Slurm)" if h.get("kind") == "slurm" else ""
+        print(("\n" if n else "") + h["name"] + slurm + ("" if h["state"] == "up" else
+                                                         " (down: as last seen)"))
+        print_part(h)

@@ -39,12 +39,18 @@ class PeerState:
 
     def json(self) -> dict[str, Any]:
         jobs, gpus = self.snapshot.get("jobs") or [], self.snapshot.get("gpus") or []
+        if self.spec.kind == "slurm":  # its GPU nodes (gq/slurm/nodes.py)
+            from gq.slurm.nodes import card_count
+
+            count, names = card_count(gpus)
+        else:
+            count, names = len(gpus), sorted({g.get("name", "?") for g in gpus})
         return {
             "name": self.spec.name, "address": self.spec.where(),
             "state": {None: "unknown", True: "up", False: "down"}[self.up],
             "last_seen": iso(self.last_seen), "error": self.last_error, "version": self.version,
             "latency_ms": None if self.latency is None else round(self.latency * 1e3, 1),
-            "gpus": len(gpus), "gpu_names": sorted({g.get("name", "?") for g in gpus}),
+            "gpus": count, "gpu_names": names,
             "running": sum(j["state"] == "running" for j in jobs),
             "pending": sum(j["state"] in ("pending", "held") for j in jobs),
             "gq_home": self.spec.gq_home, "gq_command": self.spec.gq_command,
@@ -113,9 +119,12 @@ class Peers:
         from gq.slurm.link import SlurmLink
 
         if name not in self.links:
-            kind = SlurmLink if self.state(name).spec.kind == "slurm" else PeerLink
-            self.links[name] = kind(self.state(name).spec, self.known_hosts,
-                                        self.config.connect_timeout)
+            spec = self.state(name).spec
+            if spec.kind == "slurm":  # with the jobs sent there before the daemon started
+                self.links[name] = SlurmLink(spec, self.known_hosts, self.config.connect_timeout,
+                                             self.daemon.store.slurm_jobs.of(name))
+            else:
+                self.links[name] = PeerLink(spec, self.known_hosts, self.config.connect_timeout)
         return self.links[name]
 
     async def run(self, fn, *args) -> Any:
@@ -138,13 +147,25 @@ class Peers:
             raise Unreachable(state.down_message())
         if timeout == "default":
             timeout = self.config.timeout
+        link = self.link(name)
         try:
-            result = await self.run(self.link(name).call, op, args, timeout)
+            result = await self.run(link.call, op, args, timeout)
         except Unreachable as e:
             self.mark_down(name, e.message)
             raise
+        finally:
+            self.keep_sent(name, link)
         self.mark_up(name)
         return result
+
+    def keep_sent(self, name: str, link) -> None:
+        """Store what a call learnt of the jobs sent to a Slurm peer (a submit, a change of
+        state): the link keeps them in memory only, and runs in worker threads."""
+        unsaved = getattr(link, "unsaved", None)
+        if unsaved is not None and self.links.get(name) is link:
+            jobs = unsaved()
+            if jobs:
+                self.daemon.store.slurm_jobs.save(name, jobs)
 
     def mark_up(self, name: str) -> None:
         state = self.states.get(name)

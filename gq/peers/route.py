@@ -126,16 +126,17 @@ async def every_host(daemon, caller, op: str, args: dict[str, Any], handler) -> 
         *(peers.call(n, op, args, peers.config.list_timeout) for n in names),
         return_exceptions=True)
     local = handler(daemon, caller, args)
-    hosts = [{"name": daemon.hostname, "state": "up", "last_seen": iso(daemon.clock()),
-              "error": None, "items": local}]
+    hosts = [{"name": daemon.hostname, "kind": "gq", "state": "up",
+              "last_seen": iso(daemon.clock()), "error": None, "items": local}]
     key = EVERY_HOST[op]
     for name, answer in zip(names, answers):
         state = peers.states.get(name)
+        kind = state.spec.kind if state else "gq"  # a Slurm peer's `gpus` are its nodes
         if isinstance(answer, GqError) or state is None:
             seen = (state.snapshot.get(key) or []) if state else []
             items = _matching(seen, args) if op == "list" else seen
             error = answer.message if isinstance(answer, GqError) else "removed"
-            hosts.append({"name": name, "state": "down", "error": error,
+            hosts.append({"name": name, "kind": kind, "state": "down", "error": error,
                           "last_seen": iso(state.last_seen) if state else None,
                           "items": [{**i, "seen_at": iso(state.last_seen)} for i in items]})
             continue
@@ -143,13 +144,15 @@ async def every_host(daemon, caller, op: str, args: dict[str, Any], handler) -> 
             raise answer
         if op == "gpus" or not (args.get("all") or args.get("states") or args.get("user")):
             peers.remember(name, **{key: answer})
-        hosts.append({"name": name, "state": "up", "error": None,
+        hosts.append({"name": name, "kind": kind, "state": "up", "error": None,
                       "last_seen": iso(state.last_seen), "items": answer})
     for h in hosts[1:]:
         h["items"] = [_remote_item(op, i, h["name"]) for i in h["items"]]
     if op == "list":
         return {"jobs": [j for h in hosts for j in h.pop("items")], "hosts": hosts}
-    return {"hosts": [{**h, key: h.pop("items")} for h in hosts]}
+    for h in hosts:
+        h[key] = h.pop("items")
+    return {"hosts": hosts}
 
 
 def _remote_item(op: str, item: dict[str, Any], host: str) -> dict[str, Any]:

@@ -12,10 +12,11 @@ SACCT = ["env", "TZ=UTC", "sacct", "--noheader", "--parsable2", "--allocations",
          "--format=JobID,State,ExitCode,Start,End"]
 
 
-def sacct_jobs(backend, ids: list[int]) -> dict[int, dict[str, Any]]:
+def sacct_jobs(backend, ids: list[int], timeout: float | None = 30.0
+               ) -> dict[int, dict[str, Any]]:
     from gq.slurm.poller import utc
 
-    answer = backend.run([*SACCT, "--jobs=" + ",".join(map(str, ids))])
+    answer = backend.run([*SACCT, "--jobs=" + ",".join(map(str, ids))], timeout=timeout)
     if answer.rc != 0:
         return {}
     out = {}

@@ -23,6 +23,12 @@ class Output:
         return lines[-1].removeprefix("sbatch: error: ").strip() if lines else f"exit {self.rc}"
 
 
+def name_of(argv: list[str]) -> str:
+    """The command an argv runs: `squeue` of `env TZ=UTC squeue ...`."""
+    words = argv[1:] if argv[:1] == ["env"] else argv
+    return next((w for w in words if "=" not in w), argv[0])
+
+
 class LocalSlurm:
     """The Slurm client commands of this host."""
 
@@ -42,10 +48,10 @@ class LocalSlurm:
             raise GqError(f"{argv[0]}: not found on this host: install Slurm's client "
                           "commands, or add the Slurm peer with a login node HOST") from None
         except subprocess.TimeoutExpired:
-            raise Unreachable(f"{argv[0]} did not answer in {timeout:.0f}s") from None
+            raise Unreachable(f"`{name_of(argv)}` did not answer in {timeout:.0f}s") from None
         return Output(done.returncode, done.stdout, done.stderr)
 
-    def read(self, path: str, offset: int, size: int) -> bytes:
+    def read(self, path: str, offset: int, size: int, timeout: float | None = 30.0) -> bytes:
         try:
             with open(path, "rb") as f:
                 f.seek(offset)
@@ -58,7 +64,9 @@ class LocalSlurm:
 
 
 class SshSlurm:
-    """The Slurm client commands of a login node, over one kept SSH connection."""
+    """The Slurm client commands of a login node, over one kept SSH connection. A command that
+    fails to come back (the connection cut, no answer in time) raises Unreachable: it may or
+    may not have run, which only the caller can find out (a submit looks for its key)."""
 
     def __init__(self, spec, known_hosts: Path, connect_timeout: float):
         self.spec, self.known_hosts, self.timeout = spec, known_hosts, connect_timeout
@@ -66,63 +74,86 @@ class SshSlurm:
         self._lock = threading.Lock()
         self._client = None
 
-    def open(self, accept_new: bool = False, accepted: list | None = None) -> None:
+    def open(self, accept_new: bool = False, accepted: list | None = None):
+        """The connection, made now if there is none (or the last one died)."""
         from gq.peers.transport import open_client
 
         with self._lock:
-            if self._client is not None and not self._client.get_transport().is_active():
+            if self._client is not None and not _alive(self._client):
                 self._client.close()
                 self._client = None
             if self._client is None:
                 self._client = open_client(self.spec, self.known_hosts, self.timeout,
                                            accept_new, accepted)
+            return self._client
 
     def run(self, argv: list[str], stdin: str | None = None,
             timeout: float | None = 30.0) -> Output:
-        rc, out, err = self._exec(shlex.join(argv), stdin, timeout)
+        rc, out, err = self._exec(shlex.join(argv), name_of(argv), stdin, timeout)
         return Output(rc, out.decode(errors="replace"), err.decode(errors="replace"))
 
-    def read(self, path: str, offset: int, size: int) -> bytes:
-        command = (f"tail -c +{offset + 1} {shlex.quote(path)} 2>/dev/null | head -c {size}")
-        return self._exec(command, None, 30.0)[1]
+    def read(self, path: str, offset: int, size: int, timeout: float | None = 30.0) -> bytes:
+        # through sh: the login's own shell may be one (csh) without `2>`
+        command = shlex.join(["sh", "-c", 'tail -c "+$1" "$2" 2>/dev/null | head -c "$3"', "sh",
+                              str(offset + 1), path, str(size)])
+        return self._exec(command, "tail", None, timeout)[1]
 
-    def _exec(self, command: str, stdin: str | None, timeout: float | None):
+    def _exec(self, command: str, word: str, stdin: str | None, timeout: float | None):
         import paramiko
 
         from gq.peers.transport import Unreachable
 
-        self.open()
+        client = self.open()
+        transport, chan = client.get_transport(), None
         try:
-            chan = self._client.get_transport().open_session(timeout=self.timeout)
+            if transport is None:  # closed by another thread since open()
+                raise EOFError("the connection closed")
+            chan = transport.open_session(timeout=self.timeout)
             chan.settimeout(timeout)
             chan.exec_command(command)
             if stdin is not None:
                 chan.sendall(stdin.encode())
             chan.shutdown_write()
             out, err = bytearray(), bytearray()
-            while True:
-                chunk = chan.recv(1 << 16)
-                if not chunk:
-                    break
+            # stderr is buffered by paramiko while stdout is read: Slurm's commands write
+            # little there, well under the channel's window
+            while chunk := chan.recv(1 << 16):
                 out += chunk
-            while chan.recv_stderr_ready() or not chan.exit_status_ready():
-                chunk = chan.recv_stderr(1 << 16)
-                if not chunk:
-                    break
+            while chunk := chan.recv_stderr(1 << 16):
                 err += chunk
-            rc = chan.recv_exit_status()
-            chan.close()
+            rc = chan.recv_exit_status()  # -1: the channel closed without one
         except (OSError, EOFError, paramiko.SSHException) as e:
-            self.close()
-            what = "no answer in time" if isinstance(e, TimeoutError) else str(e) or type(e)
-            raise Unreachable(f"{self.spec.name}: {what}") from None
+            self._drop_if_dead(client)
+            what = ("no answer in time" if isinstance(e, TimeoutError)
+                    else str(e) or type(e).__name__)
+            raise Unreachable(f"{self.spec.name}: `{word}`: {what}") from None
+        finally:
+            if chan is not None:
+                chan.close()
+        if rc == -1:
+            self._drop_if_dead(client)
+            raise Unreachable(f"{self.spec.name}: `{word}` on {self.where} ended without an "
+                              "exit status (the connection closed, or it was killed)")
         if rc == 127:
-            raise GqError(f"{self.spec.name}: `{command.split()[0]}` not found on "
-                          f"{self.where}: is it a Slurm login node?")
+            raise GqError(f"{self.spec.name}: `{word}` not found on {self.where}: is it a "
+                          "Slurm login node?")
         return rc, bytes(out), bytes(err)
+
+    def _drop_if_dead(self, client) -> None:
+        """Forget the connection once it is dead (the next command makes a new one); a
+        command that timed out on a live one leaves it to the others."""
+        with self._lock:
+            if self._client is client and not _alive(client):
+                client.close()
+                self._client = None
 
     def close(self) -> None:
         with self._lock:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+
+def _alive(client) -> bool:
+    transport = client.get_transport()
+    return transport is not None and transport.is_active()

@@ -36,7 +36,9 @@ async def op_slurm_peer_add(daemon, caller, args: dict, name: str) -> dict:
            "port": args.get("port"), "user": args.get("user") or None,
            "identity": args.get("identity") or None, "gq_home": None, "gq_command": "gq",
            "added_at": daemon.clock(), "kind": "slurm", "options": json.dumps(options)}
-    link = SlurmLink(spec_of(row), peers.known_hosts, peers.config.connect_timeout)
+    # a peer replaced (--replace) keeps the jobs sent there; a new one has none
+    link = SlurmLink(spec_of(row), peers.known_hosts, peers.config.connect_timeout,
+                     daemon.store.slurm_jobs.of(name))
 
     def ping():
         began = time.monotonic()

@@ -17,7 +17,7 @@ from gq.units import iso
 
 # squeue -O fields; the free-text ones last, so that a '|' in them cannot shift the others
 FIELDS = ("JobID State Reason exit_code SubmitTime StartTime EndTime TimeLimit NumCPUs "
-          "Requeue RestartCnt "
+          "Requeue RestartCnt Account NodeList "
           "tres-per-node UserName Partition STDOUT STDERR WorkDir Comment Name").split()
 SQUEUE = ["env", "TZ=UTC", "squeue", "--me", "--noheader", "--states=all",
           "-O", ",".join(f"{f}:|" for f in FIELDS)]
@@ -81,13 +81,16 @@ def job_from_row(row: dict[str, str], extra: dict[str, Any]) -> dict[str, Any]:
         "restarts": int(row["RestartCnt"]) if row["RestartCnt"].isdigit() else 0,
         "gpu_ids": [],
         "ram": None, "time_limit": seconds(row["TimeLimit"]), "deps": {},
-        "array": None, "preemptible": row["Requeue"] == "1",
+        "array": None, "pool": None, "gpus_max": None, "interactive": False,
+        "account": None if row["Account"] in ("", "(null)") else row["Account"],
+        "preemptible": row["Requeue"] == "1",
         "signal": extra.get("signal", "SIGTERM"), "signal_before": extra.get("signal_before"),
         "signal_group": False, "grace": None, "preemptions": 0, "retry_oom": 0,
         "oom_retries": 0, "peak_mem": None, "expected_start": iso(started) if pending else None,
         "stdout": _expand(row["STDOUT"], sid, row), "stderr": _expand(row["STDERR"], sid, row),
         "slurm": {"state": row["State"], "reason": row["Reason"],
-                  "partition": row["Partition"], "comment": row["Comment"]},
+                  "partition": row["Partition"], "comment": row["Comment"],
+                  "nodes": row["NodeList"] or None},
     }
 
 
@@ -101,7 +104,10 @@ def _expand(path: str, sid: int, row: dict[str, str]) -> str:
 
 class Tracker:
     """The login's jobs as last polled. Thread-safe: one poll at a time; callers that come
-    while one runs share its answer."""
+    while one runs share its answer.
+
+    The jobs sent from here (those in `extra`) are also kept by the daemon's store: what
+    changed of them since the last unsaved() is handed to it from the daemon's loop."""
 
     def __init__(self, backend, name: str):
         self.backend, self.name = backend, name
@@ -110,17 +116,44 @@ class Tracker:
         self.polled_at = 0.0  # time.monotonic() of the last poll
         self.polls = 0
         self._lock = threading.Lock()
+        self._unsaved: set[int] = set()
+        self._unsaved_lock = threading.Lock()
 
-    def fresh(self, max_age: float) -> None:
-        began = time.monotonic()
-        with self._lock:
-            if self.polled_at < began - max_age:
-                self._poll()
+    def sent(self, sid: int, extra: dict[str, Any]) -> None:
+        self.extra[sid] = extra
+        self._changed(sid)
 
-    def _poll(self) -> None:
+    def restore(self, sid: int, extra: dict[str, Any], job: dict[str, Any] | None) -> None:
+        """A job sent before the daemon restarted, as the store kept it."""
+        self.extra[sid] = extra
+        if job is not None:
+            self.jobs[sid] = job
+
+    def unsaved(self) -> list[int]:
+        with self._unsaved_lock:
+            taken, self._unsaved = self._unsaved, set()
+        return sorted(taken)
+
+    def _changed(self, sid: int) -> None:
+        with self._unsaved_lock:
+            self._unsaved.add(sid)
+
+    def fresh(self, max_age: float, timeout: float | None = 30.0) -> None:
         from gq.peers.transport import Unreachable
 
-        answer = self.backend.run(SQUEUE)
+        began = time.monotonic()
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise Unreachable(f"{self.name}: squeue did not answer in {timeout:.0f}s")
+        try:
+            if self.polled_at < began - max_age:
+                self._poll(timeout)
+        finally:
+            self._lock.release()
+
+    def _poll(self, timeout: float | None) -> None:
+        from gq.peers.transport import Unreachable
+
+        answer = self.backend.run(SQUEUE, timeout=timeout)
         self.polls += 1
         if answer.rc != 0:
             raise Unreachable(f"{self.name}: squeue failed: {answer.error_line()}")
@@ -131,18 +164,23 @@ class Tracker:
                 continue
             sid = int(row["JobID"])
             seen.add(sid)
-            self.jobs[sid] = job_from_row(row, self.extra.get(sid, {}))
+            job = job_from_row(row, self.extra.get(sid, {}))
+            if sid in self.extra and job != self.jobs.get(sid):
+                self._changed(sid)
+            self.jobs[sid] = job
         gone = [sid for sid, j in self.jobs.items() if sid not in seen and j["state"] not in ENDED]
         if gone:
-            self._ended_meanwhile(gone)
+            self._ended_meanwhile(gone, timeout)
         self.polled_at = time.monotonic()
 
-    def _ended_meanwhile(self, ids: list[int]) -> None:
+    def _ended_meanwhile(self, ids: list[int], timeout: float | None) -> None:
         """Jobs squeue no longer reports: ask sacct once; without accounting they are lost."""
         from gq.slurm.accounting import sacct_jobs
 
-        found = sacct_jobs(self.backend, ids)
+        found = sacct_jobs(self.backend, ids, timeout)
         for sid in ids:
+            if sid in self.extra:
+                self._changed(sid)
             job = self.jobs[sid]
             if sid in found:
                 job.update(found[sid])

@@ -79,8 +79,8 @@ def sbatch(args: dict[str, Any], target: SlurmTarget) -> Batch:
         argv.append("--hold")
     if args.get("mail"):
         argv += ["--mail-type=END,FAIL", f"--mail-user={args['mail']}"]
-    if args.get("submit_key"):
-        argv.append(f"--comment=gq:{args['submit_key']}")
+    if args.get("idempotency_key"):
+        argv.append(f"--comment=gq:{args['idempotency_key']}")
     return Batch(argv, script(args, target.name), notes, out_file, err_file)
 
 
@@ -110,7 +110,7 @@ def script(args: dict[str, Any], peer: str) -> str:
     for key in sorted(env):
         if NAME_OK.match(key) and not HOST_BOUND.match(key):
             lines.append(f"export {key}={shlex.quote(str(env[key]))}")
-    ckpt = f"${{GQ_CHECKPOINT_ROOT:-$HOME/.cache/gq/checkpoints}}/{peer}-$SLURM_JOB_ID"
+    ckpt = checkpoint_dir(peer, "$SLURM_JOB_ID")
     lines += [
         f'export GQ_JOB_ID="{peer}:$SLURM_JOB_ID"',
         'export GQ_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}"',
@@ -121,6 +121,11 @@ def script(args: dict[str, Any], peer: str) -> str:
         f"exec {shlex.join(args['command'])}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def checkpoint_dir(peer: str, sid: int | str) -> str:
+    """GQ_CHECKPOINT_DIR of a job, as the batch script sets it on the node."""
+    return f"${{GQ_CHECKPOINT_ROOT:-$HOME/.cache/gq/checkpoints}}/{peer}-{sid}"
 
 
 def _name(command: list[str]) -> str:

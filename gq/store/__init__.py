@@ -15,6 +15,7 @@ from gq.store.history import History
 from gq.store.offences import Offences
 from gq.store.reservations import Reservations
 from gq.store.samples import Samples
+from gq.store.slurm_jobs import SlurmJobs
 from gq.store.schema import migrations
 
 _JSON_FIELDS = ("command", "env", "deps", "gpu_ids")
@@ -51,6 +52,7 @@ class Store:
         self.offences = Offences(self.db)
         self.history = History(self.db)
         self.reservations = Reservations(self.db)
+        self.slurm_jobs = SlurmJobs(self.db)
         self._relaxed = 0
         self._load_cache()
 
@@ -319,7 +321,9 @@ class Store:
             self.db.table("peers").upsert(peer, pk="name")
 
     def remove_peer(self, name: str) -> bool:
+        """Forget a peer, and what it was sent if it is a Slurm peer."""
         with self.db.atomic():
+            self.db.execute("DELETE FROM slurm_jobs WHERE peer = ?", [name])
             return self.db.execute("DELETE FROM peers WHERE name = ?", [name]).rowcount > 0
 
     def peer_seen(self, name: str, **fields: Any) -> None:

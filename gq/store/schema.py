@@ -304,3 +304,25 @@ def m011_slurm(db: Database) -> None:
     # is a login node, or '' for this host's Slurm. options: JSON {partition, account, qos}.
     db.execute("ALTER TABLE peers ADD COLUMN kind TEXT NOT NULL DEFAULT 'gq'")
     db.execute("ALTER TABLE peers ADD COLUMN options TEXT")
+
+
+@migrations()
+def m012_slurm_jobs(db: Database) -> None:
+    # The jobs this daemon sent to a Slurm peer (docs/slurm.md): what squeue does not say of
+    # them (the command, gq's tier and signal), and the job as last seen there (its name,
+    # directory, output files, state and exit code), so that a restarted daemon still shows
+    # them and follows them to their end.
+    db.execute(
+        """
+        CREATE TABLE slurm_jobs (
+            peer TEXT NOT NULL,
+            id INTEGER NOT NULL,     -- Slurm's job id
+            command TEXT NOT NULL,   -- JSON list
+            priority TEXT NOT NULL,  -- gq's tier
+            signal TEXT NOT NULL,
+            signal_before REAL,
+            job TEXT,                -- JSON, as `gq show --json` gives it; NULL until seen
+            PRIMARY KEY (peer, id)
+        )
+        """
+    )
