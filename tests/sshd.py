@@ -47,7 +47,8 @@ class LoopbackSshd:
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
             "PermitRootLogin prohibit-password\nStrictModes no\nLogLevel ERROR\n"
             "ClientAliveInterval 0\nMaxStartups 100\nMaxSessions 100\n"
-            + "".join(f"SetEnv {k}={v}\n" for k, v in (env or {}).items())
+            # one line: sshd takes the first SetEnv only
+            + (f"SetEnv {' '.join(f'{k}={v}' for k, v in env.items())}\n" if env else "")
         )
         self.proc: subprocess.Popen | None = None
 

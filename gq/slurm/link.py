@@ -53,11 +53,19 @@ class SlurmLink:
 
     def call(self, op: str, args: dict[str, Any], timeout: float | None) -> Any:
         """`timeout` bounds each Slurm command the request runs (a `wait` runs many)."""
+        from gq.peers.transport import Unreachable
+
         handler = getattr(self, f"op_{op}", None)
         if handler is None:
             raise BadInput(f"{self.spec.name} is a Slurm peer: `{op}` is not supported there "
                            "(docs/slurm.md)")
-        return handler(args, COMMAND_TIMEOUT if timeout is None else timeout)
+        try:
+            return handler(args, COMMAND_TIMEOUT if timeout is None else timeout)
+        except Unreachable:
+            # the last poll answers for no one until one reaches Slurm again: an answer
+            # from it would say the peer is up
+            self.tracker.polled_at = 0.0
+            raise
 
     def unsaved(self) -> list[dict[str, Any]]:
         """The jobs sent there that changed since the last call, as the store keeps them."""
