@@ -186,6 +186,19 @@ def reservation_cost(case: dict) -> str | None:
     ])
 
 
+def tier_ratios(case: dict) -> str | None:
+    """Each tier's average wait under gq against the same jobs' under fifo (which ignores
+    tiers): the average-wait target judged per tier."""
+    full = case["results"]
+    res = full if full.get("gq") and full.get("fifo") else case["prefix"]
+    gq, fifo = res.get("gq"), res.get("fifo")
+    if not (gq and fifo):
+        return None
+    return ", ".join(f"{t} {v['avg_wait_s'] / fifo['by_tier'][t]['avg_wait_s']:.3f}"
+                     for t, v in gq["by_tier"].items()
+                     if fifo["by_tier"].get(t, {}).get("avg_wait_s"))
+
+
 def _high_wait(m: dict) -> float:
     return m["by_tier"].get("high", {}).get("avg_wait_s", 0.0)
 
@@ -269,6 +282,9 @@ def print_case(case: dict) -> None:
     cost = reservation_cost(case)
     if cost:
         print(cost)
+    tiers = tier_ratios(case)
+    if tiers:
+        print(f"  by tier, gq's avg wait / fifo's: {tiers}")
     print("  targets:")
     for t in case["targets"]:
         value = f"{t['value']:.5f}" if "replay" not in t["target"] else f"{t['value']:.1f}s"
