@@ -233,3 +233,37 @@ def test_stopping_early_reads_past_a_job_kept_off_a_reserved_card():
                                        usage={"ann": 5.0, "bob": 1.0}), explain=explain)
         assert [s.job_id for s in plan.starts] == [2]
 
+
+
+# ---- the baselines stop early too -------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(governed_clusters(), st.data())
+def test_the_baselines_stop_reading_early_with_the_same_starts(case, data):
+    from gq.policy.baselines import fifo, greedy
+
+    hosts, running, pending, _reservations, pools, windows, accounts = case
+    for j in pending:
+        if data.draw(st.integers(0, 5)) == 0:
+            j.state = JobState.HELD
+    inp = lambda: SchedulerInput(hosts, list(pending), running, {}, 3600.0,  # noqa: E731
+                                 pools=pools, windows=windows, accounts=accounts)
+    for policy in (fifo, greedy):
+        full, quick = policy(inp()), policy(inp(), explain=False)
+        assert quick.starts == full.starts, policy.__name__
+        assert set(full.reasons) == {j.id for j in pending} - {s.job_id for s in full.starts}
+
+
+def test_greedy_stops_once_no_shape_left_could_fit():
+    from gq.policy.baselines import greedy
+
+    running = [job(9, started=0, gpu_ids=[0])]
+    running[0].host = ""
+    pending = [job(1, at=0), job(2, at=1, gpus=0), job(3, at=2), job(4, at=3)]
+    inp = lambda: SchedulerInput(one_card(), pending, running, {}, 60.0)  # noqa: E731
+    full = greedy(inp())
+    assert [s.job_id for s in full.starts] == [2] and set(full.reasons) == {1, 3, 4}
+    # Not explaining: job 1 finds the card taken; job 2 (no GPU) starts; once job 2 is read,
+    # the only shape left is job 1's, known short, so jobs 3 and 4 are not read.
+    quick = greedy(inp(), explain=False)
+    assert [s.job_id for s in quick.starts] == [2] and set(quick.reasons) == {1}

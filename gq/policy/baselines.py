@@ -13,11 +13,13 @@ admin reservations (gq/policy/windows.py). Neither has tiers, fair share, reserv
 
 Jobs that cannot be considered (held, waiting on a dependency, more GPUs than any host has)
 never block a FIFO queue: they wait with the reason `schedule` gives them.
+
+`explain=False` (the replay of `gq sim`) gives the same starts and stops reading the queue as
+soon as nothing further down could start: FIFO at its first blocked job, greedy once every
+request shape still waiting is known not to fit. The jobs not read get no reason.
 """
 
 from __future__ import annotations
-
-from operator import attrgetter
 
 from gq.model import Job, JobState, Reason
 from gq.policy.placement import Capacity
@@ -26,22 +28,15 @@ from gq.policy.schedule import allowed_cards, waiting_reason
 from gq.policy.types import Plan, SchedulerInput, Start
 
 
-def fifo(inp: SchedulerInput) -> Plan:
-    return _in_submit_order(inp, stop_at_first_blocked=True)
+def fifo(inp: SchedulerInput, explain: bool = True) -> Plan:
+    return _in_submit_order(inp, stop_at_first_blocked=True, explain=explain)
 
 
-def greedy(inp: SchedulerInput) -> Plan:
-    return _in_submit_order(inp, stop_at_first_blocked=False)
+def greedy(inp: SchedulerInput, explain: bool = True) -> Plan:
+    return _in_submit_order(inp, stop_at_first_blocked=False, explain=explain)
 
 
-def submit_order(pending: list[Job]) -> list[Job]:
-    return sorted(pending, key=_SUBMIT_ORDER)
-
-
-_SUBMIT_ORDER = attrgetter("submitted_at", "id")
-
-
-def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool) -> Plan:
+def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool, explain: bool) -> Plan:
     plan = Plan()
     reasons, shortfalls = plan.reasons, plan.shortfalls
     hosts = [(h, Capacity(h, inp.running_on(h))) for h in inp.hosts]
@@ -49,8 +44,19 @@ def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool) -> Plan:
     # A pass only takes resources away, so a request that did not fit once in this pass will
     # not fit later in it: remember it, which keeps a pass over a long queue cheap per job.
     short_of: dict[tuple, str] = {}
-    ordered = submit_order(inp.pending)
-    for n, job in enumerate(ordered):
+    # Without explaining: jobs left to read per request shape, and how many shapes still have
+    # some and might fit; none left, nothing further down can start.
+    left = None if explain or inp.windows else dict(inp.pending.shapes)
+    open_shapes = len(left) if left is not None else -1
+    ordered = inp.pending.in_submit_order()
+    for job in ordered:
+        if open_shapes == 0:
+            break
+        if left is not None:
+            request = request_of(job)
+            left[request] -= 1
+            if left[request] == 0 and request not in short_of:
+                open_shapes -= 1
         # _regular(), inlined: this loop runs over the whole queue on every pass.
         if job.state is not JobState.PENDING or job.deps or job.gpus > most_cards:
             reason = waiting_reason(job, inp, most_cards)
@@ -69,10 +75,13 @@ def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool) -> Plan:
                 plan.starts.append(Start(job.id, cards, name))
                 continue
             short_of[shape] = short
+            if left is not None and left[shape]:
+                open_shapes -= 1
         reasons[job.id] = Reason.RESOURCES
         shortfalls[job.id] = short
         if stop_at_first_blocked:
-            _behind(job, ordered[n + 1:], plan, inp, most_cards)
+            if explain:
+                _behind(job, list(ordered), plan, inp, most_cards)
             break
     return plan
 

@@ -128,6 +128,14 @@ class PendingQueue:
             del self._sorted[bisect_left(self._sorted, key)]
         return job
 
+    def in_submit_order(self) -> Iterator[Job]:
+        """Every job by (submit time, id), read lazily: what the baselines of gq/policy/
+        baselines.py go by, without sorting the whole queue at each pass."""
+        lanes = [iter(by_age) for by_age in self._by_age.values()]
+        deps = sorted((j.submitted_at, j.id) for j in self._with_deps.values())
+        for _at, job_id in heapq.merge(*lanes, deps):
+            yield self.jobs[job_id]
+
     def tiers(self) -> set[int]:
         """The ranks of the tiers that have jobs waiting."""
         return {r for r, n in self._ranks.items() if n}

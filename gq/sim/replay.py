@@ -68,7 +68,9 @@ def _gq(inp: SchedulerInput) -> Plan:
 
 
 POLICIES: dict[str, Callable[[SchedulerInput], Plan]] = {
-    "gq": _gq, "fifo": fifo, "greedy": greedy,
+    "gq": _gq,
+    "fifo": lambda inp: fifo(inp, explain=False),
+    "greedy": lambda inp: greedy(inp, explain=False),
 }
 USAGE_REFRESH = 300.0  # simulated seconds between fair-share recalculations
 # Traces carry no lab configuration, so no per-user limits: the default high_share
