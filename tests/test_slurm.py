@@ -60,6 +60,7 @@ def test_submit_logs_wait_and_gq_variables(slurm_host):
     shown = show(slurm_host, job)
     assert (shown["state"], shown["exit_code"], shown["host"]) == ("failed", 3, "hpc")
     assert shown["stdout"] == f"{slurm_host.work}/slurm-{job.split(':')[1]}.out"
+    assert "SIGKILL when Slurm's KillWait has passed" in slurm_host.gq("show", job).stdout
 
 
 def test_gpus_are_asked_of_slurm_and_a_job_waits_for_resources(slurm_host):

@@ -154,6 +154,8 @@ def test_a_stopped_sshd_is_one_line_and_nothing_is_lost(login):
     later = host.gq("submit", "--host", "hpc", "-g", "0", "--", "echo", "sent later")
     host.wait_reason(int(later.stdout), "PeerDown")  # kept here until hpc answers
     assert time.monotonic() - began < 15  # no command waited for the login node
+    error = host.gq("peers", "ls").stdout.splitlines()[-1]  # the error, named once
+    assert error.startswith("hpc: ") and not error.startswith("hpc: hpc: "), error
     (host.work / "go2").touch()  # it ends while gq cannot see it
 
     hpc.sshd.start()

@@ -64,8 +64,11 @@ def _preemption_text(job: dict[str, Any]) -> str:
     """Whether it may be preempted, and how it is asked to save its work."""
     where = "its process group" if job["signal_group"] else "its main process"
     grace = "the configured grace" if job["grace"] is None else format_duration(job["grace"])
+    kill = f"SIGKILL {grace} later"
+    if job.get("slurm"):  # Slurm's KillWait (GraceTime on preemption) decides
+        kill = "SIGKILL when Slurm's KillWait has passed"
     text = (f"{'preemptible' if job['preemptible'] else 'not preemptible'}; {job['signal']} to "
-            f"{where}, SIGKILL {grace} later")
+            f"{where}, {kill}")
     if job["signal_before"]:
         text += f"; also {format_duration(job['signal_before'])} before the time limit"
     if job["preemptions"]:

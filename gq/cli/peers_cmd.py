@@ -118,8 +118,9 @@ def _print(peers: list[dict[str, Any]]) -> None:
     print(output.table(["NAME", "ADDRESS", "STATE", "LAST_SEEN", "VERSION", "LATENCY", "GPUS",
                         "RUNNING", "PENDING"], rows))
     for p in peers:
-        if p["error"]:
-            print(f"{p['name']}: {p['error']}")
+        if p["error"]:  # most errors already begin with the peer's name
+            named = p["error"].startswith(f"{p['name']}: ")
+            print(p["error"] if named else f"{p['name']}: {p['error']}")
 
 
 # ---- every host: the answers of `list` and `gpus` with hosts="all" ----------------------
