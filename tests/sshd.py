@@ -31,8 +31,9 @@ def keygen(path: Path) -> Path:
 class LoopbackSshd:
     """sshd -D on a free loopback port. `user_key` logs in as the current user."""
 
-    def __init__(self, root: Path, env: dict[str, str] | None = None):
-        """env: variables every session gets (sshd's SetEnv), e.g. a test Slurm's SLURM_CONF."""
+    def __init__(self, root: Path, env: dict[str, str] | None = None, max_sessions: int = 100):
+        """env: variables every session gets (sshd's SetEnv), e.g. a test Slurm's SLURM_CONF;
+        max_sessions: sshd's MaxSessions, channels open at once on one connection."""
         self.root = root
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.port = free_port()
@@ -46,7 +47,7 @@ class LoopbackSshd:
             f"AuthorizedKeysFile {root / 'authorized_keys'}\nPidFile {root / 'sshd.pid'}\n"
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
             "PermitRootLogin prohibit-password\nStrictModes no\nLogLevel ERROR\n"
-            "ClientAliveInterval 0\nMaxStartups 100\nMaxSessions 100\n"
+            f"ClientAliveInterval 0\nMaxStartups 100\nMaxSessions {max_sessions}\n"
             # one line: sshd takes the first SetEnv only
             + (f"SetEnv {' '.join(f'{k}={v}' for k, v in env.items())}\n" if env else "")
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,16 +64,25 @@ class LocalSlurm:
         pass
 
 
+# Commands in flight at once on the one connection: OpenSSH's sshd refuses channels beyond
+# its MaxSessions (10 by default), which would look like the login node going down.
+MAX_CHANNELS = 8
+
+
 class SshSlurm:
     """The Slurm client commands of a login node, over one kept SSH connection. A command that
     fails to come back (the connection cut, no answer in time) raises Unreachable: it may or
-    may not have run, which only the caller can find out (a submit looks for its key)."""
+    may not have run, which only the caller can find out (a submit looks for its key). At most
+    MAX_CHANNELS commands run at once; the others wait for a turn, within their time limit."""
 
-    def __init__(self, spec, known_hosts: Path, connect_timeout: float):
+    def __init__(self, spec, known_hosts: Path, connect_timeout: float,
+                 max_channels: int = MAX_CHANNELS):
         self.spec, self.known_hosts, self.timeout = spec, known_hosts, connect_timeout
         self.where = spec.where()
         self._lock = threading.Lock()
         self._client = None
+        self.max_channels = max_channels
+        self._turns = threading.BoundedSemaphore(max_channels)
 
     def open(self, accept_new: bool = False, accepted: list | None = None):
         """The connection, made now if there is none (or the last one died)."""
@@ -99,6 +109,18 @@ class SshSlurm:
         return self._exec(command, "tail", None, timeout)[1]
 
     def _exec(self, command: str, word: str, stdin: str | None, timeout: float | None):
+        from gq.peers.transport import Unreachable
+
+        if not self._turns.acquire(timeout=-1 if timeout is None else timeout):
+            raise Unreachable(
+                f"{self.spec.name}: `{word}`: no turn on the connection within {timeout:.0f}s "
+                f"(commands running there at once: {self.max_channels}, the most gq runs)")
+        try:
+            return self._exec_now(command, word, stdin, timeout)
+        finally:
+            self._turns.release()
+
+    def _exec_now(self, command: str, word: str, stdin: str | None, timeout: float | None):
         import paramiko
 
         from gq.peers.transport import Unreachable
@@ -108,7 +130,7 @@ class SshSlurm:
         try:
             if transport is None:  # closed by another thread since open()
                 raise EOFError("the connection closed")
-            chan = transport.open_session(timeout=self.timeout)
+            chan = _open_session(transport, self.timeout, timeout)
             chan.settimeout(timeout)
             chan.exec_command(command)
             if stdin is not None:
@@ -152,6 +174,25 @@ class SshSlurm:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+
+
+def _open_session(transport, connect_timeout: float, timeout: float | None):
+    """A new channel. sshd refuses one beyond its MaxSessions, and frees a closed session's
+    slot only a moment after the close: on a live connection, a refusal is retried, backing
+    off, within the command's time limit (a busy login node, not a lost one)."""
+    import paramiko
+
+    deadline = time.monotonic() + (connect_timeout if timeout is None else timeout)
+    delay = 0.02
+    while True:
+        try:
+            return transport.open_session(timeout=connect_timeout)
+        except paramiko.SSHException:  # ChannelException, or (when several threads open
+            # channels at once) paramiko's "Unable to open channel." for the same refusal
+            if not transport.is_active() or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(2 * delay, 1.0)
 
 
 def _alive(client) -> bool:
