@@ -31,14 +31,14 @@ def login(tmp_path):
 
 
 def burst(login, max_channels: int, commands: int = 9) -> list:
-    """`commands` at once, each holding its channel for a second: exit codes, or the error."""
+    """`commands` at once, each holding its channel for half a second: exit codes, or errors."""
     _sshd, spec, known_hosts = login
     backend = SshSlurm(spec, known_hosts, 10.0, max_channels=max_channels)
     backend.open(accept_new=True)
 
     def one(_):
         try:
-            return backend.run(["sleep", "1"], timeout=30).rc
+            return backend.run(["sleep", "0.5"], timeout=30).rc
         except Unreachable as e:
             return e.message
 
