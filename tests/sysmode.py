@@ -7,6 +7,7 @@ and socket. Tests that use it skip, saying why, when not run as root.
 
 from __future__ import annotations
 
+import atexit
 import grp
 import json
 import os
@@ -47,17 +48,55 @@ def _open_to_others(path: str) -> bool:
     return True
 
 
-def user_python() -> tuple[str, str]:
-    """A Python of this version that the test's users can run, and the PYTHONPATH that gives
-    it gq and its dependencies (this checkout and this environment's site-packages)."""
-    site = sysconfig.get_paths()["purelib"]
+def _user_interpreter() -> str:
+    """A Python of this version that every user can execute: this one if no closed directory
+    stands above it, else the system's."""
     want = "%d.%d" % sys.version_info[:2]
     for exe in (sys.executable, f"/usr/bin/python{want}", f"/usr/local/bin/python{want}"):
-        if os.path.exists(exe) and _open_to_others(exe) and _open_to_others(
-                sys.base_prefix if exe == sys.executable else os.path.dirname(exe)):
-            return exe, f"{ROOT}{os.pathsep}{site}"
+        if os.path.exists(exe) and _open_to_others(exe):
+            return exe
     pytest.skip(f"no Python {want} that other users can run ({sys.executable} is under a "
                 "directory closed to them); install one in /usr/bin")
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)  # fast, and keeps the file's mode (every file here is 0644 or 0755)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+_USER_TREE: str | None = None
+
+
+def _user_tree() -> str:
+    """This checkout's gq and this environment's site-packages, copied once per test process
+    into a directory under /tmp that every user may read. The test's users cannot be trusted to
+    reach the checkout itself: a clone in a 0700 directory (a home, or `mktemp -d`) is closed
+    to them, and so is a virtual environment inside it."""
+    global _USER_TREE
+    if _USER_TREE is None:
+        tree = Path(tempfile.mkdtemp(prefix="gq-users-py-", dir="/tmp"))
+        tree.chmod(0o755)
+        skip = shutil.ignore_patterns("__pycache__", "*.pyc", "__editable__*", "*.pth")
+        shutil.copytree(ROOT / "gq", tree / "gq", ignore=skip, copy_function=_link_or_copy)
+        shutil.copytree(sysconfig.get_paths()["purelib"], tree / "site", ignore=skip,
+                        copy_function=_link_or_copy)
+        for path, dirs, _ in os.walk(tree):
+            for d in dirs:
+                os.chmod(os.path.join(path, d), 0o755)
+        atexit.register(shutil.rmtree, tree, ignore_errors=True)
+        _USER_TREE = str(tree)
+    return _USER_TREE
+
+
+def user_python() -> tuple[str, str]:
+    """The one way a test runs gq as another user: a Python every user can execute, and the
+    PYTHONPATH that gives it this checkout's gq and its dependencies from a world-readable copy,
+    wherever the checkout lives and whatever the modes of its parents."""
+    exe = _user_interpreter()
+    tree = _user_tree()
+    return exe, f"{tree}{os.pathsep}{tree}/site"
 
 
 @dataclass
