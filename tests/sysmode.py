@@ -66,6 +66,22 @@ def _link_or_copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
+def readable_copy(checkout: Path) -> Path:
+    """`checkout`'s gq and this environment's site-packages, copied into a new directory under
+    /tmp that every user may read; removed when the test process ends."""
+    tree = Path(tempfile.mkdtemp(prefix="gq-users-py-", dir="/tmp"))
+    tree.chmod(0o755)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "__editable__*", "*.pth")
+    shutil.copytree(checkout / "gq", tree / "gq", ignore=skip, copy_function=_link_or_copy)
+    shutil.copytree(sysconfig.get_paths()["purelib"], tree / "site", ignore=skip,
+                    copy_function=_link_or_copy)
+    for path, dirs, _ in os.walk(tree):
+        for d in dirs:
+            os.chmod(os.path.join(path, d), 0o755)
+    atexit.register(shutil.rmtree, tree, ignore_errors=True)
+    return tree
+
+
 _USER_TREE: str | None = None
 
 
@@ -76,17 +92,7 @@ def _user_tree() -> str:
     to them, and so is a virtual environment inside it."""
     global _USER_TREE
     if _USER_TREE is None:
-        tree = Path(tempfile.mkdtemp(prefix="gq-users-py-", dir="/tmp"))
-        tree.chmod(0o755)
-        skip = shutil.ignore_patterns("__pycache__", "*.pyc", "__editable__*", "*.pth")
-        shutil.copytree(ROOT / "gq", tree / "gq", ignore=skip, copy_function=_link_or_copy)
-        shutil.copytree(sysconfig.get_paths()["purelib"], tree / "site", ignore=skip,
-                        copy_function=_link_or_copy)
-        for path, dirs, _ in os.walk(tree):
-            for d in dirs:
-                os.chmod(os.path.join(path, d), 0o755)
-        atexit.register(shutil.rmtree, tree, ignore_errors=True)
-        _USER_TREE = str(tree)
+        _USER_TREE = str(readable_copy(ROOT))
     return _USER_TREE
 
 

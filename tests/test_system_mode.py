@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 
 import pytest
 
-from conftest import wait_for
+from conftest import ROOT, wait_for
 from gq.protocol import VERSION
-from sysmode import SystemHost, User, Users, group_id, require_root
+from sysmode import SystemHost, User, Users, group_id, readable_copy, require_root
 
 
 @pytest.fixture(scope="module")
@@ -285,3 +286,21 @@ def test_a_job_cannot_enter_a_directory_its_user_cannot(host, users):
     ended = host.wait_ended(job)
     assert (ended["state"], ended["exit_code"]) == ("failed", 127)
     assert ended["reason"] == f"cannot enter {private}: Permission denied"
+
+
+def test_the_users_gq_works_from_a_checkout_in_a_private_directory(host, users, tmp_path):
+    """The README's test command must pass wherever a newcomer clones: a checkout in a 0700
+    directory is closed to the test's users, so they run a readable copy of it."""
+    private = tmp_path / "clone"
+    (private / "gq").mkdir(parents=True)
+    shutil.copytree(ROOT / "gq", private / "gq", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    os.chmod(tmp_path, 0o700)
+    code = "import gq.cli.entry, typer, sqlite_utils, psutil; print('ok')"
+    closed = host.run_as(users.ann, [host.python, "-c", code],
+                         env=host.user_env(users.ann, PYTHONPATH=str(private)))
+    assert closed.returncode != 0 and "No module named 'gq" in closed.stderr
+    tree = readable_copy(private)
+    opened = host.run_as(users.ann, [host.python, "-c", code],
+                         env=host.user_env(users.ann, PYTHONPATH=f"{tree}:{tree}/site"))
+    assert (opened.returncode, opened.stdout) == (0, "ok\n"), opened.stderr
