@@ -17,6 +17,36 @@ from gq.protocol import Connection
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The suite's tiers, by file: `pytest -m "not soak"` is the quick loop; the README's command
+# runs everything. Files listed with a group run on one xdist worker together: they share a
+# module- or session-wide fixture (throwaway users, one real Slurm) that must not be made twice.
+TIERS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "reliability/test_flood.py": (("soak",), None),
+    "reliability/test_crash_flood.py": (("soak",), None),
+    "reliability/test_process_storm.py": (("soak",), None),
+    "test_user_flood.py": (("soak", "sysmode"), "user_flood"),
+    "test_system_mode.py": (("sysmode",), "system_mode"),
+    "test_install_system.py": (("install", "sysmode"), "install_system"),
+    "test_install.py": (("install",), None),
+    "test_demo.py": (("install",), None),
+    "test_top_terminal.py": (("install",), None),
+    "test_slurm.py": (("slurm",), "slurm"),
+    "test_slurm_ssh.py": (("slurm", "ssh"), "slurm"),
+    "test_peers.py": (("ssh",), None),
+    "test_ssh_channels.py": (("ssh",), None),
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        marks, group = TIERS.get(Path(item.fspath).relative_to(tests).as_posix(), ((), None))
+        for mark in marks:
+            item.add_marker(getattr(pytest.mark, mark))
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 def wait_for(predicate, timeout: float = 20.0, interval: float = 0.02, what: str = "condition"):
     """Poll until predicate() returns something truthy; return it, or fail after timeout."""
