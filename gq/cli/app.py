@@ -293,6 +293,22 @@ def stats(
         stats_cmd.print_stats(figures))
 
 
+@app.command("triage")
+def triage(
+    file: Annotated[str, typer.Argument(help="a log file: a job's output, a Slurm job's .out",
+                                        metavar="FILE")],
+    exit_code: Annotated[Optional[int], typer.Option("--exit-code", help="the exit status "
+                         "it ended with, if known (137: killed by SIGKILL)", metavar="N")] = None,
+    json: Json = False,
+) -> None:
+    """Why a run died, from its log: the failure class, the lines it rests on, what to do.
+    The same classifier the daemon runs on every failed job; no daemon needed."""
+    from gq.cli.triage_cmd import print_triage, triage_file
+
+    result = triage_file(file, exit_code)
+    output.print_json(result) if json else print_triage(result)
+
+
 @app.command("top")
 def top(
     interval: Annotated[float, typer.Option("--interval", help="seconds between refreshes",
