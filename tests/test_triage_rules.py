@@ -68,3 +68,18 @@ def test_every_class_has_a_suggestion_naming_what_to_run():
         text = suggest(failure, 17, "30G")
         assert "`gq " in text or "--" in text, failure
         assert "{" not in text
+
+
+def test_gq_tops_job_screen_shows_the_failure_next_to_the_state():
+    from gq.tui.job_screen import detail_rows
+
+    job = {"state": "oom", "reason": "out of GPU memory", "priority": "normal", "user": "ann",
+           "gpus": 1, "gpu_ids": [], "mem": 10 << 30, "cpus": 1, "command": ["train"],
+           "failure": "gpu_oom", "failure_evidence": ["torch.OutOfMemoryError: CUDA out of "
+                                                      "memory"],
+           "failure_suggestion": suggest("gpu_oom", 4, "15G")}
+    rows = dict(detail_rows(job, now=0.0))
+    assert rows["failure"] == "gpu_oom: torch.OutOfMemoryError: CUDA out of memory"
+    assert "--mem 15G" in rows["what to do"]
+    assert [label for label, _ in detail_rows(job, 0.0)][:3] == ["state", "failure",
+                                                                  "what to do"]
