@@ -309,6 +309,15 @@ def triage(
     output.print_json(result) if json else print_triage(result)
 
 
+@app.command("mcp")
+def mcp() -> None:
+    """Serve gq to coding agents: a Model Context Protocol server on stdio, with gq's read
+    commands and actions as tools, as you (docs/agents.md). Needs pip install 'gq[mcp]'."""
+    from gq.cli.mcp_server import serve
+
+    serve()
+
+
 @app.command("top")
 def top(
     interval: Annotated[float, typer.Option("--interval", help="seconds between refreshes",
