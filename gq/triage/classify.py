@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gq.triage.rules import (
-    CUDA_ERROR, DATA_ERROR, DISK_FULL, GPU_OOM, HOST_OOM, IMPORT_ENV, NCCL, RULES, SEGFAULT,
-    TIMEOUT_SIGNAL, UNKNOWN, WARNING,
+    CUDA_ERROR, DATA_ERROR, DISK_FULL, GPU_OOM, HOST_OOM, IMPORT_ENV, NCCL, RULES,
+    SEGFAULT, TIMEOUT_SIGNAL, UNKNOWN, WARNING,
 )
 
 EVIDENCE_LINES = 3  # at most this many lines of evidence

@@ -41,8 +41,6 @@ def _rule(failure: str, priority: int, pattern: str, flags: int = 0, in_warning:
     return Rule(failure, priority, re.compile(pattern, flags), in_warning)
 
 
-_I = re.IGNORECASE
-
 RULES: tuple[Rule, ...] = (
     # A batch system's time limit, said by the batch system itself: nothing outranks it.
     _rule(TIMEOUT_SIGNAL, 95, r"DUE TO TIME LIMIT|CANCELLED AT \S+ DUE TO|TIME LIMIT EXCEEDED"),
@@ -56,20 +54,20 @@ RULES: tuple[Rule, ...] = (
     _rule(HOST_OOM, 90, r"Out of memory: Kill(?:ed)? process|invoked oom-killer|oom-kill:"
           r"|oom_kill_process|Memory cgroup out of memory"),
     _rule(HOST_OOM, 90, r"is killed by signal: Killed|exitcode\s*:\s*-9\b|signal 9\b"
-          r"|(?:^|\s)Killed(?:\s*$|\s+\S)|已杀死|\bMemoryError\b|std::bad_alloc"
+          r"|Killed(?:\s*$|\s+\S)|已杀死|MemoryError\b|std::bad_alloc"
           r"|Unable to allocate [\d.]+ \w+ for an array"),
-    _rule(HOST_OOM, 90, r"exit code:? (?:137|9)\b", _I),
+    _rule(HOST_OOM, 90, r"(?:exit code|EXIT CODE|Exit code):? (?:137|9)\b"),
     _rule(DISK_FULL, 85, r"No space left on device|\[Errno 28\]|Disk quota exceeded"
           r"|\[Errno 122\]|StorageFull|ENOSPC|EDQUOT"
           r"|PytorchStreamWriter failed writing file|unable to write to file </torch_"),
     # Crashes of native code. A bus error in a DataLoader worker is also how a full /dev/shm
     # shows; the suggestion says so.
     _rule(SEGFAULT, 80, r"Segmentation fault|SIGSEGV|signal 11\b|exitcode\s*:\s*-(?:11|7)\b"
-          r"|exit code:? 139\b|[Bb]us error|SIGBUS|Fatal Python error"),
+          r"|exit code:? 139\b|Bus error|bus error|BUS error|SIGBUS|Fatal Python error"),
     # The environment: modules, shared libraries, symbols, the command itself.
     _rule(IMPORT_ENV, 75, r"ModuleNotFoundError|No module named|ImportError"
           r"|undefined symbol|cannot open shared object file|command not found"
-          r"|execve\(\): .*No such file or directory|^(?:\S+: )?(?:sh|bash): (?:line )?\d+: .*not found"
+          r"|execve\(\): .*No such file or directory|(?:sh|bash): (?:line )?\d+: .*not found"
           r"|GLIBC\S* not found|version `\S+' not found"),
     # CUDA faults that more memory would not cure: bad accesses, device asserts, Xid-like
     # faults, a driver or kernel image that does not match.
@@ -77,7 +75,7 @@ RULES: tuple[Rule, ...] = (
           r"|illegal memory access|device-side assert|no kernel image is available"
           r"|CUDA driver version is insufficient|unspecified launch failure"
           r"|misaligned address|CUBLAS_STATUS_EXECUTION_FAILED|CUDNN_STATUS_EXECUTION_FAILED"
-          r"|CUDA-capable device\(s\) is/are busy|NVRM: Xid|\bXid \d+"
+          r"|CUDA-capable device\(s\) is/are busy|Xid \d+"
           r"|cudaErrorIllegalAddress|cudaErrorLaunchFailure|CUDA_ERROR_ILLEGAL_ADDRESS"),
     # Collective communication: errors and watchdog timeouts. Often the echo of a rank that
     # died of something else, hence below the classes above.
@@ -89,15 +87,16 @@ RULES: tuple[Rule, ...] = (
           in_warning=True),
     # A signal from outside: a launcher or a batch system said it received one.
     _rule(TIMEOUT_SIGNAL, 45, r"got signal: (?:1|2|15)\b|Received (?:1|2|15) death signal"
-          r"|received signal SIGTERM|Terminated by signal 15|\bSIGTERM received"
+          r"|received signal SIGTERM|Terminated by signal 15|SIGTERM received"
           r"|JOB \d+ ON \S+ CANCELLED AT", in_warning=True),
     # A core dump with nothing better said: often the abort after another error.
     _rule(SEGFAULT, 30, r"core dumped|Aborted \(core"),
     # An ordinary exception in the user's code: the last line of a Python traceback.
     _rule(DATA_ERROR, 20, r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_][\w.]*\.)?"
-          r"(?!ChildFailedError|SignalException)(?:[A-Z]\w*)?(?:Error|Exception)(?::|\s*$)"
-          r"|^\s*AssertionError\b|Caught \w+(?:Error|Exception) in DataLoader worker"),
+          r"(?!ChildFailedError|SignalException)(?:[A-Z]\w*)?(?:Error|Exception)(?::|\s*$)"),
+    _rule(DATA_ERROR, 20, r"Caught \w+(?:Error|Exception) in DataLoader worker"),
 )
 
 # A line that only warns: its evidence does not count unless the rule says it does.
-WARNING = re.compile(r"warn(?:ing)?\b|Warning:|^\[W |^W\d{4} |\[W\d{4} ", re.IGNORECASE)
+WARNING = re.compile(r"[Ww]arn|WARN|^\[W |^W\d{4} |\[W\d{4} ")
+
