@@ -28,6 +28,9 @@ def check_everywhere(host, job: int, out, failure: str, evidence: str | None = N
     if evidence is not None:
         assert any(evidence in line for line in shown["failure_evidence"]), shown
     assert shown["failure_suggestion"]
+    text = host.gq("show", str(job)).stdout.splitlines()
+    assert ["failure", failure] in [line.split() for line in text]
+    assert any(line.split()[:3] == ["what", "to", "do"] for line in text)
     why = host.gq("why", str(job)).stdout
     assert f"Failure: {failure}" in why and "What to do: " in why
     listed = host.gq("ls", "--all").stdout
@@ -115,3 +118,14 @@ def test_requeue_forgets_the_last_failure(host):
     host.gq("requeue", str(job))
     wait_for(lambda: host.job(job)["state"] == "completed", what="the second run")
     assert host.job(job)["failure"] is None and host.job(job)["failure_evidence"] == []
+
+
+def test_the_kernel_log_names_the_oom_killers_victim(tmp_path):
+    from gq.daemon.triage_end import kernel_oom_line
+
+    kmsg = tmp_path / "kmsg"  # /dev/kmsg gives one record a read; a file gives them all
+    kmsg.write_text("6,2231,5022,-;Out of memory: Killed process 4242 (python) total-vm:1kB, "
+                    "anon-rss:9kB, UID:1000\n")
+    assert kernel_oom_line(4242, str(kmsg)).startswith("Out of memory: Killed process 4242 ")
+    assert kernel_oom_line(424, str(kmsg)) is None
+    assert kernel_oom_line(4242, str(tmp_path / "none")) is None
