@@ -53,7 +53,7 @@ RULES: tuple[Rule, ...] = (
     # The kernel's OOM killer, in the kernel log or as the shell and launchers report it.
     _rule(HOST_OOM, 90, r"Out of memory: Kill(?:ed)? process|invoked oom-killer|oom-kill:"
           r"|oom_kill_process|Memory cgroup out of memory"),
-    _rule(HOST_OOM, 90, r"is killed by signal: Killed|exitcode\s*:\s*-9\b|signal 9\b"
+    _rule(HOST_OOM, 90, r"is killed by signal: Killed|(?:exitcode\s*:|return code =)\s*-9\b|signal 9\b"
           r"|Killed(?:\s*$|\s+\S)|已杀死|MemoryError\b|std::bad_alloc"
           r"|Unable to allocate [\d.]+ \w+ for an array"),
     _rule(HOST_OOM, 90, r"(?:exit code|EXIT CODE|Exit code):? (?:137|9)\b"),
@@ -62,7 +62,7 @@ RULES: tuple[Rule, ...] = (
           r"|PytorchStreamWriter failed writing file|unable to write to file </torch_"),
     # Crashes of native code. A bus error in a DataLoader worker is also how a full /dev/shm
     # shows; the suggestion says so.
-    _rule(SEGFAULT, 80, r"Segmentation fault|SIGSEGV|signal 11\b|exitcode\s*:\s*-(?:11|7)\b"
+    _rule(SEGFAULT, 80, r"Segmentation fault|SIGSEGV|signal 11\b|(?:exitcode\s*:|return code =)\s*-(?:11|7)\b"
           r"|exit code:? 139\b|Bus error|bus error|BUS error|SIGBUS|Fatal Python error"),
     # The environment: modules, shared libraries, symbols, the command itself.
     _rule(IMPORT_ENV, 75, r"ModuleNotFoundError|No module named|ImportError"
