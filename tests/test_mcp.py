@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import sys
 
-import anyio
 import pytest
 
 from conftest import ROOT
 
 mcp = pytest.importorskip("mcp", reason="gq mcp needs the mcp extra: pip install 'gq[mcp]'")
+import anyio  # noqa: E402  (the SDK's dependency)
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
