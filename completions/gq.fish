@@ -5,7 +5,7 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon reserve peers completion config
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp top demo sim daemon reserve peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
@@ -71,6 +71,14 @@ function __gq_cmd --argument-names path  # the facts of one command path
         case 'stats'
             set -g __gq_subs
             set -g __gq_valued --since --of
+            set -g __gq_arg none
+        case 'triage'
+            set -g __gq_subs
+            set -g __gq_valued --exit-code
+            set -g __gq_arg files
+        case 'mcp'
+            set -g __gq_subs
+            set -g __gq_valued
             set -g __gq_arg none
         case 'top'
             set -g __gq_subs
@@ -237,6 +245,8 @@ complete -c gq -n '__gq_at \'\'' -a wait -d 'Block until the jobs end'
 complete -c gq -n '__gq_at \'\'' -a gpus -d 'Cards: memory held by each job and by processes outside gq, utilisation'
 complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action'
 complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders'
+complete -c gq -n '__gq_at \'\'' -a triage -d 'Why a run died, from its log: the failure class, the lines it rests on, what to do'
+complete -c gq -n '__gq_at \'\'' -a mcp -d 'Serve gq to coding agents: a Model Context Protocol server on stdio, with gq\'s read commands and actions as tools, as you (docs/agents.md)'
 complete -c gq -n '__gq_at \'\'' -a top -d 'The interactive terminal UI: every card\'s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)'
 complete -c gq -n '__gq_at \'\'' -a demo -d 'A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
@@ -354,6 +364,11 @@ complete -c gq -n '__gq_at \'stats\'' -l prometheus -d 'print Prometheus text ex
 complete -c gq -n '__gq_at \'stats\'' -l month -d 'write the monthly review as Markdown: the last month that ended (or --of), against the one before'
 complete -c gq -n '__gq_at \'stats\'' -l of -x -d 'with --month: which month'
 complete -c gq -n '__gq_at \'stats\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'triage\'' -l exit-code -x -d 'the exit status it ended with, if known (137: killed by SIGKILL)'
+complete -c gq -n '__gq_at \'triage\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'triage\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'triage\'' -r -F
+complete -c gq -n '__gq_at \'mcp\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'top\'' -l interval -x -d 'seconds between refreshes'
 complete -c gq -n '__gq_at \'top\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'demo\'' -l no-tui -d 'run the scenario without the UI and print what happens'

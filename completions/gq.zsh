@@ -6,8 +6,8 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'update:Change the tier of pending or held jobs (your own)' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders' 'top:The interactive terminal UI: every card'\''s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)' 'demo:A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'reserve:Reserve cards for a user, group or account over a window (admins): no one else'\''s job that would run into it starts on them' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
-            _gq_names=(submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon reserve peers completion config)
+            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'update:Change the tier of pending or held jobs (your own)' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders' 'triage:Why a run died, from its log: the failure class, the lines it rests on, what to do' 'mcp:Serve gq to coding agents: a Model Context Protocol server on stdio, with gq'\''s read commands and actions as tools, as you (docs/agents.md)' 'top:The interactive terminal UI: every card'\''s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)' 'demo:A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'reserve:Reserve cards for a user, group or account over a window (admins): no one else'\''s job that would run into it starts on them' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
+            _gq_names=(submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp top demo sim daemon reserve peers completion config)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
@@ -106,6 +106,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_names=()
             _gq_opts=('--since:the period: the last DUR, e.g. 7d, 12h, 30d' '--json:print JSON (a stable schema)' '--prometheus:print Prometheus text exposition, to scrape' '--month:write the monthly review as Markdown: the last month that ended (or --of), against the one before' '--of:with --month: which month' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--since --of)
+            _gq_arg='none' ;;
+        "triage")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--exit-code:the exit status it ended with, if known (137: killed by SIGKILL)' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--exit-code)
+            _gq_arg='files' ;;
+        "mcp")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
             _gq_arg='none' ;;
         "top")
             _gq_subs=()

@@ -160,6 +160,10 @@ class Job:
     pool: str | None = None
     gpus_max: int | None = None
     interactive: bool = False
+    # Why an ended run failed (gq/triage, docs/triage.md): one of triage.rules.CLASSES, and
+    # the log lines or facts that say so. None on jobs that did not fail.
+    failure: str | None = None
+    failure_evidence: list[str] = field(default_factory=list)
 
     @property
     def whole_cards(self) -> bool:

@@ -60,6 +60,7 @@ def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
     out["jobs_by_state"] = dict(sorted(by_state.items()))
     runs = store.history.runs_between(start, inp.now)
     out["oom"] = sum(1 for r in runs if r["state"] == "oom" and r["ended_at"] < inp.now)
+    out["failures"] = failures(r for r in runs if start <= r["ended_at"] < inp.now)
     out["gpu_hours_by_user"] = {u: round(s / HOUR, 3) for u, s in sorted(gpu_seconds.items())}
     out["gpu_hours_by_account"] = {a: round(s / HOUR, 3) for a, s in sorted(by_account.items())}
     out["idle_gpu_hours_by_user"] = {u: round(s / HOUR, 3)
@@ -73,6 +74,19 @@ def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
     done = [r for r in runs if start <= r["ended_at"] < inp.now]
     out["health"] = health(out["utilization"]["mean"], waits, done)
     return out
+
+
+def failures(runs) -> dict[str, Any]:
+    """Failed runs by class (docs/triage.md), and by month (UTC), user and class."""
+    by_class: dict[str, int] = defaultdict(int)
+    by_month: dict[tuple[str, str, str], int] = defaultdict(int)
+    for run in runs:
+        if run.get("failure"):
+            by_class[run["failure"]] += 1
+            by_month[(iso(run["ended_at"])[:7], run["user"], run["failure"])] += 1
+    return {"by_class": dict(sorted(by_class.items())),
+            "by_month": [{"month": m, "user": u, "failure": f, "runs": n}
+                         for (m, u, f), n in sorted(by_month.items())]}
 
 
 def _utilization(store: Store, start: float, until: float) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 - card utilisation: the mean utilisation of the cards over the period, over 70%;
 - waits: most jobs (the 80th percentile, nearest rank) start within 10 minutes of submission;
-- bad ends: under 5% of the jobs whose runs ended in the period lost one to the cards' limits
-  (out of GPU memory) or to preemption.
+- bad ends: under 5% of the jobs whose runs ended in the period lost one to a resource (its
+  failure class, docs/triage.md: out of GPU or host memory, a full disk, a time limit or
+  signal) or to preemption.
 
 Each indicator is pass, fail, or unknown (no data: missing data never passes or fails).
 """
@@ -18,6 +19,9 @@ UTILIZATION_TARGET = 70.0  # percent, more than
 WAIT_PERCENTILE, WAIT_TARGET = 80, 600.0  # seconds, at most
 BAD_END_TARGET = 5.0  # percent, less than
 BAD_END_STATES = frozenset({"oom", "preempted"})  # how a run ends because of resources or preemption
+# Failure classes whose cause is a resource (gq/triage/rules.py RESOURCE_CLASSES; repeated
+# here so that the stats need not import the classifier).
+RESOURCE_FAILURES = frozenset({"gpu_oom", "host_oom", "disk_full", "timeout_signal"})
 NO_ACCOUNT = "(no account)"  # where the use of users in no [accounts] entry is counted
 
 
@@ -30,11 +34,13 @@ def percentile(sorted_values: list[float], p: float) -> float | None:
 
 
 def bad_end_share(runs: list[dict[str, Any]]) -> tuple[float | None, int, int]:
-    """(percent of jobs with a run that ended out of memory or preempted, those jobs, all jobs
-    with a run that ended), from the runs that ended in the period."""
+    """(percent of jobs with a run that failed for a resource or was preempted, those jobs, all
+    jobs with a run that ended), from the runs that ended in the period. Runs recorded before
+    failures were classified count by their state only."""
     jobs: dict[int, bool] = {}
     for run in runs:
-        jobs[run["job_id"]] = jobs.get(run["job_id"], False) or run["state"] in BAD_END_STATES
+        bad = run["state"] in BAD_END_STATES or run.get("failure") in RESOURCE_FAILURES
+        jobs[run["job_id"]] = jobs.get(run["job_id"], False) or bad
     bad = sum(jobs.values())
     return (round(100.0 * bad / len(jobs), 2) if jobs else None), bad, len(jobs)
 

@@ -60,3 +60,12 @@ def test_policy_sources_import_no_io_or_clock_module():
                 names = [node.module]
             for name in names:
                 assert name.split(".")[0] not in IO_AND_CLOCK | {"os", "datetime"}, (path, name)
+
+
+def test_triage_is_pure():
+    # The classifier runs in the daemon and offline (`gq triage`): text in, a class out.
+    baseline = modules_after("")
+    loaded = modules_after("import gq.triage.classify")
+    assert (loaded - baseline) & IO_AND_CLOCK == set()
+    assert {m for m in loaded - baseline if m.startswith("gq.")} <= {
+        "gq.triage", "gq.triage.classify", "gq.triage.rules"}

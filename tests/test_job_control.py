@@ -91,7 +91,7 @@ def test_wait_exits_with_the_jobs_code_and_at_means_my_last_job(host):
     assert host.gq("show", "@", "--json").stdout.count(f'"id": {last}') == 1
     row = [line for line in host.gq("ls", "--all").stdout.splitlines()
            if line.startswith(f"{last} ")]
-    assert row[0].split()[-2:] == ["exit", "42"]
+    assert row[0].split()[-3:] == ["exit", "42:", "unknown"]  # the failure class, triage.md
 
 
 def test_logs_follow_prints_until_the_job_ends(host):

@@ -109,8 +109,12 @@ def test_mail_goes_through_sendmail(make_host):
     wait_note(host, job, "notification --mail: sent")
     message = inbox.read_text()
     assert (inbox.parent / "inbox.args").read_text().strip() == "-t -i"
-    assert message.startswith(f"To: alice\nSubject: gq: job {job} (train) failed, exit 1\n\n")
+    assert message.startswith(f"To: alice\nSubject: gq: job {job} (train) failed, exit 1: "
+                              "unknown\n\n")
     assert f"logs/{job}.out" in message
+    # why it failed (docs/triage.md): the class, what to do, the end of its errors
+    assert "\nfailure:   unknown\n" in message and "\nwhat to do: " in message
+    assert "\nlast lines of its errors:\n" in message
 
 
 def test_mail_without_sendmail_is_refused(make_host):

@@ -293,6 +293,31 @@ def stats(
         stats_cmd.print_stats(figures))
 
 
+@app.command("triage")
+def triage(
+    file: Annotated[str, typer.Argument(help="a log file: a job's output, a Slurm job's .out",
+                                        metavar="FILE")],
+    exit_code: Annotated[Optional[int], typer.Option("--exit-code", help="the exit status "
+                         "it ended with, if known (137: killed by SIGKILL)", metavar="N")] = None,
+    json: Json = False,
+) -> None:
+    """Why a run died, from its log: the failure class, the lines it rests on, what to do.
+    The same classifier the daemon runs on every failed job; no daemon needed."""
+    from gq.cli.triage_cmd import print_triage, triage_file
+
+    result = triage_file(file, exit_code)
+    output.print_json(result) if json else print_triage(result)
+
+
+@app.command("mcp")
+def mcp() -> None:
+    """Serve gq to coding agents: a Model Context Protocol server on stdio, with gq's read
+    commands and actions as tools, as you (docs/agents.md). Needs pip install 'gq[mcp]'."""
+    from gq.cli.mcp_server import serve
+
+    serve()
+
+
 @app.command("top")
 def top(
     interval: Annotated[float, typer.Option("--interval", help="seconds between refreshes",

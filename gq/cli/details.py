@@ -37,6 +37,7 @@ def print_job(job: dict[str, Any]) -> None:
         ("started", job["started_at"] or "-"),
         ("ended", job["ended_at"] or "-"),
         ("exit code", "-" if job["exit_code"] is None else str(job["exit_code"])),
+        *_failure_fields(job),
         ("restarts", str(job["restarts"])),
         ("stdout", job["stdout"]),
         ("stderr", job["stderr"]),
@@ -58,6 +59,16 @@ def print_job(job: dict[str, Any]) -> None:
             f"{e['old_state']} -> {e['new_state']}")
         extra = "; ".join(x for x in (e["reason"], e["detail"]) if x)
         print(f"  {iso(e['at'])}  {change}" + (f"  ({extra})" if extra else ""))
+
+
+def _failure_fields(job: dict[str, Any]) -> list[tuple[str, str]]:
+    """Why it failed (docs/triage.md): the class, each line of evidence, what to do."""
+    if not job.get("failure"):
+        return []
+    evidence = job["failure_evidence"] or ["-"]
+    return [("failure", job["failure"]), ("evidence", evidence[0]),
+            *(("", line) for line in evidence[1:]),
+            ("what to do", job["failure_suggestion"])]
 
 
 def _preemption_text(job: dict[str, Any]) -> str:

@@ -52,6 +52,8 @@ def job_rows(
                      or (j.get("slurm") or {}).get("nodes") or "cpu")
         else:
             where = f"exit {j['exit_code']}" if j["exit_code"] is not None else (j["reason"] or "")
+            if j.get("failure"):  # why it failed (docs/triage.md)
+                where = f"{where}: {j['failure']}" if where else j["failure"]
         rows.append([
             str(j["id"]), j["name"][:24], j["user"], j["state"], j["priority"], gpus_text(j),
             format_size(j["mem"]) if j["mem"] else ("whole" if j["gpus"] else "-"),

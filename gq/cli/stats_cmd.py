@@ -74,6 +74,10 @@ def print_stats(s: dict[str, Any]) -> None:
         print("\n" + table(["USER", "GPU-HOURS", "IDLE GPU-HOURS"], [
             [name, f"{s['gpu_hours_by_user'].get(name, 0):.2f}",
              f"{s['idle_gpu_hours_by_user'].get(name, 0):.2f}"] for name in users]))
+    failed = s.get("failures", {}).get("by_month")
+    if failed:  # why runs failed (docs/triage.md)
+        print("\n" + table(["MONTH", "USER", "FAILURE", "RUNS"], [
+            [f["month"], f["user"], f["failure"], str(f["runs"])] for f in failed]))
     offenders = s["offenders"]["list"]
     print(f"\noffenders: {len(offenders)}" + "".join(
         f"\n  {o['since']}  {o['kind'].replace('_', '-'):<13} "
@@ -120,6 +124,9 @@ def prometheus(s: dict[str, Any], period: str) -> str:
            [(f'state="{k}"', v) for k, v in s["jobs_by_state"].items()])
     metric("gq_oom_runs", "Runs that ended out of GPU memory in the period.", "gauge",
            [("", s["oom"])])
+    metric("gq_failed_runs", "Runs that failed in the period, by user and failure class.",
+           "gauge", [(f'user="{_label(f["user"])}",failure="{f["failure"]}"', f["runs"])
+                     for f in _by_user_and_class(s)])
     metric("gq_gpu_hours", "GPU-hours held by each user's jobs in the period.", "gauge",
            [(f'user="{_label(k)}"', float(v)) for k, v in s["gpu_hours_by_user"].items()])
     metric("gq_account_gpu_hours", "GPU-hours held by each account's jobs in the period.",
@@ -134,6 +141,13 @@ def prometheus(s: dict[str, Any], period: str) -> str:
     metric("gq_offenders", "Offences seen in the period, by kind.", "gauge",
            [(f'kind="{k}"', v) for k, v in s["offenders"]["by_kind"].items()])
     return "\n".join(lines) + "\n"
+
+
+def _by_user_and_class(s: dict[str, Any]) -> list[dict[str, Any]]:
+    totals: dict[tuple[str, str], int] = {}
+    for f in s.get("failures", {}).get("by_month", []):
+        totals[(f["user"], f["failure"])] = totals.get((f["user"], f["failure"]), 0) + f["runs"]
+    return [{"user": u, "failure": c, "runs": n} for (u, c), n in sorted(totals.items())]
 
 
 def monthly(of: str | None) -> str:

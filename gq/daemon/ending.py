@@ -1,12 +1,15 @@
 """How runs end: stopping jobs (cancel, time limit, preemption) and recording each end, with
-out-of-memory deaths recognised and retried, and stopped runs requeued or held."""
+each failure classified (gq/triage), out-of-memory deaths retried, and stopped runs requeued
+or held."""
 
 from __future__ import annotations
 
 from gq.daemon import shim as requests
 from gq.daemon.diskfull import TRUNCATED
-from gq.daemon.oom import cuda_oom_line, grown_mem, run_stderr
+from gq.daemon.oom import grown_mem
+from gq.daemon.triage_end import stopped_triage, triage_run
 from gq.model import Job, JobState, Reason
+from gq.triage.rules import GPU_OOM
 from gq.units import format_duration, format_size
 
 # The reason a preempted job carries while it stops; what tells a preemption from `gq requeue`.
@@ -80,37 +83,47 @@ class Ending:
             return
         # A job asked to stop that ended before its shim got the request ended by itself.
         by_itself = record is not None and not record.get("stopped")
+        failure = None
         if job.state == JobState.RUNNING or (job.state == JobState.PREEMPTING and by_itself):
-            label = self._record_end(job, record, ended_at, now)
+            label, failure = self._record_end(job, record, ended_at, now)
         elif job.state == JobState.PREEMPTING:
             label = self._requeue_stopped(job, record, never_started, now)
         else:  # stopped on request: the state is already final, only the facts are new
-            self.store.update(job_id, exit_code=code, holding=0)
+            triage = stopped_triage(str(job.state), job.reason)
+            failure = triage and triage.failure
+            self.store.update(job_id, exit_code=code, holding=0, failure=failure,
+                              failure_evidence=triage.evidence if triage else [])
             self.store.note(job_id, now, f"stopped (exit code {code})")
             label = str(job.state)
         if not never_started:  # what the run cost, for fair share and stats
             self.store.add_run(job, self.card_weight(job), ended_at, label,
                                self.telemetry.run_record(job), share=self.charge(job),
-                               account=self.config.accounts.members.get(job.user))
+                               account=self.config.accounts.members.get(job.user),
+                               failure=failure)
 
-    def _record_end(self, job: Job, record: dict | None, ended_at: float, now: float) -> str:
+    def _record_end(self, job: Job, record: dict | None, ended_at: float, now: float
+                    ) -> tuple[str, str | None]:
+        """Record a run that ended by itself: its state, and why it failed if it did."""
         code = record.get("exit_code") if record else None
-        detail = None
+        detail, triage = None, None
         if record is None:
             new, reason = JobState.LOST, "its shim died without recording an exit status"
+            triage = stopped_triage(str(new), reason)
         elif code == 0:
             new, reason = JobState.COMPLETED, None
-        elif oom := cuda_oom_line(run_stderr(self.layout.stderr(job.id, job.user),
-                                             record.get("stderr_offset"),
-                                             job.uid if self.layout.system else None)):
-            new, reason, detail = JobState.OOM, _oom_reason(job), oom[:500]
         else:
-            new, reason = JobState.FAILED, _failure_reason(record)
+            triage = triage_run(self.layout, job, record)
+            if triage.failure == GPU_OOM:
+                new, reason = JobState.OOM, _oom_reason(job)
+                detail = triage.evidence[-1][:500] if triage.evidence else None
+            else:
+                new, reason = JobState.FAILED, _failure_reason(record)
         self.store.transition(job.id, new, now, reason=reason, detail=detail, ended_at=ended_at,
-                              exit_code=code, holding=0)
+                              exit_code=code, holding=0, failure=triage and triage.failure,
+                              failure_evidence=triage.evidence if triage else [])
         if new == JobState.OOM and job.oom_retries < job.retry_oom:
             self._retry_with_more_memory(job, now)
-        return str(new)
+        return str(new), triage and triage.failure
 
     def _retry_with_more_memory(self, job: Job, now: float) -> None:
         mem = grown_mem(job.mem, job.gpus, [g.memory_total for g in self.cards])
@@ -120,7 +133,7 @@ class Ending:
             detail=f"retry {n} of {job.retry_oom} (--retry-oom) with "
                    + ("whole cards" if mem is None else f"--mem {format_size(mem)}"),
             mem=mem, oom_retries=n, restarts=job.restarts + 1, started_at=None, ended_at=None,
-            exit_code=None, gpu_ids=[],
+            exit_code=None, gpu_ids=[], failure=None, failure_evidence=[],
         )
 
     def _requeue_stopped(self, job: Job, record: dict | None, never_started: bool,
@@ -128,7 +141,7 @@ class Ending:
         """A run stopped by preemption or `gq requeue`: queue it again, or hold it once it has
         been preempted more than max_requeues times."""
         fields = dict(restarts=job.restarts + (0 if never_started else 1), started_at=None,
-                      gpu_ids=[], holding=0, exit_code=None)
+                      gpu_ids=[], holding=0, exit_code=None, failure=None, failure_evidence=[])
         how = "it had not started" if never_started else self._how_it_stopped(job, record)
         cap = self.config.preemption.max_requeues
         if is_preemption(job) and job.preemptions > cap:

@@ -82,14 +82,33 @@ def facts(job: Job, layout) -> dict[str, str]:
     }
     if job.array is not None:
         out.update(GQ_ARRAY_ID=str(job.array.id), GQ_ARRAY_INDEX=str(job.array.index))
+    if job.failure is not None:  # why it failed (docs/triage.md)
+        from gq.daemon.views import failure_json
+
+        out.update(GQ_FAILURE=job.failure, GQ_FAILURE_EVIDENCE="\n".join(job.failure_evidence),
+                   GQ_FAILURE_SUGGESTION=failure_json(job)["failure_suggestion"],
+                   GQ_LOG_TAIL=log_tail(job, layout))
     return out
+
+
+TAIL_LINES = 10  # of the job's stderr, in a failure's notifications
+TAIL_CHARS = 2000
+
+
+def log_tail(job: Job, layout) -> str:
+    """The last lines of the job's stderr (its own file: read as gq/daemon/oom.py reads)."""
+    from gq.daemon.oom import run_log
+
+    text = run_log(layout.stderr(job.id, job.user), None, job.uid if layout.system else None)
+    return "\n".join(text.splitlines()[-TAIL_LINES:])[-TAIL_CHARS:]
 
 
 def mail_message(job: Job, to: str, env: dict[str, str]) -> bytes:
     code = f", exit {job.exit_code}" if job.exit_code is not None else ""
     lines = [
         f"To: {to}",
-        f"Subject: gq: job {job.id} ({job.name}) {job.state}{code}",
+        f"Subject: gq: job {job.id} ({job.name}) {job.state}{code}"
+        + (f": {job.failure}" if job.failure else ""),
         "",
         f"Job {job.id} ({job.name}) of {job.user} on {job.host} ended: {job.state}{code}"
         + (f" ({job.reason})." if job.reason else "."),
@@ -101,6 +120,11 @@ def mail_message(job: Job, to: str, env: dict[str, str]) -> bytes:
         f"output:    {env['GQ_STDOUT']}",
         f"errors:    {env['GQ_STDERR']}",
     ]
+    if env.get("GQ_FAILURE"):
+        lines += ["", f"failure:   {env['GQ_FAILURE']}",
+                  *(f"  {line}" for line in env["GQ_FAILURE_EVIDENCE"].splitlines()),
+                  f"what to do: {env['GQ_FAILURE_SUGGESTION']}",
+                  "", "last lines of its errors:", env["GQ_LOG_TAIL"] or "(none)"]
     return ("\n".join(lines) + "\n").encode()
 
 

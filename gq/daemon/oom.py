@@ -1,35 +1,17 @@
-"""Out-of-memory deaths on the GPU: recognise them in a run's stderr, and the memory to retry with."""
+"""Out-of-memory deaths on the GPU: the end of a run's log (gq/triage tells an OOM from other
+deaths), and the memory to retry with."""
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 
-# What CUDA programs print when a card runs out of memory (PyTorch, cuBLAS, cuDNN, the CUDA
-# runtime and driver, JAX/XLA, TensorFlow, CuPy). Host memory errors (MemoryError, the kernel's
-# OOM killer) are not on the list: more GPU memory would not help them.
-_CUDA_OOM = re.compile(
-    r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED"
-    r"|CUDNN_STATUS_ALLOC_FAILED|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation"
-    r"|CUDA error: out of memory|RESOURCE_EXHAUSTED: Out of memory"
-    r"|OOM when allocating tensor|cupy\.cuda\.memory\.OutOfMemoryError"
-)
-TAIL = 64 << 10  # an OOM traceback ends the output; no need to read a long log
+TAIL = 64 << 10  # a dying process prints its cause last; no need to read a long log
 GROWTH = 1.5
 
 
-def cuda_oom_line(text: str) -> str | None:
-    """The last line of `text` that says a card ran out of memory, or None."""
-    found = None
-    for line in text.splitlines():
-        if _CUDA_OOM.search(line):
-            found = line.strip()
-    return found
-
-
-def run_stderr(path: str | os.PathLike, offset: int | None, owner: int | None = None) -> str:
-    """The end of what one run wrote to its stderr log (earlier runs appended there too).
+def run_log(path: str | os.PathLike, offset: int | None, owner: int | None = None) -> str:
+    """The end of what one run wrote to its log (earlier runs appended there too).
 
     The log is in a directory its user controls: only a regular file is read (a FIFO would
     block the daemon), never through a link, and with `owner`, only one that user owns."""

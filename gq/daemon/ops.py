@@ -19,7 +19,9 @@ from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
-from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
+from gq.daemon.views import (
+    brief_json, failure_json, failure_text, gpu_json, job_json, why_sentence,
+)
 from gq.model import ACTIVE_STATES, ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
     op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
@@ -209,9 +211,9 @@ def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
     forecast = daemon.forecasts.get(job.id)
     why = why_sentence(job, daemon.shortfalls.get(job.id), forecast,
-                       daemon.config.preemption.max_requeues)
+                       daemon.config.preemption.max_requeues) + failure_text(job)
     return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why,
-            "expected_start": iso(forecast.start) if forecast else None}
+            "expected_start": iso(forecast.start) if forecast else None, **failure_json(job)}
 
 
 def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
@@ -324,7 +326,8 @@ def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
     if job.state in ENDED_STATES:
         daemon.store.transition(
             job.id, JobState.PENDING, now, detail=detail, restarts=job.restarts + 1,
-            started_at=None, ended_at=None, exit_code=None, gpu_ids=[],
+            started_at=None, ended_at=None, exit_code=None, gpu_ids=[], failure=None,
+            failure_evidence=[],
         )
         return True, "requeued"
     return False, f"is {job.state}; nothing to requeue"

@@ -109,12 +109,13 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
                                   ).encode(), 0)
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
-    stop, wait, err_offset, error = None, spec["kill_wait"], None, None
+    stop, wait, err_offset, out_offset, error = None, spec["kill_wait"], None, None, None
     try:
         if CANCEL in signal.sigpending():  # cancelled before it began: do not begin
             stop = "cancel"
         else:
             err_offset = _log_size(spec["stderr"])
+            out_offset = _log_size(spec["stdout"])
             job["pid"], error = _start_job(spec)
             stop, wait = _supervise(spec, job)
     except OSError as e:  # out of processes or descriptors: the job never began
@@ -131,7 +132,8 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
             spec["exit_path"],
             {"exit_code": code, "signal": sig, "ended_at": time.time(),
              "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
-             "stderr_offset": err_offset, "error": error,
+             "stderr_offset": err_offset, "stdout_offset": out_offset, "pid": job.get("pid"),
+             "error": error,
              "log_full": disk_is_full(os.path.dirname(spec["stdout"]))},
         )
 

@@ -38,7 +38,20 @@ def job_json(job: Job) -> dict[str, Any]:
         "id": job.array.id, "index": job.array.index, "size": job.array.size,
         "limit": job.array.limit, "params": job.array.params,
     }
+    out.update(failure_json(job))
     return out
+
+
+def failure_json(job: Job) -> dict[str, Any]:
+    """Why the job's last run failed (docs/triage.md): its class, the evidence, what to do."""
+    if job.failure is None:
+        return {"failure": None, "failure_evidence": [], "failure_suggestion": None}
+    from gq.triage.classify import suggest
+
+    known = max(job.mem or 0, job.peak_mem or 0)
+    hint = format_size(int(known * 1.5)) if known else None
+    return {"failure": job.failure, "failure_evidence": job.failure_evidence,
+            "failure_suggestion": suggest(job.failure, job.id, hint)}
 
 
 # What `gq ls` shows of a job: read from the store's memory, or its light rows, so that a
@@ -57,6 +70,7 @@ def brief_json(job: Job) -> dict[str, Any]:
     out["array"] = None if job.array is None else {
         "id": job.array.id, "index": job.array.index, "size": job.array.size,
         "limit": job.array.limit}
+    out["failure"] = job.failure
     return out
 
 
@@ -123,6 +137,15 @@ def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | No
     ended = f" with exit code {job.exit_code}" if job.exit_code is not None else ""
     why = f" ({job.reason})" if job.reason else ""
     return f"Job {job.id} ended as {job.state}{ended}{why}."
+
+
+def failure_text(job: Job) -> str:
+    """`gq why` of a failed job, after its sentence: the class, evidence and what to do."""
+    if job.failure is None:
+        return ""
+    lines = [f"Failure: {job.failure}", *(f"  {line}" for line in job.failure_evidence),
+             f"What to do: {failure_json(job)['failure_suggestion']}"]
+    return "\n" + "\n".join(lines)
 
 
 def gpu_json(gpu: Gpu, jobs_on_card: list[dict[str, Any]], external: int | None) -> dict[str, Any]:

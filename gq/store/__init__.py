@@ -18,12 +18,12 @@ from gq.store.samples import Samples
 from gq.store.slurm_jobs import SlurmJobs
 from gq.store.schema import migrations
 
-_JSON_FIELDS = ("command", "env", "deps", "gpu_ids")
+_JSON_FIELDS = ("command", "env", "deps", "gpu_ids", "failure_evidence")
 _JOB_COLUMNS = (
     "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
     "deps submitted_at started_at ended_at exit_code restarts gpu_ids preemptible signal "
     "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem "
-    "forward moved_to umask pool gpus_max interactive"
+    "forward moved_to umask pool gpus_max interactive failure failure_evidence"
 ).split()
 _BOOL_FIELDS = ("preemptible", "signal_group", "interactive")
 # What a scheduling pass needs: not the command, directory and environment, which are large
@@ -279,7 +279,7 @@ class Store:
 
     def add_run(self, job: Job, weight: float, ended_at: float, state: str,
                 usage: dict[str, Any] | None = None, share: float | None = None,
-                account: str | None = None) -> None:
+                account: str | None = None, failure: str | None = None) -> None:
         """Record a run that ended (relaxed or not, as the caller's transaction is). usage:
         what it used, from telemetry: peaks ({card: bytes}), util_mean, cmd_key. share: what it
         cost in fair share (card equivalents), charged to `account`."""
@@ -290,12 +290,12 @@ class Store:
         with self.db.atomic():
             self.db.execute(
                 "INSERT INTO runs (job_id, user, gpus, weight, started_at, ended_at, state, "
-                "peaks, peak_mem, util_mean, cmd_key, share, account) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "peaks, peak_mem, util_mean, cmd_key, share, account, failure) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [job.id, job.user, job.gpus_held, weight, job.started_at, ended_at, state,
                  json.dumps({str(k): v for k, v in peaks.items()}) if peaks else None,
                  max(peaks.values()) if peaks else None, usage.get("util_mean"),
-                 usage.get("cmd_key"), share, account],
+                 usage.get("cmd_key"), share, account, failure],
             )
 
     def runs_since(self, since: float) -> list[dict[str, Any]]:

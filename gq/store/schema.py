@@ -326,3 +326,11 @@ def m012_slurm_jobs(db: Database) -> None:
         )
         """
     )
+
+
+@migrations()
+def m013_failures(db: Database) -> None:
+    # Why a job's last run failed, and each failed run's class for stats (docs/triage.md).
+    db.execute("ALTER TABLE jobs ADD COLUMN failure TEXT")
+    db.execute("ALTER TABLE jobs ADD COLUMN failure_evidence TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE runs ADD COLUMN failure TEXT")

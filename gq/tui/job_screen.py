@@ -48,6 +48,10 @@ def detail_rows(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
         ("command", " ".join(job.get("command") or [])),
         ("cwd", job.get("cwd") or "-"),
     ]
+    if job.get("failure"):  # why it failed (docs/triage.md), next to its state
+        evidence = job.get("failure_evidence") or []
+        rows[1:1] = [("failure", job["failure"] + (f": {evidence[-1]}" if evidence else "")),
+                     ("what to do", job.get("failure_suggestion") or "-")]
     if job.get("array"):
         a = job["array"]
         rows.append(("array", f"element {a['index']} of {a['id']} ({a['size']} elements)"))

@@ -1,0 +1,1 @@
+"""Failure triage: why a job died, from its log and what the daemon saw (pure, no IO)."""
