@@ -56,7 +56,8 @@ from gq.policy.queue import shape as shape_of
 from gq.policy.accounts import dominant_weight
 from gq.policy.quotas import UserLimits
 from gq.policy.schedule import allowed_cards
-from gq.sim.conversion import check_fits, to_job
+from gq.protocol import BadInput
+from gq.sim.conversion import check_fits, host_limits, to_job
 from gq.sim.lab import Lab
 from gq.sim.traces import TraceJob
 from gq.sim.usage import UsageGrid
@@ -194,6 +195,7 @@ class _Replay:
                  limits, usage_refresh, max_wall_s, skip_idle_passes, preemption, lab):
         self.hosts = tuple(hosts)
         self.pools = lab.pools_on(self.hosts)
+        self.lab_pools = lab.pools
         self.windows = lab.windows
         self.accounts = lab.accounts
         self.policy_name = policy
@@ -235,9 +237,15 @@ class _Replay:
             if any(h.cards for h in self.hosts) else 0
         most_cpus = max(h.cpus for h in self.hosts)
         empty = [Capacity(h, []) for h in self.hosts]
+        limits = tuple(host_limits(h, self.lab_pools) for h in self.hosts)
         jobs = []
         for n, tj in enumerate(trace_jobs, start=1):
-            job = to_job(tj, n, time_factor, smallest_card, most_cpus)
+            try:
+                job = to_job(tj, n, time_factor, smallest_card, most_cpus, limits)
+            except BadInput as e:  # as the daemon refuses it: say so, once per reason
+                why = f"were refused: {e.message}"
+                self.result.dropped[why] = self.result.dropped.get(why, 0) + 1
+                continue
             fits = [cap.fit(job, self.pools.allowed(job)) for cap in empty]
             if all(cards is None for cards, _ in fits):
                 why = f"fit no empty host: {fits[0][1]}"
