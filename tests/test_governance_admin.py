@@ -1,0 +1,80 @@
+"""Lab governance as an admin finds it: bad settings and reservations refused, `gq why` naming
+what really keeps a job, the settings and records an admin reads (issue 26)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT, host_with
+from gq.model import Job, JobState, Reason
+from jobs import gated
+
+POOLS = """
+[pools.train]
+cards = [0, 1]
+
+[pools.batch]
+cards = [2, 3]
+default = true
+"""
+
+
+def test_the_daemon_refuses_to_start_with_a_pool_naming_a_card_it_lacks(make_host):
+    """Item 3: the card was dropped silently and the pool was one card short."""
+    host = make_host("8x80G", start=False)
+    with open(host.home / "config.toml", "a") as f:
+        f.write("\n[pools.big]\ncards = [1, 2, 3, 4, 5, 9]\n")
+    run = subprocess.run([sys.executable, "-m", "gq", "daemon", "run"], env=host.env,
+                         capture_output=True, text=True, timeout=60)
+    config = host.home / "config.toml"
+    assert run.returncode == 2
+    assert run.stderr.strip().endswith(
+        f"gq: {config} line 9: [pools.big] cards: card 9 not on this host (its cards: 0-7)")
+    check = host.gq("config", "check", check=False)
+    assert (check.returncode, check.stderr.strip()) == (2, run.stderr.strip().splitlines()[-1])
+
+
+def test_a_reservation_for_nobody_is_refused(make_host):
+    """Item 4, and item 10's 'give one of' when two holders were given."""
+    host = make_host("2x80G")
+    common = ("reserve", "--ids", "0", "--start", "now", "--duration", "1h")
+    for flag in ("--user", "--group"):
+        bad = host.gq(*common, flag, "no-such-holder-here", check=False)
+        assert (bad.returncode, bad.stderr) == (
+            2, f"gq: {flag} no-such-holder-here: no such {flag[2:]} on this host\n")
+    two = host.gq(*common, "--user", "root", "--group", "root", check=False)
+    assert (two.returncode, two.stderr) == (
+        2, "gq: --user and --group: a reservation has one holder; give only one of them\n")
+    assert host.gq("reserve", "ls").stdout.strip() == "no reservations"
+    host.gq(*common, "--group", "root")  # an existing group is taken
+
+
+def test_why_names_the_reservation_on_the_cards_of_the_jobs_pool(make_host):
+    """Items 6 and 7: it named reservation 1, on a card of another pool, as "reservation 1
+    (and 1 more)", and advised a shorter --time while the window was open."""
+    host = host_with(make_host, POOLS)
+    for card in ("3", "0"):
+        host.gq("reserve", "--ids", card, "--start", "now", "--duration", "1h", "--user",
+                "nobody")
+    gate = host.work / "gate"
+    job = host.submit("--pool", "train", "--gpus", "2", "--time", "10m", *gated(gate))
+    host.wait_reason(job, "Resources")
+    why = host.gq("why", str(job)).stdout
+    assert "cards reserved by an admin for user nobody (reservation 2), open now" in why
+    assert "reservation 1" not in why and "more)" not in why
+    assert "shorter --time" not in why
+    gate.touch()
+
+
+def test_an_account_limit_names_its_own_table():
+    """Item 8: it said "([limits] in config.toml)"."""
+    from gq.daemon.views import why_sentence
+
+    job = Job(id=5, user="ann", command=["true"], cwd="/", state=JobState.PENDING,
+              reason=Reason.QUOTA_LIMIT)
+    text = why_sentence(job, "account vision may hold at most 2 GPUs at once")
+    assert text.endswith("at once ([accounts.vision] in config.toml).")
+    assert why_sentence(job, "ann may hold at most 2 GPUs at once").endswith(
+        "([limits] in config.toml).")
