@@ -78,3 +78,37 @@ def test_an_account_limit_names_its_own_table():
     assert text.endswith("at once ([accounts.vision] in config.toml).")
     assert why_sentence(job, "ann may hold at most 2 GPUs at once").endswith(
         "([limits] in config.toml).")
+
+
+def test_a_cpu_only_job_names_no_pool_and_ls_shows_held_cards_and_interactive_jobs(make_host):
+    """Item 10: --gpus 0 --pool was accepted; GPUS said 2 for a 2-4 job holding 3 cards; an
+    interactive job looked like any other."""
+    host = host_with(make_host, POOLS.replace("[2, 3]", "[2, 3, 4, 5]"), sim="6x80G")
+    cpu = host.gq("submit", "--gpus", "0", "--pool", "train", "--", "true", check=False)
+    assert (cpu.returncode, cpu.stderr) == (
+        2, "gq: --pool train: a CPU-only job (--gpus 0) is in no pool; give --gpus 1 or more, "
+           "or leave out --pool\n")
+    gate = host.work / "gate"
+    busy = host.submit(*gated(gate))
+    host.wait_state(busy, "running")
+    elastic = host.submit("--gpus", "2-4", *gated(gate))
+    assert len(host.wait_state(elastic, "running")["gpu_ids"]) == 3
+    notebook = host.submit("--interactive", "--pool", "train", "--time", "10m", *gated(gate))
+    host.wait_state(notebook, "running")
+    rows = {line.split()[0]: line.split() for line in host.gq("ls").stdout.splitlines()[1:]}
+    assert rows[str(elastic)][5:7] == ["3", "(2-4)"]
+    assert rows[str(notebook)][4] == "interactive" and rows[str(busy)][4] == "normal"
+    gate.touch()
+
+
+def test_gq_sim_says_where_its_time_limits_come_from(tmp_path):
+    """Item 10: it said "time limits 2x the run time" when every row gave its own."""
+    trace = tmp_path / "t.csv"
+    head = "job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name\n"
+    trace.write_text(head + "A,0,10,1,,ann,normal,1,1h,\nB,0,10,1,,ann,normal,1,2h,\n")
+    sim = [sys.executable, "-m", "gq", "sim", str(trace), "--cluster", "1x2x80G"]
+    out = subprocess.run(sim, capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.splitlines()[0].endswith("time limits as each row gives")
+    trace.write_text(head + "A,0,10,1,,ann,normal,1,1h,\nB,0,10,1,,ann,normal,1,,\n")
+    out = subprocess.run(sim, capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.splitlines()[0].endswith("time limits as rows give, else 2x the run time")

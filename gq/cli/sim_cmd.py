@@ -53,9 +53,18 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
         print_json(results if len(results) > 1 else results[0])
         return 0
     print(f"{source}: {len(jobs)} jobs on {describe_cluster(hosts)}, time limits "
-          + (f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)"))
+          + limits_text(jobs, time_factor))
     print_tables(results)
     return 0
+
+
+def limits_text(jobs: list, time_factor: float) -> str:
+    """Where the replay's time limits come from: the trace's rows, or --time-factor."""
+    given = sum(1 for j in jobs if j.time_limit is not None)
+    assumed = f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)"
+    if jobs and given == len(jobs):
+        return "as each row gives"
+    return f"as rows give, else {assumed}" if given else assumed
 
 
 def preemption_of(tiers: str | None):

@@ -45,7 +45,7 @@ def job_json(job: Job) -> dict[str, Any]:
 # listing of thousands of queued jobs costs no command lines and environments.
 BRIEF_FIELDS = (
     "id name user state reason priority gpus mem cpus submitted_at started_at ended_at "
-    "exit_code gpu_ids"
+    "exit_code gpu_ids gpus_max interactive"
 ).split()
 
 
