@@ -44,7 +44,7 @@ def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
     span = inp.now - start
     out: dict[str, Any] = {"since": iso(inp.since), "until": iso(inp.now),
                            "covered_from": iso(start), "period_seconds": round(span, 3),
-                           "gpus": len(inp.card_totals)}
+                           "history_from": iso(began), "gpus": len(inp.card_totals)}
     out["utilization"] = _utilization(store, start, inp.now)
     gpu_seconds, by_account = _gpu_seconds(store, inp, start)
     capacity = len(inp.card_totals) * span
