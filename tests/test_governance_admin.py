@@ -112,3 +112,30 @@ def test_gq_sim_says_where_its_time_limits_come_from(tmp_path):
     trace.write_text(head + "A,0,10,1,,ann,normal,1,1h,\nB,0,10,1,,ann,normal,1,,\n")
     out = subprocess.run(sim, capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.splitlines()[0].endswith("time limits as rows give, else 2x the run time")
+
+
+def test_the_record_of_reservations_keeps_removed_and_past_ones(make_host):
+    """Item 11: a removed reservation was deleted, and the log said nothing."""
+    host = make_host("2x80G")
+    past = host.gq("reserve", "--ids", "0", "--start", "now", "--duration", "1h", "--user",
+                   "nobody", "--name", "deadline")
+    assert past.returncode == 0
+    host.gq("reserve", "rm", "1")
+    again = host.gq("reserve", "rm", "1", check=False)
+    assert (again.returncode, again.stderr) == (
+        2, "gq: reservation 1: removed already, by root\n".replace("root", host_user()))
+    assert host.gq("reserve", "ls").stdout.strip() == "no reservations"
+    (row,) = json.loads(host.gq("reserve", "ls", "--all", "--json").stdout)
+    assert (row["id"], row["state"], row["removed_by"]) == (1, "removed", host_user())
+    assert row["removed_at"] is not None
+    table = host.gq("reserve", "ls", "--all").stdout
+    assert "removed" in table and f"removed by {host_user()}" in table
+    log = (host.home / "daemon.test.log").read_text()
+    assert f"reservation 1 made by {host_user()}: GPU 0 for user nobody" in log
+    assert f"reservation 1 removed by {host_user()}: GPU 0 for user nobody" in log
+
+
+def host_user() -> str:
+    import getpass
+
+    return getpass.getuser()

@@ -53,9 +53,11 @@ def reservation_json(row: dict[str, Any], now: float) -> dict[str, Any]:
             "start": iso(row["start"]), "end": iso(row["end"]),
             "duration": row["end"] - row["start"],
             "holder": {"kind": row["holder_kind"], "name": row["holder"]},
-            "state": ("active" if row["start"] <= now < row["end"]
+            "state": ("removed" if row.get("removed_at") is not None
+                      else "active" if row["start"] <= now < row["end"]
                       else "ended" if row["end"] <= now else "future"),
-            "created_by": row["created_by"], "created_at": iso(row["created_at"])}
+            "created_by": row["created_by"], "created_at": iso(row["created_at"]),
+            "removed_by": row.get("removed_by"), "removed_at": iso(row.get("removed_at"))}
 
 
 def _number(args: dict, key: str, flag: str) -> float:
@@ -154,8 +156,9 @@ def op_reserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
 
 def op_reservations(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     now = daemon.clock()
-    since = now if not args.get("all") else float("-inf")
-    return [reservation_json(r, now) for r in daemon.store.reservations.ending_after(since)]
+    rows = (daemon.store.reservations.record() if args.get("all")
+            else daemon.store.reservations.ending_after(now))
+    return [reservation_json(r, now) for r in rows]
 
 
 def op_unreserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
@@ -164,10 +167,12 @@ def op_unreserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
     if isinstance(rid, bool) or not isinstance(rid, int):
         raise BadInput(f"reservation id {rid!r}: expected a number (see gq reserve ls)")
     row = daemon.store.reservations.get(rid)
-    if row is None or not daemon.store.reservations.remove(rid):
-        raise BadInput(f"reservation {rid}: no such reservation")
+    if row is not None and row["removed_at"] is not None:
+        raise BadInput(f"reservation {rid}: removed already, by {row['removed_by']}")
+    if row is None or not daemon.store.reservations.remove(rid, caller.user, daemon.clock()):
+        raise BadInput(f"reservation {rid}: no such reservation (see gq reserve ls --all)")
     log.info("reservation %s removed by %s: GPU %s for %s %s, %s to %s", rid, caller.user,
              ",".join(map(str, row["cards"])), row["holder_kind"], row["holder"],
              iso(row["start"]), iso(row["end"]))
     daemon.request_pass()
-    return reservation_json(row, daemon.clock())
+    return reservation_json(daemon.store.reservations.get(rid), daemon.clock())

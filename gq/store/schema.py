@@ -326,3 +326,11 @@ def m012_slurm_jobs(db: Database) -> None:
         )
         """
     )
+
+
+@migrations()
+def m013_reservation_record(db: Database) -> None:
+    # `gq reserve rm` marks a reservation removed instead of deleting it, so that `gq reserve
+    # ls --all` is a record of every reservation made (docs/governance.md).
+    db.execute("ALTER TABLE reservations ADD COLUMN removed_at REAL")
+    db.execute("ALTER TABLE reservations ADD COLUMN removed_by TEXT")
