@@ -5,7 +5,7 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon reserve peers completion config"
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats fairshare top demo sim daemon reserve peers completion config"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -88,6 +88,11 @@ _gq_cmd() {  # the facts of one command path
             _gq_subs=""
             _gq_flags="--since --json --prometheus --month --of --help -h"
             _gq_valued=" --since --of "
+            _gq_arg="none" ;;
+        "fairshare")
+            _gq_subs=""
+            _gq_flags="--json --help -h"
+            _gq_valued="  "
             _gq_arg="none" ;;
         "top")
             _gq_subs=""

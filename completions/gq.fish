@@ -5,7 +5,7 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon reserve peers completion config
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats fairshare top demo sim daemon reserve peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
@@ -71,6 +71,10 @@ function __gq_cmd --argument-names path  # the facts of one command path
         case 'stats'
             set -g __gq_subs
             set -g __gq_valued --since --of
+            set -g __gq_arg none
+        case 'fairshare'
+            set -g __gq_subs
+            set -g __gq_valued
             set -g __gq_arg none
         case 'top'
             set -g __gq_subs
@@ -237,6 +241,7 @@ complete -c gq -n '__gq_at \'\'' -a wait -d 'Block until the jobs end'
 complete -c gq -n '__gq_at \'\'' -a gpus -d 'Cards: memory held by each job and by processes outside gq, utilisation'
 complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action'
 complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders'
+complete -c gq -n '__gq_at \'\'' -a fairshare -d 'Fair share, as Slurm\'s sshare: each account\'s and user\'s share, decayed usage and the factor their waiting jobs get, so you can tell why one job goes before another'
 complete -c gq -n '__gq_at \'\'' -a top -d 'The interactive terminal UI: every card\'s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)'
 complete -c gq -n '__gq_at \'\'' -a demo -d 'A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
@@ -354,6 +359,8 @@ complete -c gq -n '__gq_at \'stats\'' -l prometheus -d 'print Prometheus text ex
 complete -c gq -n '__gq_at \'stats\'' -l month -d 'write the monthly review as Markdown: the last month that ended (or --of), against the one before'
 complete -c gq -n '__gq_at \'stats\'' -l of -x -d 'with --month: which month'
 complete -c gq -n '__gq_at \'stats\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'fairshare\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'fairshare\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'top\'' -l interval -x -d 'seconds between refreshes'
 complete -c gq -n '__gq_at \'top\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'demo\'' -l no-tui -d 'run the scenario without the UI and print what happens'
@@ -384,7 +391,7 @@ complete -c gq -n '__gq_at \'daemon restore\'' -l help -s h -d 'show the help an
 complete -c gq -n '__gq_at \'daemon restore\'' -r -F
 complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'daemon status\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'reserve\'' -a ls -d 'The reservations that have not ended (all of them with --all)'
+complete -c gq -n '__gq_at \'reserve\'' -a ls -d 'The reservations that have not ended (every one ever made with --all)'
 complete -c gq -n '__gq_at \'reserve\'' -a rm -d 'Remove reservations (admins)'
 complete -c gq -n '__gq_at \'reserve\'' -l cards -x -d 'how many cards'
 complete -c gq -n '__gq_at \'reserve\'' -l ids -x -d 'which cards, e.g. 2,3 (instead of --cards)'
@@ -397,7 +404,7 @@ complete -c gq -n '__gq_at \'reserve\'' -l pool -x -d 'take the cards from this 
 complete -c gq -n '__gq_at \'reserve\'' -l name -x -d 'a label, e.g. the deadline'
 complete -c gq -n '__gq_at \'reserve\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'reserve\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'reserve ls\'' -l all -s a -d 'also those that have ended'
+complete -c gq -n '__gq_at \'reserve ls\'' -l all -s a -d 'also those that have ended or were removed: the record of every reservation'
 complete -c gq -n '__gq_at \'reserve ls\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'reserve ls\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'reserve rm\'' -l help -s h -d 'show the help and exit'

@@ -6,8 +6,8 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'update:Change the tier of pending or held jobs (your own)' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders' 'top:The interactive terminal UI: every card'\''s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)' 'demo:A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'reserve:Reserve cards for a user, group or account over a window (admins): no one else'\''s job that would run into it starts on them' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
-            _gq_names=(submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon reserve peers completion config)
+            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'update:Change the tier of pending or held jobs (your own)' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders' 'fairshare:Fair share, as Slurm'\''s sshare: each account'\''s and user'\''s share, decayed usage and the factor their waiting jobs get, so you can tell why one job goes before another' 'top:The interactive terminal UI: every card'\''s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)' 'demo:A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'reserve:Reserve cards for a user, group or account over a window (admins): no one else'\''s job that would run into it starts on them' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
+            _gq_names=(submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats fairshare top demo sim daemon reserve peers completion config)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
@@ -107,6 +107,12 @@ _gq_cmd() {  # the facts of one command path
             _gq_opts=('--since:the period: the last DUR, e.g. 7d, 12h, 30d' '--json:print JSON (a stable schema)' '--prometheus:print Prometheus text exposition, to scrape' '--month:write the monthly review as Markdown: the last month that ended (or --of), against the one before' '--of:with --month: which month' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--since --of)
             _gq_arg='none' ;;
+        "fairshare")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
         "top")
             _gq_subs=()
             _gq_names=()
@@ -162,7 +168,7 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=()
             _gq_arg='none' ;;
         "reserve")
-            _gq_subs=('ls:The reservations that have not ended (all of them with --all)' 'rm:Remove reservations (admins)')
+            _gq_subs=('ls:The reservations that have not ended (every one ever made with --all)' 'rm:Remove reservations (admins)')
             _gq_names=(ls rm)
             _gq_opts=('--cards:how many cards' '--ids:which cards, e.g. 2,3 (instead of --cards)' '--start:when it begins: an ISO time (local unless it ends in Z or an offset), or now' '--duration:how long, e.g. 8h' '--user:for this user'\''s jobs' '--group:for the jobs of this Unix group'\''s members' '--account:for the jobs of this account'\''s users ([accounts] of config.toml)' '--pool:take the cards from this pool' '--name:a label, e.g. the deadline' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--cards --ids --start --duration --user --group --account --pool --name)
@@ -170,7 +176,7 @@ _gq_cmd() {  # the facts of one command path
         "reserve ls")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--all:also those that have ended' '-a:also those that have ended' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_opts=('--all:also those that have ended or were removed: the record of every reservation' '-a:also those that have ended or were removed: the record of every reservation' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
         "reserve rm")

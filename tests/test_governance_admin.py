@@ -139,3 +139,51 @@ def host_user() -> str:
     import getpass
 
     return getpass.getuser()
+
+
+def test_the_fair_share_view_by_hand():
+    """Item 12: per account and user, the share, the usage and the factor. vision (share 2)
+    has ann (1 h) and bob (0.5 h); cy, in no account, used 0.5 h; nlp has used nothing.
+    Accounts with usage: vision 2/3, cy 1/3. ann: her effective usage 0.5 + (0.75 - 0.5) / 2
+    = 0.625 of all, her fair share (2/3) / 2, factor 2^-(0.625 / (1/3))."""
+    from gq.policy.accounts import Accounts, share_report, share_factors
+
+    usage = {"ann": 3600.0, "bob": 1800.0, "cy": 1800.0}
+    accounts = Accounts({"ann": "vision", "bob": "vision", "dan": "nlp"}, {"vision": 2.0})
+    rows = {r["account"]: r for r in share_report(usage, accounts)}
+    assert list(rows) == ["cy", "nlp", "vision"]
+    vision = rows["vision"]
+    assert (vision["norm_share"], vision["norm_usage"]) == (2 / 3, 0.75)
+    ann = vision["users"][0]
+    assert ann["user"] == "ann" and ann["effective_usage"] == 0.625
+    assert ann["factor"] == 2 ** -(0.625 / (1 / 3))
+    assert ann["factor"] == share_factors(usage, accounts).of("ann")  # what the pass uses
+    assert rows["cy"]["configured"] is False and rows["cy"]["norm_share"] == 1 / 3
+    assert rows["nlp"]["users"] == [{"user": "dan", "usage_card_seconds": 0.0,
+                                     "norm_usage": 0.0, "effective_usage": None, "factor": 1.0}]
+
+
+def test_gq_fairshare_shows_the_factor_a_waiting_job_gets(make_host):
+    me = host_user()
+    host = host_with(make_host, f'\n[accounts.vision]\nusers = ["{me}", "nobody"]\nshare = 2\n',
+                     sim="1x80G")
+    gate = host.work / "gate"
+    host.wait_state(host.submit(*gated(gate)), "running")
+    waiting = host.submit(*gated(gate))
+    host.wait_reason(waiting, "Resources")
+    found = json.loads(host.gq("fairshare", "--json").stdout)
+    (vision,) = [a for a in found["accounts"] if a["account"] == "vision"]
+    assert vision["share"] == 2.0
+    assert [u["user"] for u in vision["users"]] == sorted([me, "nobody"])
+    mine = next(u for u in vision["users"] if u["user"] == me)
+    assert abs(mine["factor"] - wait_score(host, waiting)) < 1e-4  # what its score holds
+    table = host.gq("fairshare").stdout
+    assert table.splitlines()[0].split() == ["ACCOUNT", "USER", "SHARE", "NORM_SHARE",
+                                             "CARD_HOURS", "USAGE", "EFFECTIVE_USAGE",
+                                             "FAIRSHARE"]
+    assert "Usage decays by half every 7d" in table
+    gate.touch()
+
+
+def wait_score(host, job_id: int) -> float:
+    return json.loads(host.gq("show", str(job_id), "--json").stdout)["score"]["fairshare"]

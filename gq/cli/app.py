@@ -293,6 +293,18 @@ def stats(
         stats_cmd.print_stats(figures))
 
 
+@app.command("fairshare")
+def fairshare(json: Json = False) -> None:
+    """Fair share, as Slurm's sshare: each account's and user's share, decayed usage and the
+    factor their waiting jobs get, so you can tell why one job goes before another."""
+    found = call("fairshare")
+    if json:
+        return output.print_json(found)
+    from gq.cli.stats_cmd import print_fairshare
+
+    print_fairshare(found)
+
+
 @app.command("top")
 def top(
     interval: Annotated[float, typer.Option("--interval", help="seconds between refreshes",

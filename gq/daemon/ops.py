@@ -18,7 +18,9 @@ from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
-from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
+from gq.daemon.telemetry_ops import (  # noqa: F401
+    op_fairshare, op_offenders, op_samples, op_stats, usage_json,
+)
 from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
