@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT, host_with
+from conftest import ROOT, host_with, wait_for
 from gq.model import Job, JobState, Reason
 from jobs import gated
 
@@ -187,3 +187,30 @@ def test_gq_fairshare_shows_the_factor_a_waiting_job_gets(make_host):
 
 def wait_score(host, job_id: int) -> float:
     return json.loads(host.gq("show", str(job_id), "--json").stdout)["score"]["fairshare"]
+
+
+def test_stats_and_gpus_show_each_pool(make_host):
+    """Item 13: per-pool utilisation and waits in gq stats, a pool column in gq gpus."""
+    host = host_with(make_host, POOLS)
+    gate = host.work / "gate"
+    first = host.submit("--pool", "train", "--gpus", "2", *gated(gate))
+    host.wait_state(first, "running")
+    host.wait_ended(host.submit("--", "true"))
+    second = host.submit("--pool", "train", "--", "true")
+    host.wait_reason(second, "Resources")
+    gate.touch()
+    host.wait_ended(second)
+    wait_for(lambda: host.call("samples", since=600)["points"], what="a sample of the cards")
+    figures = json.loads(host.gq("stats", "--since", "1h", "--json").stdout)
+    pools = figures["by_pool"]
+    assert set(pools) == {"train", "batch"}
+    assert pools["train"]["gpus"] == [0, 1] and pools["batch"]["gpus"] == [2, 3]
+    assert (pools["train"]["waits"]["jobs"], pools["batch"]["waits"]["jobs"]) == (2, 1)
+    assert pools["train"]["waits"]["p95"] > 0  # the second waited for the first
+    assert pools["train"]["utilization"] == 0.0  # simulated cards idle
+    text = host.gq("stats", "--since", "1h").stdout
+    assert any(line.split()[:2] == ["train", "0,1"] for line in text.splitlines())
+    gpus = host.gq("gpus").stdout.splitlines()
+    assert gpus[0].split()[:2] == ["GPU", "POOL"]
+    assert [line.split()[1] for line in gpus[1:]] == ["train", "train", "batch", "batch"]
+    assert [c["pool"] for c in host.call("gpus")] == ["train", "train", "batch", "batch"]

@@ -64,6 +64,11 @@ def print_stats(s: dict[str, Any]) -> None:
     print("\n" + table(["TIER", "STARTED", "MEAN WAIT", "P50", "P95"], [
         [t, str(w["jobs"]), _secs(w["mean"]), _secs(w["p50"]), _secs(w["p95"])]
         for t, w in s["wait_seconds"].items()]))
+    if s.get("by_pool"):
+        print("\n" + table(["POOL", "GPUS", "UTIL", "STARTED", "MEAN WAIT", "P50", "P95"], [
+            [name, ",".join(map(str, p["gpus"])) or "-", _pct(p["utilization"]),
+             str(p["waits"]["jobs"]), _secs(p["waits"]["mean"]), _secs(p["waits"]["p50"]),
+             _secs(p["waits"]["p95"])] for name, p in s["by_pool"].items()]))
     ended = ", ".join(f"{k} {v}" for k, v in s["jobs_by_state"].items()) or "none"
     print(f"\nended jobs: {ended}")
     if len(s["gpu_hours_by_account"]) > 1 or NO_ACCOUNT not in s["gpu_hours_by_account"]:

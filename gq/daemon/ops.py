@@ -347,6 +347,9 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     holding = daemon.store.holding_jobs()
     hide = not daemon.authority.sees_all(caller)  # others' jobs: how much, not whose
     out = []
+    pools = daemon.config.pools.for_cards([g.index for g in daemon.cards]).cards
+    pool_of = {g.index: ",".join(sorted(n for n, cards in pools.items() if g.index in cards))
+               or None for g in daemon.cards}  # a card may be in several pools
     for card in daemon.cards:
         used = _held_by_jobs(daemon, card)
         on_card = [
@@ -361,6 +364,7 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
             if card.index in j.gpu_ids
         ]
         out.append(gpu_json(card, on_card, daemon.external.get(card.index)))
+        out[-1]["pool"] = pool_of.get(card.index)  # None: no pools configured
     return out
 
 

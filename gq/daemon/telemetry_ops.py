@@ -118,6 +118,8 @@ def op_stats(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
         running=[j for j in daemon.store.holding_jobs() if j.started_at is not None],
         interval=max(config.telemetry.interval, config.tick),
         idle_util={t: config.offenders.rules(t).idle_util for t in ("high", "normal", "low")},
+        pools=config.pools.for_cards([g.index for g in daemon.cards]).cards,
+        default_pool=config.pools.default_name(),
     )
     return {"host": daemon.hostname, **lab_stats(daemon.store, inp)}
 
