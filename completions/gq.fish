@@ -86,7 +86,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config
+            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop restore status
@@ -374,6 +374,7 @@ complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each si
 complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'
 complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts, admin reservations, [scheduler] and [limits], as in config.toml (docs/sim.md)'
+complete -c gq -n '__gq_at \'sim\'' -l jobs -x -d 'also write each job\'s start, end, host and cards (and why a job was dropped) to this CSV file'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F

@@ -176,3 +176,26 @@ def test_a_bad_scheduler_setting_in_a_lab_file_is_one_line(tmp_path, text, messa
     err = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--config", str(lab)],
                          capture_output=True, text=True, cwd=ROOT)
     assert (err.returncode, err.stderr) == (2, f"gq: --config {lab}: {message}\n")
+
+
+def test_gq_sim_jobs_writes_each_jobs_start_end_host_and_cards(files, tmp_path):
+    """Issue 26 item 14: a lab file checked on a handful of jobs, job by job."""
+    import csv
+
+    trace, lab = files
+    with open(trace, "a") as f:
+        f.write("X,0,10,1,,cy,normal,1,10s,,gpu9,\n")
+    out = tmp_path / "jobs.csv"
+    subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--cluster", "1x3x80G",
+                    "--config", str(lab), "--time-factor", "1", "--jobs", str(out)],
+                   capture_output=True, text=True, cwd=ROOT, check=True)
+    rows = {r["job_id"]: r for r in csv.DictReader(out.open())}
+    assert {k: float(r["start"]) for k, r in rows.items() if r["start"]} == STARTS
+    assert (rows["P2"]["host"], rows["P2"]["gpu_ids"], rows["P2"]["end"]) == ("host0", "0", "200")
+    assert rows["E1"]["gpu_ids"] == "1 2" and rows["R1"]["wait"] == "150"
+    assert rows["X"]["start"] == "" and rows["X"]["dropped"] == (
+        "refused: --pool gpu9: no such pool on host0 (pools: a, b)")
+    bad = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--jobs",
+                          str(tmp_path / "no" / "jobs.csv")], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr.startswith(f"gq: --jobs {tmp_path / 'no'}")

@@ -367,13 +367,16 @@ def sim(
         "--config", help="the lab's pools, accounts, admin reservations, [scheduler] and "
         "[limits], as in config.toml (docs/sim.md)", metavar="LAB.toml",
         show_default=False)] = None,
+    jobs: Annotated[Optional[str], typer.Option(
+        "--jobs", help="also write each job's start, end, host and cards (and why a job was "
+        "dropped) to this CSV file", metavar="FILE.csv", show_default=False)] = None,
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
     from gq.cli.sim_cmd import run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt, lab)
+                   preempt, lab, jobs)
 # ---- end of gq sim ----
 
 

@@ -110,6 +110,7 @@ class JobResult:
     # its runs (None: end - start, a single run). `start` is its first start.
     preemptions: int = 0
     held: float | None = None
+    gpu_ids: tuple[int, ...] = ()  # the cards of its last run
 
     @property
     def held_seconds(self) -> float:
@@ -130,6 +131,7 @@ class ReplayResult:
     hosts: tuple[Host, ...]
     jobs: list[JobResult]
     dropped: dict[str, int] = field(default_factory=dict)  # why -> how many
+    dropped_jobs: list[tuple[str, str]] = field(default_factory=list)  # (trace job id, why)
     unfinished: int = 0  # jobs still waiting when no event was left (a policy that deadlocks)
     passes: int = 0  # scheduling passes run
     skipped_passes: int = 0  # event times at which no pending job fitted anywhere
@@ -243,13 +245,11 @@ class _Replay:
             try:
                 job = to_job(tj, n, time_factor, smallest_card, most_cpus, limits)
             except BadInput as e:  # as the daemon refuses it: say so, once per reason
-                why = f"were refused: {e.message}"
-                self.result.dropped[why] = self.result.dropped.get(why, 0) + 1
+                self.drop(tj, f"were refused: {e.message}")
                 continue
             fits = [cap.fit(job, self.pools.allowed(job)) for cap in empty]
             if all(cards is None for cards, _ in fits):
-                why = f"fit no empty host: {fits[0][1]}"
-                self.result.dropped[why] = self.result.dropped.get(why, 0) + 1
+                self.drop(tj, f"fit no empty host: {fits[0][1]}")
                 continue
             limit = job.time_limit
             self.run_time[job.id] = tj.duration if limit is None else min(tj.duration, limit)
@@ -259,6 +259,10 @@ class _Replay:
             self.trace_ids[job.id] = tj
             jobs.append(job)
         return jobs
+
+    def drop(self, tj: TraceJob, why: str) -> None:
+        self.result.dropped[why] = self.result.dropped.get(why, 0) + 1
+        self.result.dropped_jobs.append((tj.job_id, why))
 
     # ---- the event loop -------------------------------------------------------------------
 
@@ -325,7 +329,7 @@ class _Replay:
             tj.job_id, job.user, job.priority, job.gpus_held, weight, job.submitted_at,
             self.first_start[job.id], now, job.host,
             timed_out=self.run_time[job.id] < tj.duration, preemptions=job.restarts,
-            held=self.held[job.id] if job.restarts else None))
+            held=self.held[job.id] if job.restarts else None, gpu_ids=tuple(job.gpu_ids)))
 
     def could_preempt(self, now: float) -> bool:
         """Whether a pass could preempt: some job waits in a higher tier than a running,
