@@ -32,7 +32,7 @@ class HostLimits:
     card_ids: tuple[int, ...] = ()  # the index of each card of card_memory
 
 
-def _int(args: dict[str, Any], key: str, flag: str, default: int) -> int:
+def int_arg(args: dict[str, Any], key: str, flag: str, default: int) -> int:
     value = args.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadInput(f"{flag} {value!r}: expected a whole number")
@@ -53,7 +53,7 @@ def _opt_positive(args: dict[str, Any], key: str, flag: str) -> Any:
 
 
 def check_resources(args: dict[str, Any], host: HostLimits) -> tuple[int, int | None, int]:
-    gpus = _int(args, "gpus", "--gpus", 1)
+    gpus = int_arg(args, "gpus", "--gpus", 1)
     if gpus < 0:
         raise BadInput(f"--gpus {gpus}: must be 0 (CPU-only) or more")
     cards = len(host.card_memory)
@@ -74,7 +74,7 @@ def check_resources(args: dict[str, Any], host: HostLimits) -> tuple[int, int | 
                 f"--mem {format_size(mem)}: more than the cards here hold "
                 f"({format_size(largest)}{' each' if gpus > 1 else ''})"
             )
-    cpus = _int(args, "cpus", "--cpus", 1)
+    cpus = int_arg(args, "cpus", "--cpus", 1)
     if cpus < 1:
         raise BadInput(f"--cpus {cpus}: must be at least 1")
     if cpus > host.cpus:
@@ -82,7 +82,7 @@ def check_resources(args: dict[str, Any], host: HostLimits) -> tuple[int, int | 
     return gpus, None if mem is None else int(mem), cpus
 
 
-def _flag(args: dict[str, Any], key: str, flag: str) -> bool | None:
+def flag_arg(args: dict[str, Any], key: str, flag: str) -> bool | None:
     value = args.get(key)
     if value is not None and not isinstance(value, bool):
         raise BadInput(f"{flag} {value!r}: expected true or false")
@@ -134,7 +134,7 @@ def check_range(args: dict[str, Any], gpus: int, host: HostLimits, pool: str | N
     """An elastic range's top (--gpus 2-4: 4), or None for a fixed count."""
     if args.get("gpus_max") is None:
         return None
-    top = _int(args, "gpus_max", "--gpus", 0)
+    top = int_arg(args, "gpus_max", "--gpus", 0)
     if gpus < 1 or top <= gpus:
         raise BadInput(f"--gpus {gpus}-{top}: expected a range like 2-4, from 1 up")
     cards = len(host.card_memory)
@@ -163,7 +163,7 @@ def request_fields(args: dict[str, Any], host: HostLimits, assumed_time: bool = 
             f"--priority {args.get('priority')!r}: expected high, normal or low"
         ) from None
     time_limit = _opt_positive(args, "time_limit", "--time")
-    interactive = bool(_flag(args, "interactive", "--interactive"))
+    interactive = bool(flag_arg(args, "interactive", "--interactive"))
     pool, time_limit = check_pool(args.get("pool"), interactive, gpus, time_limit, host,
                                   assumed_time)
     return {"gpus": gpus, "gpus_max": check_range(args, gpus, host, pool), "mem": mem,

@@ -24,6 +24,7 @@ from gq.sim.traces import TraceJob, read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 G = 1 << 30
+HEADER = "job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name"
 HOSTS = parse_cluster("1x8x80G", 16)
 POOL_FILES = [
     "",
@@ -124,7 +125,7 @@ def test_an_interactive_trace_job_goes_to_the_interactive_pool(tmp_path):
     """Item 1: it ran in the default pool, waiting for a batch card while the interactive card
     was free, and its pool's max_time was not applied."""
     trace, lab = tmp_path / "t.csv", tmp_path / "lab.toml"
-    trace.write_text("job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name,pool,interactive\n"
+    trace.write_text(HEADER + ",pool,interactive\n"
                      "B,0,1000,1,,ann,normal,1,,,,\nI,10,5000,1,,bob,normal,1,,,,true\n")
     lab.write_text('[pools.inter]\ncards = [0]\nmax_time = "1h"\ninteractive = true\n'
                    '[pools.batch]\ncards = [1]\ndefault = true\n')
@@ -154,7 +155,7 @@ def test_gq_sim_config_refuses_reservations_the_daemon_refuses(tmp_path, reserva
 
 def test_a_trace_job_naming_a_pool_the_lab_lacks_is_refused_as_unknown(tmp_path):
     trace, lab = tmp_path / "t.csv", tmp_path / "lab.toml"
-    trace.write_text("job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name,pool\nX,0,10,1,,ann,normal,1,,,gpu9\n")
+    trace.write_text(HEADER + ",pool\nX,0,10,1,,ann,normal,1,,,gpu9\n")
     lab.write_text('[pools.a]\ncards = [0]\n')
     out = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--cluster", "1x2x80G",
                           "--config", str(lab)], capture_output=True, text=True, cwd=ROOT,

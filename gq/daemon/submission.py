@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from gq.job_request import HostLimits, _flag, _int, request_fields
+from gq.job_request import HostLimits, flag_arg, int_arg, request_fields
 from gq.model import DepKind, Job, JobState, Reason
 from gq.protocol import BadInput
 from gq.units import format_duration, parse_signal
@@ -81,7 +81,7 @@ def check_deps(args: dict[str, Any], resolve) -> dict[DepKind, list[int]]:
 def check_preemption(args: dict[str, Any], gpus: int, time_limit: float | None,
                      default_grace: float) -> dict[str, Any]:
     """The checkpoint signal, grace and out-of-memory retries, checked against each other."""
-    out: dict[str, Any] = {"signal_group": bool(_flag(args, "signal_group", "--signal-group"))}
+    out: dict[str, Any] = {"signal_group": bool(flag_arg(args, "signal_group", "--signal-group"))}
     try:
         out["signal"] = parse_signal(str(args.get("signal") or "SIGTERM"))
     except ValueError as e:
@@ -100,7 +100,7 @@ def check_preemption(args: dict[str, Any], gpus: int, time_limit: float | None,
     if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
         raise BadInput(f"--grace {grace!r}: must be 0 or more seconds")
     out["grace"] = float(grace)
-    retry = _int(args, "retry_oom", "--retry-oom", 0)
+    retry = int_arg(args, "retry_oom", "--retry-oom", 0)
     if retry < 0:
         raise BadInput(f"--retry-oom {retry}: must be 0 or more")
     if retry and gpus == 0:
@@ -134,7 +134,7 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
     if umask is not None and (isinstance(umask, bool) or not isinstance(umask, int)
                               or not 0 <= umask <= 0o777):
         raise BadInput(f"umask {umask!r}: expected a number from 0 to 0o777")
-    preemptible = _flag(args, "preemptible", "--preemptible")
+    preemptible = flag_arg(args, "preemptible", "--preemptible")
     return Job(
         id=0,
         user=caller.user,
