@@ -104,10 +104,7 @@ def test_config_check_and_the_replay_accept_and_refuse_the_same_files(
         tmp_path_factory, pools, account_users, half_life):
     text = _file(pools, account_users, half_life)
     path = tmp_path_factory.mktemp("lab") / "lab.toml"
-    try:
-        path.write_text(text)
-    except ValueError:
-        return
+    path.write_text(text)
     try:
         check_cards(load_config(path), list(range(8)))  # what `gq config check` runs
         checked = None
