@@ -5,7 +5,7 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp top demo sim daemon reserve peers completion config"
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo sim daemon reserve peers completion config"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -99,6 +99,11 @@ _gq_cmd() {  # the facts of one command path
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
+        "fairshare")
+            _gq_subs=""
+            _gq_flags="--json --help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
         "top")
             _gq_subs=""
             _gq_flags="--interval --help -h"
@@ -111,8 +116,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --config --json --help -h"
-            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config "
+            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --config --jobs --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs "
             _gq_arg="files" ;;
         "daemon")
             _gq_subs="run start stop restore status"

@@ -5,7 +5,7 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp top demo sim daemon reserve peers completion config
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo sim daemon reserve peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
@@ -80,6 +80,10 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg none
+        case 'fairshare'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
         case 'top'
             set -g __gq_subs
             set -g __gq_valued --interval
@@ -90,7 +94,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config
+            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop restore status
@@ -247,6 +251,7 @@ complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting car
 complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders'
 complete -c gq -n '__gq_at \'\'' -a triage -d 'Why a run died, from its log: the failure class, the lines it rests on, what to do'
 complete -c gq -n '__gq_at \'\'' -a mcp -d 'Serve gq to coding agents: a Model Context Protocol server on stdio, with gq\'s read commands and actions as tools, as you (docs/agents.md)'
+complete -c gq -n '__gq_at \'\'' -a fairshare -d 'Fair share, as Slurm\'s sshare: each account\'s and user\'s share, decayed usage and the factor their waiting jobs get, so you can tell why one job goes before another'
 complete -c gq -n '__gq_at \'\'' -a top -d 'The interactive terminal UI: every card\'s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)'
 complete -c gq -n '__gq_at \'\'' -a demo -d 'A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
@@ -369,6 +374,8 @@ complete -c gq -n '__gq_at \'triage\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'triage\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'triage\'' -r -F
 complete -c gq -n '__gq_at \'mcp\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'fairshare\'' -l json -d 'print JSON (a stable schema)'
+complete -c gq -n '__gq_at \'fairshare\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'top\'' -l interval -x -d 'seconds between refreshes'
 complete -c gq -n '__gq_at \'top\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'demo\'' -l no-tui -d 'run the scenario without the UI and print what happens'
@@ -382,6 +389,7 @@ complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each si
 complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'
 complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts, admin reservations, [scheduler] and [limits], as in config.toml (docs/sim.md)'
+complete -c gq -n '__gq_at \'sim\'' -l jobs -x -d 'also write each job\'s start, end, host and cards (and why a job was dropped) to this CSV file'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F
@@ -399,7 +407,7 @@ complete -c gq -n '__gq_at \'daemon restore\'' -l help -s h -d 'show the help an
 complete -c gq -n '__gq_at \'daemon restore\'' -r -F
 complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'daemon status\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'reserve\'' -a ls -d 'The reservations that have not ended (all of them with --all)'
+complete -c gq -n '__gq_at \'reserve\'' -a ls -d 'The reservations that have not ended (every one ever made with --all)'
 complete -c gq -n '__gq_at \'reserve\'' -a rm -d 'Remove reservations (admins)'
 complete -c gq -n '__gq_at \'reserve\'' -l cards -x -d 'how many cards'
 complete -c gq -n '__gq_at \'reserve\'' -l ids -x -d 'which cards, e.g. 2,3 (instead of --cards)'
@@ -412,7 +420,7 @@ complete -c gq -n '__gq_at \'reserve\'' -l pool -x -d 'take the cards from this 
 complete -c gq -n '__gq_at \'reserve\'' -l name -x -d 'a label, e.g. the deadline'
 complete -c gq -n '__gq_at \'reserve\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'reserve\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'reserve ls\'' -l all -s a -d 'also those that have ended'
+complete -c gq -n '__gq_at \'reserve ls\'' -l all -s a -d 'also those that have ended or were removed: the record of every reservation'
 complete -c gq -n '__gq_at \'reserve ls\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'reserve ls\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'reserve rm\'' -l help -s h -d 'show the help and exit'

@@ -6,8 +6,8 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'update:Change the tier of pending or held jobs (your own)' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders' 'triage:Why a run died, from its log: the failure class, the lines it rests on, what to do' 'mcp:Serve gq to coding agents: a Model Context Protocol server on stdio, with gq'\''s read commands and actions as tools, as you (docs/agents.md)' 'top:The interactive terminal UI: every card'\''s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)' 'demo:A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'reserve:Reserve cards for a user, group or account over a window (admins): no one else'\''s job that would run into it starts on them' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
-            _gq_names=(submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp top demo sim daemon reserve peers completion config)
+            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'update:Change the tier of pending or held jobs (your own)' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders' 'triage:Why a run died, from its log: the failure class, the lines it rests on, what to do' 'mcp:Serve gq to coding agents: a Model Context Protocol server on stdio, with gq'\''s read commands and actions as tools, as you (docs/agents.md)' 'fairshare:Fair share, as Slurm'\''s sshare: each account'\''s and user'\''s share, decayed usage and the factor their waiting jobs get, so you can tell why one job goes before another' 'top:The interactive terminal UI: every card'\''s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)' 'demo:A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'reserve:Reserve cards for a user, group or account over a window (admins): no one else'\''s job that would run into it starts on them' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
+            _gq_names=(submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo sim daemon reserve peers completion config)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
@@ -119,6 +119,12 @@ _gq_cmd() {  # the facts of one command path
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
+        "fairshare")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
         "top")
             _gq_subs=()
             _gq_names=()
@@ -134,8 +140,8 @@ _gq_cmd() {  # the facts of one command path
         "sim")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--cluster:HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G' '--policy:gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all' '--format:auto (from the header), alibaba, philly or gq' '--time-factor:jobs declare a time limit of this many times their run time (when the trace gives none)' '--cpus-per-host:CPU cores of each simulated host' '--from-history:replay this host'\''s own ended jobs instead of a file' '--preempt:the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon'\''s default exempt 10m and grace 60s' '--config:the lab'\''s pools, accounts, admin reservations, [scheduler] and [limits], as in config.toml (docs/sim.md)' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host --preempt --config)
+            _gq_opts=('--cluster:HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G' '--policy:gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all' '--format:auto (from the header), alibaba, philly or gq' '--time-factor:jobs declare a time limit of this many times their run time (when the trace gives none)' '--cpus-per-host:CPU cores of each simulated host' '--from-history:replay this host'\''s own ended jobs instead of a file' '--preempt:the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon'\''s default exempt 10m and grace 60s' '--config:the lab'\''s pools, accounts, admin reservations, [scheduler] and [limits], as in config.toml (docs/sim.md)' '--jobs:also write each job'\''s start, end, host and cards (and why a job was dropped) to this CSV file' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs)
             _gq_arg='files' ;;
         "daemon")
             _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start your own daemon in the background, if it is not running' 'stop:Stop the daemon' 'restore:Put a backup in place of a damaged database (the daemon must be stopped)' 'status:Whether the daemon runs, where, with which cards')
@@ -174,7 +180,7 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=()
             _gq_arg='none' ;;
         "reserve")
-            _gq_subs=('ls:The reservations that have not ended (all of them with --all)' 'rm:Remove reservations (admins)')
+            _gq_subs=('ls:The reservations that have not ended (every one ever made with --all)' 'rm:Remove reservations (admins)')
             _gq_names=(ls rm)
             _gq_opts=('--cards:how many cards' '--ids:which cards, e.g. 2,3 (instead of --cards)' '--start:when it begins: an ISO time (local unless it ends in Z or an offset), or now' '--duration:how long, e.g. 8h' '--user:for this user'\''s jobs' '--group:for the jobs of this Unix group'\''s members' '--account:for the jobs of this account'\''s users ([accounts] of config.toml)' '--pool:take the cards from this pool' '--name:a label, e.g. the deadline' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--cards --ids --start --duration --user --group --account --pool --name)
@@ -182,7 +188,7 @@ _gq_cmd() {  # the facts of one command path
         "reserve ls")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--all:also those that have ended' '-a:also those that have ended' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_opts=('--all:also those that have ended or were removed: the record of every reservation' '-a:also those that have ended or were removed: the record of every reservation' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
         "reserve rm")

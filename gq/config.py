@@ -309,6 +309,22 @@ def _host_ram() -> int | None:
         return None
 
 
+def check_cards(config: Config, cards: list[int]) -> None:
+    """The pools of a loaded file against the host's cards (gq/lab_rules.py): the daemon checks
+    this when it starts, and so does `gq config check`, naming the line."""
+    from gq.lab_rules import check_pool_cards
+
+    try:
+        check_pool_cards(config.pools, cards)
+    except ValueError as e:
+        line = None
+        if config.path:
+            from gq.config_show import line_of, setting_lines
+
+            line = line_of(str(e), setting_lines(Path(config.path).read_text()))
+        raise GqError(f"{config.path}{f' line {line}' if line else ''}: {e}", 2) from None
+
+
 def load_config(path: Path) -> Config:
     config = Config(host_cpus=os.cpu_count() or 1, host_ram=_host_ram())
     if not path.exists():

@@ -155,7 +155,29 @@ def effective(config: Config) -> list[dict[str, Any]]:
                 elif where is None:
                     where = "this machine" if (section, key) in _MACHINE else "default"
                 rows.append({"section": section, "key": name, "value": v, "source": where})
-    return rows
+    return rows + _governance(config)
+
+
+def _governance(config: Config) -> list[dict[str, Any]]:
+    """[pools.NAME] and [accounts.NAME], a row per setting, defaults included."""
+    tables: list[tuple[str, dict[str, Any]]] = []
+    for pool in config.pools.pools.values():
+        tables.append((f"pools.{pool.name}", {
+            "cards": sorted(pool.cards), "max_time": _or_none(_duration)(pool.max_time),
+            "default": pool.default, "interactive": pool.interactive,
+            "past_limit": pool.past_limit}))
+    accounts = config.accounts
+    names = set(accounts.members.values()) | set(accounts.shares) | set(accounts.limits)
+    for name in sorted(names):
+        limits = accounts.limits.get(name)
+        tables.append((f"accounts.{name}", {
+            "users": sorted(u for u, a in accounts.members.items() if a == name),
+            "share": accounts.share(name),
+            "max_running_gpus": limits.max_running_gpus if limits else None,
+            "max_share": limits.max_share if limits else None}))
+    return [{"section": section, "key": key, "value": value,
+             "source": config.sources.get(f"{section}.{key}", "default")}
+            for section, values in tables for key, value in values.items()]
 
 
 def _flatten(key: str, value: Any) -> list[tuple[str, Any]]:

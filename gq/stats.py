@@ -27,6 +27,8 @@ class StatsInput:
     interval: float  # seconds one sample stands for
     idle_util: dict[str, float]  # tier -> the idle threshold, percent
     accounts: dict[str, str] = field(default_factory=dict)  # user -> account ([accounts])
+    pools: dict[str, frozenset[int]] = field(default_factory=dict)  # [pools]: name -> cards
+    default_pool: str | None = None  # where a job without --pool runs
 
 
 
@@ -44,7 +46,7 @@ def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
     span = inp.now - start
     out: dict[str, Any] = {"since": iso(inp.since), "until": iso(inp.now),
                            "covered_from": iso(start), "period_seconds": round(span, 3),
-                           "gpus": len(inp.card_totals)}
+                           "history_from": iso(began), "gpus": len(inp.card_totals)}
     out["utilization"] = _utilization(store, start, inp.now)
     gpu_seconds, by_account = _gpu_seconds(store, inp, start)
     capacity = len(inp.card_totals) * span
@@ -53,6 +55,7 @@ def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
         "rate": round(used / capacity, 4) if capacity > 0 else None,
         "gpu_hours": round(used / HOUR, 3), "capacity_gpu_hours": round(capacity / HOUR, 3)}
     out["wait_seconds"], waits = _waits(store, start, inp.now)
+    out["by_pool"] = _by_pool(store, inp, start, out["utilization"]["by_gpu"])
     ended = store.history.ended_jobs(start, inp.now)
     by_state: dict[str, int] = defaultdict(int)
     for row in ended:
@@ -139,13 +142,36 @@ def _waits(store: Store, start: float, now: float) -> tuple[dict[str, Any], list
     for row in store.history.first_starts(start, now):
         waits.setdefault(row["priority"], []).append(max(0.0, row["first_start"]
                                                          - row["submitted_at"]))
-    out = {}
-    for tier, values in waits.items():
-        values.sort()
-        out[tier] = {"jobs": len(values),
-                     "mean": round(sum(values) / len(values), 3) if values else None,
-                     "p50": percentile(values, 50), "p95": percentile(values, 95)}
+    out = {tier: _wait_figures(values) for tier, values in waits.items()}
     return out, sorted(w for values in waits.values() for w in values)
+
+
+def _wait_figures(values: list[float]) -> dict[str, Any]:
+    values.sort()
+    return {"jobs": len(values), "mean": round(sum(values) / len(values), 3) if values else None,
+            "p50": percentile(values, 50), "p95": percentile(values, 95)}
+
+
+def _by_pool(store: Store, inp: StatsInput, start: float, by_gpu: dict[str, float | None]
+             ) -> dict[str, Any]:
+    """Per pool ([pools.NAME]): its cards, their mean utilisation (over the cards with known
+    samples), and the waits of its GPU jobs that first started in the period. {} without
+    pools. A job is counted in the pool it is in now (a requeued interactive job, in the
+    default pool)."""
+    if not inp.pools:
+        return {}
+    waits: dict[str, list[float]] = {name: [] for name in inp.pools}
+    for row in store.history.first_starts(start, inp.now):
+        pool = row["pool"] or inp.default_pool
+        if row["gpus"] > 0 and pool in waits:
+            waits[pool].append(max(0.0, row["first_start"] - row["submitted_at"]))
+    out = {}
+    for name, cards in sorted(inp.pools.items()):
+        known = [by_gpu[str(i)] for i in sorted(cards) if by_gpu.get(str(i)) is not None]
+        out[name] = {"gpus": sorted(cards),
+                     "utilization": round(sum(known) / len(known), 2) if known else None,
+                     "waits": _wait_figures(waits[name])}
+    return out
 
 
 def _idle_seconds(store: Store, inp: StatsInput, start: float) -> dict[str, float]:

@@ -53,6 +53,9 @@ def _hours(value: float | None) -> str:
 
 def review(this: dict[str, Any], last: dict[str, Any], name: str, last_name: str) -> str:
     """The review as Markdown."""
+    if this["period_seconds"] <= 0:  # the month ended before this host's history began
+        return (f"# GPU review: {name} ({this['host']})\n\nNo figures for {name}: this "
+                f"host's history begins {this.get('history_from') or 'later'}.\n")
     lines = [f"# GPU review: {name} ({this['host']})", "",
              f"{this['gpus']} cards; figures from {this['covered_from']} to {this['until']}, "
              f"compared with {last_name}.", "", "## Health", "",

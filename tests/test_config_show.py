@@ -59,3 +59,30 @@ def test_config_check_says_good_or_names_the_line(host, tmp_path):
     missing = host.gq("config", "check", str(tmp_path / "none.toml"), check=False)
     assert (missing.returncode, missing.stderr) == (2, f"gq: {tmp_path / 'none.toml'}: no such "
                                                        "file\n")
+
+
+def test_pools_and_accounts_are_shown(tmp_path):
+    """Issue 26 item 5: they were left out, though every setting is said to be shown."""
+    from gq.cli.config_cmd import print_settings
+
+    path = tmp_path / "config.toml"
+    path.write_text('[pools.inter]\ncards = [0]\nmax_time = "1h"\ninteractive = true\n\n'
+                    '[accounts.vision]\nusers = ["ann", "bob"]\nshare = 2\n')
+    rows = {(r["section"], r["key"]): (r["value"], r["source"])
+            for r in effective(load_config(path))}
+    assert rows["pools.inter", "cards"] == ([0], f"{path}:2")
+    assert rows["pools.inter", "max_time"] == ("1h", f"{path}:3")
+    assert rows["pools.inter", "past_limit"] == ("stop", "default")
+    assert rows["accounts.vision", "users"] == (["ann", "bob"], f"{path}:7")
+    assert rows["accounts.vision", "share"] == (2.0, f"{path}:8")
+    assert rows["accounts.vision", "max_share"] == (None, "default")
+    report = {"read": True, "socket": "s", "file": str(path),
+              "settings": effective(load_config(path))}
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_settings(report)
+    assert "\n[pools.inter]\ncards = [0]" in out.getvalue()
+    assert "\n[accounts.vision]\nusers = [\"ann\", \"bob\"]" in out.getvalue()

@@ -95,19 +95,19 @@ def test_a_reservation_keeps_its_cards_from_other_users(make_host):
     host = make_host("4x80G")
     me = getpass.getuser()
     made = json.loads(host.gq("reserve", "--cards", "2", "--start", "now", "--duration", "1h",
-                              "--user", "somebody-else", "--name", "deadline", "--json").stdout)
+                              "--user", "nobody", "--name", "deadline", "--json").stdout)
     assert made["gpu_ids"] == [0, 1] and made["state"] == "active"
-    assert made["holder"] == {"kind": "user", "name": "somebody-else"}
+    assert made["holder"] == {"kind": "user", "name": "nobody"}
     gate = host.work / "gate"
     three = host.submit("--gpus", "3", *gated(gate))
     host.wait_reason(three, "Resources")
     why = host.gq("why", str(three)).stdout
-    assert "reserved by an admin for user somebody-else (reservation 1)" in why
+    assert "reserved by an admin for user nobody (reservation 1)" in why
     assert made["end"] in why  # expected to start when the reservation ends
     two = host.submit("--gpus", "2", "--time", "10m", *gated(gate))
     assert host.wait_state(two, "running")["gpu_ids"] == [2, 3]
     listed = host.gq("reserve", "ls").stdout
-    assert "deadline" in listed and "user somebody-else" in listed and me in listed
+    assert "deadline" in listed and "user nobody" in listed and me in listed
     assert host.gq("reserve", "rm", str(made["id"])).stdout.strip() == (
         f"removed reservation {made['id']}")
     assert host.gq("reserve", "ls").stdout.strip() == "no reservations"
@@ -120,7 +120,7 @@ def test_the_holder_runs_on_reserved_cards_and_a_future_window_turns_long_jobs_a
     me = getpass.getuser()
     host.gq("reserve", "--ids", "1", "--start", "now", "--duration", "1h", "--user", me)
     soon = host.gq("reserve", "--ids", "0", "--start", _in(1800), "--duration", "1h",
-                   "--user", "somebody-else", "--json")
+                   "--user", "nobody", "--json")
     assert json.loads(soon.stdout)["state"] == "future"
     gate = host.work / "gate"
     mine = host.submit("--gpus", "2", "--time", "10m", *gated(gate))

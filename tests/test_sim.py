@@ -16,7 +16,8 @@ from gq.policy import Card, Host, SchedulerInput
 from gq.policy.baselines import fifo, greedy
 from gq.sim.cluster import parse_cluster
 from gq.sim.metrics import metrics, percentile, summarize
-from gq.sim.conversion import to_job
+from gq.config_governance import PoolsConfig
+from gq.sim.conversion import host_limits, to_job
 from gq.sim.replay import JobResult, ReplayResult, replay
 from gq.sim.traces import TraceJob, read_trace
 
@@ -167,12 +168,13 @@ def test_slices_share_a_card_and_count_their_share():
 
 
 def test_mapping_of_a_trace_job():
-    j = to_job(tj("x", 5, 100, gpu_fraction=0.25, cpus=300), 7, 2.0, 40 * G, 128)
+    hosts = tuple(host_limits(h, PoolsConfig()) for h in parse_cluster("1x4x80G", 128))
+    j = to_job(tj("x", 5, 100, gpu_fraction=0.25, cpus=300), 7, 2.0, 40 * G, 128, hosts)
     assert (j.id, j.mem, j.cpus, j.time_limit, j.submitted_at) == (7, 10 * G, 128, 200.0, 5)
-    assert to_job(tj("x", 0, 100), 1, 0.0, G, 8).time_limit is None
-    assert to_job(tj("x", 0, 1), 1, 2.0, G, 8).time_limit == 60.0  # at least a minute
-    assert to_job(tj("x", 0, 100, time_limit=30.0), 1, 2.0, G, 8).time_limit == 30.0
-    assert to_job(tj("x", 0, 100, mem=20 * G), 1, 2.0, G, 8).mem == 20 * G
+    assert to_job(tj("x", 0, 100), 1, 0.0, G, 8, hosts).time_limit is None
+    assert to_job(tj("x", 0, 1), 1, 2.0, G, 8, hosts).time_limit == 60.0  # at least a minute
+    assert to_job(tj("x", 0, 100, time_limit=30.0), 1, 2.0, G, 8, hosts).time_limit == 30.0
+    assert to_job(tj("x", 0, 100, mem=20 * G), 1, 2.0, G, 8, hosts).mem == 20 * G
 
 
 def test_jobs_that_fit_no_host_are_dropped_and_a_limit_ends_a_job():

@@ -19,14 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # One host of 3 cards; every time limit is the run time.
 #   P1, P2: pool a (card 0): P2 waits for P1 although cards 1 and 2 are free.
-#   E1: 1-3 cards, at 0: takes what is left, cards 1 and 2 (pool b, the default).
+#   E1: 1-2 cards, at 0: takes what is left, cards 1 and 2 (pool b, the default).
 #   R1: bob's, at 300, 100 s, pool b: card 1 and 2 are reserved for ann from 350 to 450, so
 #       it waits until 450; A1, ann's, at 301, starts at once on the reserved cards.
 TRACE = """\
 job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name,pool,gpus_max
 P1,0,100,1,,cy,normal,1,100s,,a,
 P2,0,100,1,,cy,normal,1,100s,,a,
-E1,0,200,1,,cy,normal,1,200s,,,3
+E1,0,200,1,,cy,normal,1,200s,,,2
 R1,300,100,1,,bob,normal,1,100s,,,
 A1,301,100,2,,ann,normal,1,100s,,,
 """
@@ -79,10 +79,13 @@ def test_the_baselines_keep_pools_and_reservations_too(files):
 
 
 def test_without_the_lab_the_same_trace_ignores_the_rules(files):
+    """...and refuses the jobs naming a pool, as a daemon without pools refuses them."""
     trace, _ = files
     result = replay(read_trace(trace).jobs, parse_cluster("1x3x80G"), "gq", 1.0)
     starts = {j.job_id: j.start for j in result.jobs}
-    assert starts["P2"] == 0 and starts["R1"] == 300
+    assert "P2" not in starts and starts["R1"] == 300
+    assert result.dropped == {"were refused: --pool a: host0 has no pools ([pools.NAME] in "
+                              "config.toml)": 2}
 
 
 def test_gq_sim_config_on_the_command_line(files):
@@ -173,3 +176,26 @@ def test_a_bad_scheduler_setting_in_a_lab_file_is_one_line(tmp_path, text, messa
     err = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--config", str(lab)],
                          capture_output=True, text=True, cwd=ROOT)
     assert (err.returncode, err.stderr) == (2, f"gq: --config {lab}: {message}\n")
+
+
+def test_gq_sim_jobs_writes_each_jobs_start_end_host_and_cards(files, tmp_path):
+    """Issue 26 item 14: a lab file checked on a handful of jobs, job by job."""
+    import csv
+
+    trace, lab = files
+    with open(trace, "a") as f:
+        f.write("X,0,10,1,,cy,normal,1,10s,,gpu9,\n")
+    out = tmp_path / "jobs.csv"
+    subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--cluster", "1x3x80G",
+                    "--config", str(lab), "--time-factor", "1", "--jobs", str(out)],
+                   capture_output=True, text=True, cwd=ROOT, check=True)
+    rows = {r["job_id"]: r for r in csv.DictReader(out.open())}
+    assert {k: float(r["start"]) for k, r in rows.items() if r["start"]} == STARTS
+    assert (rows["P2"]["host"], rows["P2"]["gpu_ids"], rows["P2"]["end"]) == ("host0", "0", "200")
+    assert rows["E1"]["gpu_ids"] == "1 2" and rows["R1"]["wait"] == "150"
+    assert rows["X"]["start"] == "" and rows["X"]["dropped"] == (
+        "refused: --pool gpu9: no such pool on host0 (pools: a, b)")
+    bad = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--jobs",
+                          str(tmp_path / "no" / "jobs.csv")], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr.startswith(f"gq: --jobs {tmp_path / 'no'}")

@@ -122,8 +122,9 @@ def test_the_command_prints_a_table_json_and_prometheus(make_host):
     job = host.submit("--", "true")
     host.wait_ended(job)
     figures = host.call("stats", since=3600)
-    assert set(figures) == {"host", "since", "until", "covered_from", "period_seconds", "gpus",
-                            "utilization", "allocation", "wait_seconds", "jobs_by_state",
+    assert set(figures) == {"host", "since", "until", "covered_from", "period_seconds",
+                            "history_from", "gpus", "utilization", "by_pool", "allocation",
+                            "wait_seconds", "jobs_by_state",
                             "oom", "gpu_hours_by_user", "idle_gpu_hours_by_user", "offenders",
                             "gpu_hours_by_account", "health", "failures"}
     assert figures["jobs_by_state"] == {"completed": 1} and figures["gpus"] == 2

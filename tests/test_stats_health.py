@@ -148,3 +148,14 @@ def test_gq_stats_opens_with_health_and_writes_the_monthly_review(make_host):
                                                "e.g. 2026-05\n")
     later = host.gq("stats", "--month", "--of", f"{now.year + 1}-01", check=False)
     assert later.returncode == 2 and "has not begun" in later.stderr
+
+
+def test_the_review_of_a_month_before_the_history_says_there_are_no_figures(store):
+    """Issue 26 item 9: it printed an empty period and "No offenders: every card held was in
+    use"."""
+    march = datetime(2026, 3, 1, tzinfo=timezone.utc).timestamp()
+    feb = datetime(2026, 2, 1, tzinfo=timezone.utc).timestamp()
+    text = review({**stats(store, march, APRIL), "host": "lab1"},
+                  {**stats(store, feb, march), "host": "lab1"}, "March 2026", "February 2026")
+    assert text == ("# GPU review: March 2026 (lab1)\n\nNo figures for March 2026: this host's "
+                    "history begins 2026-04-02T00:00:00Z.\n")

@@ -318,6 +318,18 @@ def mcp() -> None:
     serve()
 
 
+@app.command("fairshare")
+def fairshare(json: Json = False) -> None:
+    """Fair share, as Slurm's sshare: each account's and user's share, decayed usage and the
+    factor their waiting jobs get, so you can tell why one job goes before another."""
+    found = call("fairshare")
+    if json:
+        return output.print_json(found)
+    from gq.cli.stats_cmd import print_fairshare
+
+    print_fairshare(found)
+
+
 @app.command("top")
 def top(
     interval: Annotated[float, typer.Option("--interval", help="seconds between refreshes",
@@ -380,13 +392,16 @@ def sim(
         "--config", help="the lab's pools, accounts, admin reservations, [scheduler] and "
         "[limits], as in config.toml (docs/sim.md)", metavar="LAB.toml",
         show_default=False)] = None,
+    jobs: Annotated[Optional[str], typer.Option(
+        "--jobs", help="also write each job's start, end, host and cards (and why a job was "
+        "dropped) to this CSV file", metavar="FILE.csv", show_default=False)] = None,
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
     from gq.cli.sim_cmd import run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt, lab)
+                   preempt, lab, jobs)
 # ---- end of gq sim ----
 
 

@@ -42,7 +42,7 @@ def default_file() -> str:
 
 def check_file(path: str | None) -> str:
     """Load a file as a daemon would at start; what to say when it is good."""
-    from gq.config import load_config
+    from gq.config import check_cards, load_config
 
     file = Path(path or default_file())
     if not file.exists():
@@ -50,7 +50,32 @@ def check_file(path: str | None) -> str:
             raise GqError(f"{file}: no such file", 2)
         return f"{file}: absent; the daemon uses the defaults (gq config show)"
     try:
-        load_config(file)
+        config = load_config(file)
+        check_cards(config, host_cards())
     except GqError as e:  # the line and the reason; the file is this command's input
         raise GqError(e.message, 2) from None
     return f"{file}: good"
+
+
+def host_cards() -> list[int]:
+    """This host's cards, as a daemon started here would find them (GQ_SIM_GPUS, else NVML),
+    without starting one."""
+    import os
+
+    from gq.gpu import SIM_ENV
+
+    spec = os.environ.get(SIM_ENV, "").strip()
+    if spec:
+        from gq.gpu.sim import parse_sim_spec
+
+        try:
+            return list(range(len(parse_sim_spec(spec))))
+        except ValueError as e:
+            raise GqError(f"{SIM_ENV}={e}", 2) from None
+    from gq.gpu.nvml import NvmlBackend, NvmlUnavailable
+
+    try:
+        with NvmlBackend() as backend:
+            return [g.index for g in backend.read()]
+    except NvmlUnavailable:  # the daemon would find no cards either
+        return []

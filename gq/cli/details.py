@@ -131,7 +131,12 @@ def print_gpus(cards: list[dict[str, Any]]) -> None:
         name = c["name"] + (" (sim)" if c["simulated"] else "")
         rows.append([str(c["index"]), name, f"{used}/{format_size(c['memory_total'])}",
                      percent(c["utilization"]), jobs or "-", other])
-    print(table(["GPU", "NAME", "MEMORY", "UTIL", "JOBS (id:user:mem)", "OUTSIDE GQ"], rows))
+    headers = ["GPU", "NAME", "MEMORY", "UTIL", "JOBS (id:user:mem)", "OUTSIDE GQ"]
+    if any(c.get("pool") for c in cards):  # a lab with [pools.NAME]: each card's pool
+        headers.insert(1, "POOL")
+        for row, c in zip(rows, cards):
+            row.insert(1, c.get("pool") or "-")
+    print(table(headers, rows))
 
 
 def print_slurm_nodes(nodes: list[dict[str, Any]]) -> None:

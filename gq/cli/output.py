@@ -55,7 +55,8 @@ def job_rows(
             if j.get("failure"):  # why it failed (docs/triage.md)
                 where = f"{where}: {j['failure']}" if where else j["failure"]
         rows.append([
-            str(j["id"]), j["name"][:24], j["user"], j["state"], j["priority"], gpus_text(j),
+            str(j["id"]), j["name"][:24], j["user"], j["state"],
+            "interactive" if j.get("interactive") else j["priority"], gpus_text(j),
             format_size(j["mem"]) if j["mem"] else ("whole" if j["gpus"] else "-"),
             str(j["cpus"]), job_time(j), where,
         ])
@@ -73,5 +74,9 @@ def echo_err(message: str) -> None:
 
 
 def gpus_text(job: dict) -> str:
-    """'2', or an elastic range '2-4' (what it got is in its gpu ids)."""
-    return f"{job['gpus']}-{job['gpus_max']}" if job.get("gpus_max") else str(job["gpus"])
+    """'2', or an elastic range '2-4', or what a running one holds, '3 (2-4)'."""
+    if not job.get("gpus_max"):
+        return str(job["gpus"])
+    asked = f"{job['gpus']}-{job['gpus_max']}"
+    held = job.get("gpu_ids") if job["state"] in ("running", "preempting") else None
+    return f"{len(held)} ({asked})" if held else asked

@@ -76,10 +76,11 @@ def reserve(
 
 @reserve_app.command("ls")
 def reserve_ls(
-    all: Annotated[bool, typer.Option("--all", "-a", help="also those that have ended")] = False,
+    all: Annotated[bool, typer.Option("--all", "-a", help="also those that have ended or were "
+                                      "removed: the record of every reservation")] = False,
     json: Annotated[bool, typer.Option("--json", help="print JSON (a stable schema)")] = False,
 ) -> None:
-    """The reservations that have not ended (all of them with --all)."""
+    """The reservations that have not ended (every one ever made with --all)."""
     rows = call("reservations", all=all)
     if json:
         return output.print_json(rows)
@@ -89,7 +90,9 @@ def reserve_ls(
     print(output.table(["ID", "GPUS", "HOLDER", "START", "END", "STATE", "NAME", "BY"], [
         [str(r["id"]), ",".join(map(str, r["gpu_ids"])),
          f"{r['holder']['kind']} {r['holder']['name']}", r["start"], r["end"], r["state"],
-         r["name"] or "-", r["created_by"]] for r in rows]))
+         r["name"] or "-", r["created_by"] + (f", removed by {r['removed_by']}"
+                                               if r.get("removed_by") else "")]
+        for r in rows]))
 
 
 @reserve_app.command("rm")

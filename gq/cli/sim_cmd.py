@@ -16,7 +16,8 @@ POLICY_CHOICES = ("gq", "fifo", "greedy", "all")
 
 def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
             time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool,
-            preempt: str | None = None, lab_file: str | None = None) -> int:
+            preempt: str | None = None, lab_file: str | None = None,
+            jobs_file: str | None = None) -> int:
     from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
     from gq.sim.lab import Lab, read_lab
     from gq.sim.metrics import metrics
@@ -45,17 +46,61 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
     except ValueError as e:
         raise BadInput(str(e)) from None
     names = list(POLICIES) if policy == "all" else [policy]
-    results = [metrics(replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab))
+    out = None if jobs_file is None else open_jobs_file(jobs_file)
+    replays = [replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab)
                for name in names]
+    if out is not None:
+        with out:
+            write_jobs(out, replays)
+    results = [metrics(r) for r in replays]
     if as_json:
         from gq.cli.output import print_json
 
         print_json(results if len(results) > 1 else results[0])
         return 0
     print(f"{source}: {len(jobs)} jobs on {describe_cluster(hosts)}, time limits "
-          + (f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)"))
+          + limits_text(jobs, time_factor))
     print_tables(results)
     return 0
+
+
+JOB_COLUMNS = ["policy", "job_id", "user", "tier", "gpus", "submit", "start", "end", "wait",
+               "host", "gpu_ids", "timed_out", "preemptions", "dropped"]
+
+
+def open_jobs_file(path: str):
+    """--jobs FILE.csv, opened before the replay so that a bad path fails at once."""
+    try:
+        return open(path, "w", newline="")
+    except OSError as e:
+        raise BadInput(f"--jobs {path}: {e.strerror or e}") from None
+
+
+def write_jobs(out, replays: list) -> None:
+    """Each job of each replay: its times (seconds from the start of the trace), host and
+    cards; a dropped job with why, and nothing else."""
+    import csv
+
+    writer = csv.writer(out)
+    writer.writerow(JOB_COLUMNS)
+    for r in replays:
+        for j in sorted(r.jobs, key=lambda j: (j.submit, j.start)):
+            writer.writerow([r.policy, j.job_id, j.user, str(j.tier), j.gpus, f"{j.submit:g}",
+                             f"{j.start:g}", f"{j.end:g}", f"{j.wait:g}", j.host,
+                             " ".join(map(str, j.gpu_ids)), str(j.timed_out).lower(),
+                             j.preemptions, ""])
+        for job_id, why in r.dropped_jobs:
+            writer.writerow([r.policy, job_id] + [""] * (len(JOB_COLUMNS) - 3)
+                            + [why.removeprefix("were ")])
+
+
+def limits_text(jobs: list, time_factor: float) -> str:
+    """Where the replay's time limits come from: the trace's rows, or --time-factor."""
+    given = sum(1 for j in jobs if j.time_limit is not None)
+    assumed = f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)"
+    if jobs and given == len(jobs):
+        return "as each row gives"
+    return f"as rows give, else {assumed}" if given else assumed
 
 
 def preemption_of(tiers: str | None):

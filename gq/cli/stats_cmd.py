@@ -64,6 +64,11 @@ def print_stats(s: dict[str, Any]) -> None:
     print("\n" + table(["TIER", "STARTED", "MEAN WAIT", "P50", "P95"], [
         [t, str(w["jobs"]), _secs(w["mean"]), _secs(w["p50"]), _secs(w["p95"])]
         for t, w in s["wait_seconds"].items()]))
+    if s.get("by_pool"):
+        print("\n" + table(["POOL", "GPUS", "UTIL", "STARTED", "MEAN WAIT", "P50", "P95"], [
+            [name, ",".join(map(str, p["gpus"])) or "-", _pct(p["utilization"]),
+             str(p["waits"]["jobs"]), _secs(p["waits"]["mean"]), _secs(p["waits"]["p50"]),
+             _secs(p["waits"]["p95"])] for name, p in s["by_pool"].items()]))
     ended = ", ".join(f"{k} {v}" for k, v in s["jobs_by_state"].items()) or "none"
     print(f"\nended jobs: {ended}")
     if len(s["gpu_hours_by_account"]) > 1 or NO_ACCOUNT not in s["gpu_hours_by_account"]:
@@ -167,3 +172,28 @@ def monthly(of: str | None) -> str:
     this = call("stats", start=start, until=end)
     last = call("stats", start=before, until=start)
     return review(this, last, name, last_name)
+
+
+def print_fairshare(found: dict[str, Any]) -> None:
+    """`gq fairshare` as a table: an account's row, then its users' rows. A user in no
+    configured account is an account of their own, marked (own)."""
+
+    def part(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1%}"
+
+    rows = []
+    for a in found["accounts"]:
+        name = a["account"] if a["configured"] else f"{a['account']} (own)"
+        rows.append([name, "", f"{a['share']:g}", part(a["norm_share"]),
+                     f"{a['usage_card_hours']:.1f}", part(a["norm_usage"]), "",
+                     f"{a['factor']:.3f}"])
+        rows += [["", u["user"], "", "", f"{u['usage_card_hours']:.1f}", part(u["norm_usage"]),
+                  part(u["effective_usage"]), f"{u['factor']:.3f}"] for u in a["users"]]
+    if not rows:
+        print("no usage yet: every job's fair-share factor is 1")
+        return
+    print(table(["ACCOUNT", "USER", "SHARE", "NORM_SHARE", "CARD_HOURS", "USAGE",
+                 "EFFECTIVE_USAGE", "FAIRSHARE"], rows))
+    print(f"\nUsage decays by half every {format_duration(found['half_life'])}. A user's factor "
+          "is 2^-(effective usage / fair share);\nit is the fair-share part of a waiting job's "
+          "score (gq show ID --json: score).")

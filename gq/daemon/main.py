@@ -56,7 +56,7 @@ def bind_socket(layout: Layout) -> socket.socket:
 def run(home: Path | None, system: bool = False) -> int:
     """`gq daemon run [--system]`: serve in the foreground until SIGTERM/SIGINT or `gq daemon
     stop`."""
-    from gq.config import load_config
+    from gq.config import check_cards, load_config
     from gq.daemon.core import Daemon
     from gq.daemon.server import serve
     from gq.gpu import open_backend
@@ -83,6 +83,8 @@ def run(home: Path | None, system: bool = False) -> int:
         backend = open_backend(home)
     except ValueError as e:
         raise GqError(str(e), 2) from None
+    # A pool naming a card this host lacks: refused, as `gq config check` refuses it.
+    check_cards(config, [g.index for g in backend.read()])
     sock = bind_socket(layout)
     daemon = Daemon(layout, config, backend, socket.gethostname())
     cards = ", ".join(f"{g.index}:{g.name}" for g in daemon.cards) or "none"

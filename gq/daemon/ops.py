@@ -18,7 +18,9 @@ from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
-from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
+from gq.daemon.telemetry_ops import (  # noqa: F401
+    op_fairshare, op_offenders, op_samples, op_stats, usage_json,
+)
 from gq.daemon.views import (
     brief_json, failure_json, failure_text, gpu_json, job_json, why_sentence,
 )
@@ -348,6 +350,9 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     holding = daemon.store.holding_jobs()
     hide = not daemon.authority.sees_all(caller)  # others' jobs: how much, not whose
     out = []
+    pools = daemon.config.pools.for_cards([g.index for g in daemon.cards]).cards
+    pool_of = {g.index: ",".join(sorted(n for n, cards in pools.items() if g.index in cards))
+               or None for g in daemon.cards}  # a card may be in several pools
     for card in daemon.cards:
         used = _held_by_jobs(daemon, card)
         on_card = [
@@ -362,6 +367,7 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
             if card.index in j.gpu_ids
         ]
         out.append(gpu_json(card, on_card, daemon.external.get(card.index)))
+        out[-1]["pool"] = pool_of.get(card.index)  # None: no pools configured
     return out
 
 

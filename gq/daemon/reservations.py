@@ -3,17 +3,23 @@ they become for the scheduling pass (gq/policy/windows.py)."""
 
 from __future__ import annotations
 
+import grp
+import logging
+import pwd
 import time
 from typing import TYPE_CHECKING, Any
 
 from gq.daemon.admins import group_members, require_admin
 from gq.daemon.submission import Caller
+from gq.lab_rules import Held, check_account, check_reservation
 from gq.policy.windows import Window
 from gq.protocol import BadInput
 from gq.units import format_duration, iso
 
 if TYPE_CHECKING:
     from gq.daemon.core import Daemon
+
+log = logging.getLogger("gq.daemon")
 
 HOLDER_KINDS = ("user", "group", "account")
 MEMBERS_TTL = 30.0  # seconds a group's members are trusted: `usermod -aG` counts this soon
@@ -47,9 +53,11 @@ def reservation_json(row: dict[str, Any], now: float) -> dict[str, Any]:
             "start": iso(row["start"]), "end": iso(row["end"]),
             "duration": row["end"] - row["start"],
             "holder": {"kind": row["holder_kind"], "name": row["holder"]},
-            "state": ("active" if row["start"] <= now < row["end"]
+            "state": ("removed" if row.get("removed_at") is not None
+                      else "active" if row["start"] <= now < row["end"]
                       else "ended" if row["end"] <= now else "future"),
-            "created_by": row["created_by"], "created_at": iso(row["created_at"])}
+            "created_by": row["created_by"], "created_at": iso(row["created_at"]),
+            "removed_by": row.get("removed_by"), "removed_at": iso(row.get("removed_at"))}
 
 
 def _number(args: dict, key: str, flag: str) -> float:
@@ -59,13 +67,29 @@ def _number(args: dict, key: str, flag: str) -> float:
     return float(value)
 
 
-def _holder(args: dict) -> tuple[str, str]:
+def _holder(daemon: Daemon, args: dict) -> tuple[str, str]:
+    """The one user, group or account the cards are kept for; it must exist, or the cards
+    would be held for nobody for the whole window."""
     given = [(k, args[k]) for k in HOLDER_KINDS if args.get(k)]
-    if len(given) != 1:
+    if len(given) > 1:
+        raise BadInput(f"{' and '.join('--' + k for k, _ in given)}: a reservation has one "
+                       "holder; give only one of them")
+    if not given:
         raise BadInput("give the reservation's holder: one of --user, --group or --account")
     kind, name = given[0]
     if not isinstance(name, str) or any(c.isspace() for c in name):
         raise BadInput(f"--{kind} {name!r}: expected a name")
+    try:
+        if kind == "user":
+            pwd.getpwnam(name)
+        elif kind == "group":
+            grp.getgrnam(name)
+        else:
+            check_account(name, daemon.config.accounts.members.values())
+    except KeyError:
+        raise BadInput(f"--{kind} {name}: no such {kind} on this host") from None
+    except ValueError as e:
+        raise BadInput(f"--account {e}") from None
     return kind, name
 
 
@@ -74,17 +98,14 @@ def pick_cards(daemon: Daemon, count: int | None, ids: list[int] | None, pool: s
     """The cards to reserve: those named, or `count` cards of the pool (default: any card)
     that no other reservation holds over [start, end), lowest index first."""
     present = sorted(g.index for g in daemon.cards)
-    taken: dict[int, int] = {}
-    for r in daemon.store.reservations.ending_after(start):
-        if r["start"] < end:
-            taken.update({c: r["id"] for c in r["cards"]})
+    held = [Held(r["id"], frozenset(r["cards"]), r["start"], r["end"])
+            for r in daemon.store.reservations.ending_after(start)]
+    taken = {c for h in held if h.clashes(h.cards, start, end) for c in h.cards}
     if ids is not None:
-        for i in ids:
-            if i not in present:
-                raise BadInput(f"--ids: card {i} does not exist here (cards: "
-                               f"{','.join(map(str, present)) or 'none'})")
-            if i in taken:
-                raise BadInput(f"--ids: card {i} is in reservation {taken[i]} at that time")
+        try:
+            check_reservation(ids, start, end, present, held)
+        except ValueError as e:
+            raise BadInput(f"--ids: {e}") from None
         if count is not None and count != len(ids):
             raise BadInput(f"--cards {count} and --ids name {len(ids)} cards: give one of them")
         return sorted(ids)
@@ -114,9 +135,7 @@ def op_reserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
     if end <= now:
         raise BadInput(f"--start {iso(start)} --duration {format_duration(duration)}: that "
                        "window is already over")
-    kind, name = _holder(args)
-    if kind == "account" and name not in set(daemon.config.accounts.members.values()):
-        raise BadInput(f"--account {name}: no such account in [accounts] of config.toml")
+    kind, name = _holder(daemon, args)
     count, ids = args.get("cards"), args.get("ids")
     if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
         raise BadInput("--cards: expected a whole number")
@@ -128,14 +147,18 @@ def op_reserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
         raise BadInput("--name: at most 64 printable characters")
     cards = pick_cards(daemon, count, ids, args.get("pool"), start, end)
     rid = daemon.store.reservations.add(cards, start, end, kind, name, label, caller.user, now)
+    log.info("reservation %s made by %s: GPU %s for %s %s, %s to %s%s", rid, caller.user,
+             ",".join(map(str, cards)), kind, name, iso(start), iso(end),
+             f" ({label})" if label else "")
     daemon.request_pass()
     return reservation_json(daemon.store.reservations.get(rid), now)
 
 
 def op_reservations(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     now = daemon.clock()
-    since = now if not args.get("all") else float("-inf")
-    return [reservation_json(r, now) for r in daemon.store.reservations.ending_after(since)]
+    rows = (daemon.store.reservations.record() if args.get("all")
+            else daemon.store.reservations.ending_after(now))
+    return [reservation_json(r, now) for r in rows]
 
 
 def op_unreserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
@@ -144,7 +167,12 @@ def op_unreserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
     if isinstance(rid, bool) or not isinstance(rid, int):
         raise BadInput(f"reservation id {rid!r}: expected a number (see gq reserve ls)")
     row = daemon.store.reservations.get(rid)
-    if row is None or not daemon.store.reservations.remove(rid):
-        raise BadInput(f"reservation {rid}: no such reservation")
+    if row is not None and row["removed_at"] is not None:
+        raise BadInput(f"reservation {rid}: removed already, by {row['removed_by']}")
+    if row is None or not daemon.store.reservations.remove(rid, caller.user, daemon.clock()):
+        raise BadInput(f"reservation {rid}: no such reservation (see gq reserve ls --all)")
+    log.info("reservation %s removed by %s: GPU %s for %s %s, %s to %s", rid, caller.user,
+             ",".join(map(str, row["cards"])), row["holder_kind"], row["holder"],
+             iso(row["start"]), iso(row["end"]))
     daemon.request_pass()
-    return reservation_json(row, daemon.clock())
+    return reservation_json(daemon.store.reservations.get(rid), daemon.clock())

@@ -118,6 +118,8 @@ def op_stats(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
         running=[j for j in daemon.store.holding_jobs() if j.started_at is not None],
         interval=max(config.telemetry.interval, config.tick),
         idle_util={t: config.offenders.rules(t).idle_util for t in ("high", "normal", "low")},
+        pools=config.pools.for_cards([g.index for g in daemon.cards]).cards,
+        default_pool=config.pools.default_name(),
     )
     return {"host": daemon.hostname, **lab_stats(daemon.store, inp)}
 
@@ -146,3 +148,21 @@ def usage_json(daemon: Daemon, job: Job) -> dict[str, Any] | None:
         return None
     return {"run": "last", "peak_mem_by_gpu": json.loads(row["peaks"] or "{}"),
             "util_mean": row["util_mean"], "samples": None}
+
+
+def op_fairshare(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
+    """`gq fairshare`: each account's and user's share, decayed usage and factor, as the
+    scheduling pass uses them (gq/policy/accounts.py). With [access] queue = "own", a user who
+    is not an admin sees the accounts' figures, and of the users only themself."""
+    from gq.policy.accounts import share_report
+
+    daemon.refresh_usage()  # at most once a minute, as for the scheduling pass
+    rows = share_report(daemon.usage, daemon.config.accounts)
+    if not daemon.authority.sees_all(caller):
+        for row in rows:
+            row["users"] = [u for u in row["users"] if u["user"] == caller.user]
+    for row in rows:
+        for item in (row, *row["users"]):
+            item["usage_card_hours"] = round(item.pop("usage_card_seconds") / 3600, 3)
+    return {"half_life": daemon.config.fairshare.half_life,
+            "weight_fairshare": daemon.config.fairshare.weight_fairshare, "accounts": rows}

@@ -58,7 +58,7 @@ def failure_json(job: Job) -> dict[str, Any]:
 # listing of thousands of queued jobs costs no command lines and environments.
 BRIEF_FIELDS = (
     "id name user state reason priority gpus mem cpus submitted_at started_at ended_at "
-    "exit_code gpu_ids"
+    "exit_code gpu_ids gpus_max interactive"
 ).split()
 
 
@@ -104,6 +104,13 @@ def describe_need(job: Job) -> str:
     return ", ".join(parts)
 
 
+def _limit_setting(shortfall: str) -> str:
+    """Where the limit a shortfall names is set: an account's own table, or [limits]."""
+    if shortfall.startswith("account "):  # gq/policy/quotas.py: "account NAME may hold ..."
+        return f"[accounts.{shortfall.split()[1]}]"
+    return "[limits]"
+
+
 def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | None = None,
                  max_requeues: int | None = None) -> str:
     """From the last scheduling pass: `shortfall`, what keeps a waiting job; `forecast`, its
@@ -124,7 +131,7 @@ def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | No
         elif job.reason == Reason.PRIORITY and shortfall:
             text = f"it would fit now, but only in {shortfall}"
         elif job.reason == Reason.QUOTA_LIMIT and shortfall:
-            text = f"{shortfall} ([limits] in config.toml)"
+            text = f"{shortfall} ({_limit_setting(shortfall)} in config.toml)"
         if forecast is not None:
             cards = ",".join(map(str, forecast.gpu_ids)) or "no GPU"
             text += (f". Expected to start by {iso(forecast.start)} (GPU {cards} reserved), "

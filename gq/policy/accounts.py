@@ -101,3 +101,38 @@ def share_factors(usage: dict[str, float], accounts: Accounts) -> ShareFactors:
             users[u] = 2.0 ** (-effective / (fair_account / n))
         newcomers[account] = 2.0 ** (-used / fair_account)
     return ShareFactors(users, newcomers, accounts)
+
+
+def share_report(usage: dict[str, float], accounts: Accounts) -> list[dict]:
+    """What `gq fairshare` shows, as Slurm's sshare does: per account, and per user within it,
+    the share, the decayed usage (card-seconds, and as a part of all usage: raw, and effective
+    as the module docstring defines it) and the factor the scheduling pass gives (from
+    share_factors: the same numbers). Configured accounts without usage are listed too."""
+    factors = share_factors(usage, accounts)
+    total = sum(usage.values())
+    part = (lambda v: v / total) if total > 0 else (lambda v: 0.0)
+    members: dict[str, set[str]] = {a: set() for a in accounts.shares}
+    for user, account in accounts.members.items():
+        members.setdefault(account, set()).add(user)
+    for user in usage:
+        members.setdefault(accounts.of(user), set()).add(user)
+    with_usage = {accounts.of(u) for u in usage}
+    shares = sum(accounts.share(a) for a in with_usage)
+    configured = set(accounts.members.values()) | set(accounts.shares)
+    out = []
+    for account in sorted(members):
+        users = sorted(members[account])
+        used = part(sum(usage.get(u, 0.0) for u in users))
+        active = sum(1 for u in users if u in usage)
+        out.append({
+            "account": account, "configured": account in configured,
+            "share": accounts.share(account),
+            "norm_share": accounts.share(account) / shares if account in with_usage else None,
+            "usage_card_seconds": sum(usage.get(u, 0.0) for u in users), "norm_usage": used,
+            "factor": factors.newcomers.get(account, 1.0),
+            "users": [{"user": u, "usage_card_seconds": usage.get(u, 0.0),
+                       "norm_usage": part(usage.get(u, 0.0)),
+                       "effective_usage": (part(usage[u]) + (used - part(usage[u])) / active
+                                           if u in usage else None),
+                       "factor": factors.of(u)} for u in users]})
+    return out

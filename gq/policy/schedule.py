@@ -144,7 +144,7 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
             plan.shortfalls[job.id] = short
             if explain and kept_by:
                 plan.shortfalls[job.id] = _kept_note(job, hosts, inp.pools.allowed(job),
-                                                     kept_by, short)
+                                                     kept_by, short, inp.now)
             if len(reservations) < inp.max_reservations:
                 mine = tuple(w for w in windows if job.user not in w.users)
                 r = _earliest_reservation(job, hosts, inp.now, inp.pools.allowed(job), mine,
@@ -187,15 +187,22 @@ def allowed_cards(inp: SchedulerInput, job: Job, host: Host) -> frozenset[int] |
 
 
 def _kept_note(job: Job, hosts: list[_HostState], pool: frozenset[int] | None,
-               kept_by: tuple[Window, ...], short: str | None) -> str | None:
-    """What is short, or, when the job would fit but for admin reservations, which ones."""
+               kept_by: tuple[Window, ...], short: str | None, now: float) -> str | None:
+    """What is short, or, when the job would fit but for admin reservations, the ones that
+    keep it: those on cards of its pool. Advice to shorten --time only while none is open
+    (an open window keeps its cards whatever the job's limit)."""
     if all(state.capacity.fit(job, pool)[0] is None for state in hosts):
         return short
-    w = kept_by[0]
-    others = f" (and {len(kept_by) - 1} more)" if len(kept_by) > 1 else ""
-    return (f"cards reserved by an admin for {w.holder or 'others'} (reservation {w.id}"
-            f"{others}), which it would still hold when the reservation begins: a shorter "
-            "--time may let it finish before")
+    keeping = [w for w in kept_by if any(w.on(state.host.name) and (
+        pool is None or w.cards & pool) for state in hosts)]
+    if not keeping:
+        return short
+    held = " and ".join(f"for {w.holder or 'others'} (reservation {w.id})" for w in keeping)
+    if any(w.start <= now for w in keeping):
+        return (f"cards reserved by an admin {held}, open now: no other job starts on them "
+                "until it ends")
+    return (f"cards reserved by an admin {held}, which it would still hold when the "
+            "reservation begins: a shorter --time may let it finish before")
 
 
 def _nothing_else_can_start(inp: SchedulerInput, hosts: list[_HostState], reservations: list,

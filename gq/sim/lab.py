@@ -24,6 +24,7 @@ from typing import Any
 
 from gq.config import Config, apply_scheduler
 from gq.config_governance import PoolsConfig, parse_accounts, parse_pools
+from gq.lab_rules import Held, check_account, check_pool_cards, check_reservation
 from gq.policy.fairshare import FairShareConfig
 from gq.policy.quotas import Limits
 from gq.policy.accounts import Accounts
@@ -63,10 +64,17 @@ def read_lab(path: str | Path, hosts: tuple[Host, ...]) -> Lab:
             raise ValueError(f"unknown setting {', '.join(f'[{k}]' for k in sorted(unknown))} "
                              "(a lab file has [pools.NAME], [accounts.NAME], [[reservations]], "
                              "[scheduler], [limits])")
+        pools = parse_pools(data.get("pools", {}))
+        for host in hosts:  # the daemon of each host checks its pools so (gq/lab_rules.py)
+            check_pool_cards(pools, [c.index for c in host.cards], host.name)
         accounts = parse_accounts(data.get("accounts", {}))
-        windows = tuple(_window(n, entry, accounts, hosts)
-                        for n, entry in enumerate(data.get("reservations", []), start=1))
-        return Lab(parse_pools(data.get("pools", {})), accounts, windows, _scheduler(data))
+        entries = data.get("reservations", [])
+        if not isinstance(entries, list):
+            raise ValueError("[[reservations]]: expected tables, each [[reservations]]")
+        windows: list[Window] = []
+        for n, entry in enumerate(entries, start=1):
+            windows.append(_window(n, entry, accounts, hosts, windows))
+        return Lab(pools, accounts, tuple(windows), _scheduler(data))
     except (ValueError, TypeError) as e:
         raise ValueError(f"--config {path}: {e}") from None
 
@@ -95,7 +103,9 @@ def _scheduler(data: dict) -> SchedulerSettings | None:
                              config.limits if "limits" in data else None)
 
 
-def _window(n: int, entry: Any, accounts: Accounts, hosts: tuple[Host, ...]) -> Window:
+def _window(n: int, entry: Any, accounts: Accounts, hosts: tuple[Host, ...],
+            before: list[Window]) -> Window:
+    """One [[reservations]] table, checked as the daemon checks `gq reserve`."""
     where = f"[[reservations]] {n}"
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected a table")
@@ -121,6 +131,20 @@ def _window(n: int, entry: Any, accounts: Accounts, hosts: tuple[Host, ...]) -> 
     if len(holders) != 1:
         raise ValueError(f"{where}: give its holder: one of user, users or account")
     kind = holders[0]
+    start, end = times["start"], times["start"] + times["duration"]
+    held = [Held(w.id, w.cards, w.start, w.end, w.host) for w in before]
+    for h in hosts:
+        if not host or h.name == host:
+            try:
+                check_reservation(cards, start, end, [c.index for c in h.cards], held, h.name,
+                                  h.name)
+            except ValueError as e:
+                raise ValueError(f"{where} cards: {e}") from None
+    if kind == "account":
+        try:
+            check_account(str(entry["account"]), accounts.members.values())
+        except ValueError as e:
+            raise ValueError(f"{where} account = {e}") from None
     if kind == "user":
         users = frozenset({str(entry["user"])})
     elif kind == "users":
@@ -128,5 +152,4 @@ def _window(n: int, entry: Any, accounts: Accounts, hosts: tuple[Host, ...]) -> 
     else:
         users = frozenset(u for u, a in accounts.members.items() if a == entry["account"])
     holder = f"{'user' if kind != 'account' else 'account'} {entry[kind]}"
-    return Window(n, frozenset(cards), times["start"], times["start"] + times["duration"], users,
-                  host=host, holder=holder)
+    return Window(n, frozenset(cards), start, end, users, host=host, holder=holder)

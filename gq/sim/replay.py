@@ -56,7 +56,8 @@ from gq.policy.queue import shape as shape_of
 from gq.policy.accounts import dominant_weight
 from gq.policy.quotas import UserLimits
 from gq.policy.schedule import allowed_cards
-from gq.sim.conversion import check_fits, to_job
+from gq.protocol import BadInput
+from gq.sim.conversion import check_fits, host_limits, to_job
 from gq.sim.lab import Lab
 from gq.sim.traces import TraceJob
 from gq.sim.usage import UsageGrid
@@ -109,6 +110,7 @@ class JobResult:
     # its runs (None: end - start, a single run). `start` is its first start.
     preemptions: int = 0
     held: float | None = None
+    gpu_ids: tuple[int, ...] = ()  # the cards of its last run
 
     @property
     def held_seconds(self) -> float:
@@ -129,6 +131,7 @@ class ReplayResult:
     hosts: tuple[Host, ...]
     jobs: list[JobResult]
     dropped: dict[str, int] = field(default_factory=dict)  # why -> how many
+    dropped_jobs: list[tuple[str, str]] = field(default_factory=list)  # (trace job id, why)
     unfinished: int = 0  # jobs still waiting when no event was left (a policy that deadlocks)
     passes: int = 0  # scheduling passes run
     skipped_passes: int = 0  # event times at which no pending job fitted anywhere
@@ -194,6 +197,7 @@ class _Replay:
                  limits, usage_refresh, max_wall_s, skip_idle_passes, preemption, lab):
         self.hosts = tuple(hosts)
         self.pools = lab.pools_on(self.hosts)
+        self.lab_pools = lab.pools
         self.windows = lab.windows
         self.accounts = lab.accounts
         self.policy_name = policy
@@ -235,13 +239,17 @@ class _Replay:
             if any(h.cards for h in self.hosts) else 0
         most_cpus = max(h.cpus for h in self.hosts)
         empty = [Capacity(h, []) for h in self.hosts]
+        limits = tuple(host_limits(h, self.lab_pools) for h in self.hosts)
         jobs = []
         for n, tj in enumerate(trace_jobs, start=1):
-            job = to_job(tj, n, time_factor, smallest_card, most_cpus)
+            try:
+                job = to_job(tj, n, time_factor, smallest_card, most_cpus, limits)
+            except BadInput as e:  # as the daemon refuses it: say so, once per reason
+                self.drop(tj, f"were refused: {e.message}")
+                continue
             fits = [cap.fit(job, self.pools.allowed(job)) for cap in empty]
             if all(cards is None for cards, _ in fits):
-                why = f"fit no empty host: {fits[0][1]}"
-                self.result.dropped[why] = self.result.dropped.get(why, 0) + 1
+                self.drop(tj, f"fit no empty host: {fits[0][1]}")
                 continue
             limit = job.time_limit
             self.run_time[job.id] = tj.duration if limit is None else min(tj.duration, limit)
@@ -251,6 +259,10 @@ class _Replay:
             self.trace_ids[job.id] = tj
             jobs.append(job)
         return jobs
+
+    def drop(self, tj: TraceJob, why: str) -> None:
+        self.result.dropped[why] = self.result.dropped.get(why, 0) + 1
+        self.result.dropped_jobs.append((tj.job_id, why))
 
     # ---- the event loop -------------------------------------------------------------------
 
@@ -317,7 +329,7 @@ class _Replay:
             tj.job_id, job.user, job.priority, job.gpus_held, weight, job.submitted_at,
             self.first_start[job.id], now, job.host,
             timed_out=self.run_time[job.id] < tj.duration, preemptions=job.restarts,
-            held=self.held[job.id] if job.restarts else None))
+            held=self.held[job.id] if job.restarts else None, gpu_ids=tuple(job.gpu_ids)))
 
     def could_preempt(self, now: float) -> bool:
         """Whether a pass could preempt: some job waits in a higher tier than a running,

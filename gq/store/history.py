@@ -25,12 +25,12 @@ class History:
             [since, until]))
 
     def first_starts(self, since: float, until: float) -> list[dict[str, Any]]:
-        """Jobs whose first run began in [since, until): id, priority, submitted_at,
-        first_start. The first run is the earliest recorded one, or the current one."""
+        """Jobs whose first run began in [since, until): id, priority, submitted_at, pool,
+        gpus, first_start. The first run is the earliest recorded one, or the current one."""
         return list(self.db.query(
             """
             SELECT * FROM (
-                SELECT j.id, j.priority, j.submitted_at,
+                SELECT j.id, j.priority, j.submitted_at, j.pool, j.gpus,
                        min(coalesce(r.first, j.started_at), coalesce(j.started_at, r.first))
                            AS first_start
                 FROM jobs j LEFT JOIN (SELECT job_id, min(started_at) AS first FROM runs

@@ -22,9 +22,12 @@ class Reservations:
                  created_at])
         return int(cursor.lastrowid)
 
-    def remove(self, reservation_id: int) -> bool:
+    def remove(self, reservation_id: int, by: str, at: float) -> bool:
+        """Mark it removed (kept for the record); False if there is none, or it was already."""
         with self.db.atomic():
-            cursor = self.db.execute("DELETE FROM reservations WHERE id = ?", [reservation_id])
+            cursor = self.db.execute(
+                "UPDATE reservations SET removed_at = ?, removed_by = ? "
+                "WHERE id = ? AND removed_at IS NULL", [at, by, reservation_id])
         return cursor.rowcount > 0
 
     def get(self, reservation_id: int) -> dict[str, Any] | None:
@@ -33,9 +36,14 @@ class Reservations:
         return rows[0] if rows else None
 
     def ending_after(self, at: float) -> list[dict[str, Any]]:
-        """The reservations not over by `at`, soonest first."""
+        """The reservations not over by `at` and not removed, soonest first."""
         return [_decoded(r) for r in self.db.query(
-            "SELECT * FROM reservations WHERE end > ? ORDER BY start, id", [at])]
+            "SELECT * FROM reservations WHERE end > ? AND removed_at IS NULL "
+            "ORDER BY start, id", [at])]
+
+    def record(self) -> list[dict[str, Any]]:
+        """Every reservation ever made, removed and past ones included, in the order made."""
+        return [_decoded(r) for r in self.db.query("SELECT * FROM reservations ORDER BY id")]
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:

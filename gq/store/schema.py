@@ -334,3 +334,11 @@ def m013_failures(db: Database) -> None:
     db.execute("ALTER TABLE jobs ADD COLUMN failure TEXT")
     db.execute("ALTER TABLE jobs ADD COLUMN failure_evidence TEXT NOT NULL DEFAULT '[]'")
     db.execute("ALTER TABLE runs ADD COLUMN failure TEXT")
+
+
+@migrations()
+def m014_reservation_record(db: Database) -> None:
+    # `gq reserve rm` marks a reservation removed instead of deleting it, so that `gq reserve
+    # ls --all` is a record of every reservation made (docs/governance.md).
+    db.execute("ALTER TABLE reservations ADD COLUMN removed_at REAL")
+    db.execute("ALTER TABLE reservations ADD COLUMN removed_by TEXT")
