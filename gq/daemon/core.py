@@ -116,12 +116,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.supervisor.forget_finished()
         self.read_cards()
         self.refresh_usage()
-        for job_id in list(self.unadopted):
-            try:
-                self.settle(self.store.get_job(job_id))
-            except Exception:  # e.g. a full disk: this job waits, the others go on
-                log.exception("job %s: recording its end failed; the next tick tries again",
-                              job_id)
+        for job_id in list(self.unadopted):  # a failure (a full disk) waits for the next tick
+            self.settle_or_retry(job_id)
         self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
         self.enforce_time_limits()
         self.telemetry.maintain(self.clock())
@@ -338,14 +334,10 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         if self.loop is not None:
             self.loop.remove_reader(shim.pidfd)
         self.supervisor.release(shim)
-        try:
-            with self.store.relaxed():
-                self.finish(job_id, self.supervisor.exit_record(job_id))
-        except Exception:  # e.g. a full disk: the exit record stays, a tick settles it
-            log.exception("job %s: recording its end failed; the next tick tries again", job_id)
-            self.unadopted.add(job_id)
-            return
-        self.request_pass(freed=True)
+        with self.store.relaxed():
+            self.settle_or_retry(job_id)  # a failure (a full disk): the next tick tries again
+        if job_id not in self.unadopted:
+            self.request_pass(freed=True)
 
     def charge(self, job: Job) -> float:
         """What the job costs in fair share while it runs: its dominant share of the host."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from gq.daemon.diskfull import is_disk_full
 from gq.daemon.supervisor import RunStatus
 from gq.model import Job, JobState
 
@@ -22,22 +23,37 @@ class Recovery:
 
     def _recover_holding(self) -> None:
         for job in self.store.holding_jobs():
-            self.settle(job)
+            self.settle_or_retry(job.id)
+
+    def settle_or_retry(self, job_id: int) -> None:
+        """Settle a job; should its end fail to reach the database (a full disk), it stays
+        unadopted, holding its cards, and every tick tries again until it is recorded."""
+        try:
+            self.settle(self.store.get_job(job_id))
+        except Exception as e:
+            self.unadopted.add(job_id)
+            if is_disk_full(e):
+                log.warning("job %s: recording its end failed: %s; the next tick tries again",
+                            job_id, e)
+            else:
+                log.exception("job %s: recording its end failed; the next tick tries again",
+                              job_id)
 
     def settle(self, job: Job) -> None:
         """For a job holding resources whose shim we do not watch: adopt the shim if it lives,
-        else record what its run files say happened."""
+        else record what its run files say happened. Raises if the record fails: the job then
+        stays where it was, to be settled again."""
         status = self.supervisor.status(job.id)
         if status is RunStatus.ALIVE:
             self.adopt(job)
             return
-        self.unadopted.discard(job.id)
         if status is RunStatus.EXITED:
             self.finish(job.id, self.supervisor.exit_record(job.id))
         elif status is RunStatus.VANISHED:
             self.finish(job.id, None)
         else:
             self.finish(job.id, None, never_started=True)
+        self.unadopted.discard(job.id)  # only now: its end is in the database
 
     def _recover_unrecorded_runs(self) -> None:
         """Run directories of jobs the store does not know to be running: after a power cut

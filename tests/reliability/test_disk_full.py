@@ -37,6 +37,8 @@ def small_disk_host():
         shutil.rmtree(top)
         pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
     host = GqHost(home, "1x80G")
+    # The daemon's own log outside the small disk: it says what the daemon tried meanwhile.
+    (home / "daemon.test.log").symlink_to(Path(top) / "daemon.log")
     try:
         host.start()
         yield host
@@ -119,3 +121,36 @@ def test_a_full_disk_refuses_submits_keeps_reads_and_marks_cut_output(small_disk
     assert host.submit("--hold", "--", "true") > max([writer, *queued])
     assert host.job(held)["name"] == "kept"
     assert integrity_check(host.home / "gq.db") == ["ok"]
+
+
+def fill_database(host) -> None:
+    """Fill the disk, then submit until the database cannot grow (SQLite first reuses the
+    room its WAL already has): from then on every write of the daemon's fails."""
+    fill(host.home / "filler")
+    args = request_args({"hold": True}, ["true"])
+    with Connection(host.home / "gq.sock") as conn:
+        for _ in range(200):
+            try:
+                conn.call("submit", **args)
+            except GqError as e:
+                assert "is full" in e.message, e.message
+                return
+    raise AssertionError("200 submits were taken on a full disk")
+
+
+def test_an_end_recorded_on_a_full_disk_reaches_the_queue_once_there_is_room(small_disk_host):
+    host = small_disk_host
+    gate = host.work / "gate"
+    job = host.submit(*gated(gate))
+    host.wait_state(job, "running")
+    fill_database(host)
+    gate.touch()
+    log = Path(os.readlink(host.home / "daemon.test.log"))
+    # Its end fails to reach the database when its shim exits, and again at the next tick.
+    wait_for(lambda: log.read_text().count(f"job {job}: recording its end failed") >= 2,
+             timeout=30, what="the daemon to try recording the end twice")
+    assert host.job(job)["state"] == "running"
+    (host.home / "filler").unlink()
+    ended = host.wait_ended(job, timeout=30)
+    assert (ended["state"], ended["exit_code"]) == ("completed", 0)
+    assert host.call("gpus")[0]["jobs"] == []  # its card is free again
