@@ -445,7 +445,8 @@ def daemon_stop() -> None:
 
 @daemon_app.command("restore")
 def daemon_restore(backup: Annotated[Optional[str], typer.Argument(
-        help="a backup file  [default: the newest in $GQ_HOME/backups]", metavar="BACKUP",
+        help="a backup file  [default: of those in $GQ_HOME/backups with the most jobs, the "
+             "newest]", metavar="BACKUP",
         show_default=False)] = None) -> None:
     """Put a backup in place of a damaged database (the daemon must be stopped); the damaged
     file is kept beside it."""

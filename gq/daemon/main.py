@@ -60,7 +60,7 @@ def run(home: Path | None, system: bool = False) -> int:
     from gq.daemon.core import Daemon
     from gq.daemon.server import serve
     from gq.gpu import open_backend
-    from gq.store.backup import check_database
+    from gq.store.precheck import check_database
 
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s gq-daemon %(message)s"
@@ -76,7 +76,7 @@ def run(home: Path | None, system: bool = False) -> int:
         layout = Layout(home)
     lock_fd = acquire_lock(layout)
     config = load_config(layout.config)
-    refusal = check_database(layout.db)
+    refusal = check_database(layout.db, layout.highest_job_id())
     if refusal is not None:  # never an empty queue over a user's (docs/reliability.md)
         raise GqError(refusal)
     try:

@@ -326,3 +326,15 @@ def m012_slurm_jobs(db: Database) -> None:
         )
         """
     )
+
+
+@migrations()
+def m013_written_by(db: Database) -> None:
+    # Facts about the file itself: 'written_by', the version of the newest gq that opened it,
+    # so that an older gq can name the version it would need (gq/store/precheck.py).
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+def known_migrations() -> list[str]:
+    """Every migration this gq knows, in order: the last one names its schema version."""
+    return [m.name for m in migrations.pending(Database(memory=True))]

@@ -154,3 +154,23 @@ def test_an_end_recorded_on_a_full_disk_reaches_the_queue_once_there_is_room(sma
     ended = host.wait_ended(job, timeout=30)
     assert (ended["state"], ended["exit_code"]) == ("completed", 0)
     assert host.call("gpus")[0]["jobs"] == []  # its card is free again
+
+
+@pytest.mark.parametrize("stop", ["gq daemon stop", "kill -9"])
+def test_a_database_that_filled_the_disk_is_taken_back_whole_once_there_is_room(
+        small_disk_host, stop):
+    host = small_disk_host
+    kept = [host.submit("--hold", "-n", f"kept{i}", "--", "true") for i in range(5)]
+    fill_database(host)
+    acknowledged = {j["id"] for j in host.call("list", all=True)}
+    if stop == "kill -9":
+        host.kill_daemon()
+    else:
+        host.gq("daemon", "stop")
+        host.daemon.wait(timeout=20)
+    (host.home / "filler").unlink()
+    host.start()
+    assert {j["id"] for j in host.call("list", all=True)} == acknowledged
+    assert [host.job(i)["name"] for i in kept] == [f"kept{i}" for i in range(5)]
+    assert host.submit("--hold", "--", "true") > max(acknowledged)
+    assert integrity_check(host.home / "gq.db") == ["ok"]
