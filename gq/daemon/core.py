@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import signal
 import time
 from typing import Callable
@@ -26,7 +27,7 @@ from gq.daemon.recovery import Recovery
 from gq.daemon.reservations import windows as admin_windows
 from gq.daemon.telemetry import Telemetry
 from gq.daemon.shim import ShimSpec
-from gq.daemon.supervisor import Shim, SpawnUnknown, Supervisor
+from gq.daemon.supervisor import RUN_TOKEN, Shim, SpawnUnknown, Supervisor
 from gq.peers.registry import Peers
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
@@ -302,6 +303,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             prepare_user_dir(self.layout, who)
             env.update(who.env())
             run_as = who.credentials()
+        token = secrets.token_hex(16)
+        env[RUN_TOKEN] = token
         warn_after = None
         if job.time_limit and job.signal_before:
             warn_after = job.time_limit - job.signal_before
@@ -321,6 +324,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             signal_group=job.signal_group,
             warn_after=warn_after,
             umask=job.umask,
+            token=token,
             **run_as,
         )
 
