@@ -474,6 +474,8 @@ def daemon_status(json: Json = False) -> int:
         who = "the system daemon for every user, " if info.get("system") else ""
         print(f"running: {who}pid {info['pid']}, {info['home']}, gq {info['version']}, "
               f"{info['gpus']} {info['backend']} GPU(s) on {info['host']}")
+        for warning in info.get("warnings", []):
+            print(f"warning: {warning}")
     return 0
 
 

@@ -61,6 +61,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         for d in (layout.logs, layout.run) + (() if layout.system else (layout.checkpoints,)):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(layout.db)
+        self.warnings: list[str] = []  # said at start (the log, `gq daemon status`)
+        self.skip_lost_ids()
         self.supervisor = Supervisor(layout.run)
         self.shims: dict[int, Shim] = {}  # job id -> its watched shim
         self.unadopted: set[int] = set()  # shims alive but not yet watched

@@ -12,8 +12,29 @@ from gq.model import Job, JobState
 log = logging.getLogger("gq.daemon")
 
 
+# Of a system daemon, ids in users' own directories count only this far above the database's
+# newest: a user may name a file there as they like, and must not use up the ids.
+USER_ID_SLACK = 1_000_000
+
+
 class Recovery:
     """Part of Daemon (gq/daemon/core.py)."""
+
+    def skip_lost_ids(self) -> None:
+        """Never hand out an id that has files under GQ_HOME (a new job would append to the
+        old one's log), also when the database went back in time: its WAL cut, an older
+        copy put back, or the file moved away. Says so: those jobs are gone from the queue."""
+        newest, _ = self.store.counters()
+        on_disk = self.layout.highest_job_id(
+            users_below=newest + USER_ID_SLACK if self.layout.system else None)
+        if on_disk <= newest:
+            return
+        self.store.skip_ids(on_disk)
+        lost = f"job {on_disk}" if on_disk == newest + 1 else f"jobs {newest + 1} to {on_disk}"
+        self.warnings.append(
+            f"the queue went backwards: {lost} left files under {self.layout.home} but are "
+            f"not in {self.layout.db} (its WAL was cut, or an older copy of it put back); new "
+            f"jobs start at {on_disk + 1}, so none writes into their logs")
 
     def recover(self) -> None:
         """Re-adopt the shims of an earlier daemon and record what ended while none ran."""

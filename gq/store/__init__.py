@@ -117,6 +117,15 @@ class Store:
         row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
         return (row[0] if row else 0), self.db.conn.total_changes
 
+    def skip_ids(self, highest: int) -> None:
+        """Hand out no id up to `highest`: ids whose files outlived their rows (skip_lost_ids)."""
+        with self.db.atomic():
+            self.db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'jobs'",
+                            [highest])
+            self.db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'jobs', ? WHERE "
+                            "NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'jobs')",
+                            [highest])
+
     @contextmanager
     def relaxed(self):
         """Commits made inside need not reach the disk before they return (WAL with

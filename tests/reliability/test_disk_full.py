@@ -7,6 +7,7 @@ import errno
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -174,3 +175,36 @@ def test_a_database_that_filled_the_disk_is_taken_back_whole_once_there_is_room(
     assert [host.job(i)["name"] for i in kept] == [f"kept{i}" for i in range(5)]
     assert host.submit("--hold", "--", "true") > max(acknowledged)
     assert integrity_check(host.home / "gq.db") == ["ok"]
+
+
+def test_a_daemon_starts_on_a_full_disk_and_says_in_one_line_when_it_cannot(small_disk_host):
+    host = small_disk_host
+    filler = host.home / "filler"
+    held = host.submit("--hold", "-n", "kept", "--", "true")
+    host.kill_daemon()  # its WAL and the WAL's index stay, with their room
+    fill(filler)
+    # Over a queue it has: it starts, and reads go on.
+    host.start()
+    assert [(j["id"], j["name"]) for j in host.call("list", all=True)] == [(held, "kept")]
+    host.kill_daemon()
+    filler.unlink()
+    host.start()
+    host.gq("daemon", "stop")  # the WAL checkpointed into gq.db, and removed with its index
+    host.daemon.wait(timeout=20)
+    fill(filler)
+
+    def refused(home: Path) -> str:
+        env = {**host.env, "GQ_HOME": str(home)}
+        proc = subprocess.run([sys.executable, "-m", "gq", "daemon", "run"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith(f"gq: the disk holding {home} is full"), proc.stderr
+        assert "free some space" in proc.stderr
+
+    # Without room for the WAL's index SQLite cannot open gq.db: not damage, a full disk.
+    refused(host.home)
+    (host.home / "fresh").mkdir()
+    refused(host.home / "fresh")  # a new GQ_HOME on the full disk
+    filler.unlink()
+    host.start()
+    assert [j["id"] for j in host.call("list", all=True)] == [held]
