@@ -99,7 +99,9 @@ def run(home: Path | None, system: bool = False) -> int:
     with _starting(home):
         lock_fd = acquire_lock(layout)
         config = load_config(layout.config)
-        refusal = check_database(layout.db, layout.highest_job_id())
+        # Of a system daemon, not the names users chose in their own directories.
+        on_disk = layout.highest_job_id(users_below=0 if system else None)
+        refusal = check_database(layout.db, on_disk)
         if refusal is not None:  # never an empty queue over a user's (docs/reliability.md)
             raise GqError(disk_refusal(home) if disk_is_full(home) else refusal)
         try:
