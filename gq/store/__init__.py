@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,14 +10,13 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from gq import __version__
 from gq.model import ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition
 from gq.store.history import History
 from gq.store.offences import Offences
 from gq.store.reservations import Reservations
 from gq.store.samples import Samples
 from gq.store.slurm_jobs import SlurmJobs
-from gq.store.schema import migrations
+from gq.store.schema import migrations, record_writer
 
 _JSON_FIELDS = ("command", "env", "deps", "gpu_ids")
 _JOB_COLUMNS = (
@@ -50,7 +48,7 @@ class Store:
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA busy_timeout=5000")
         migrations.apply(self.db)
-        self._note_writer()
+        record_writer(self.db)
         self.samples = Samples(self.db)
         self.offences = Offences(self.db)
         self.history = History(self.db)
@@ -58,17 +56,6 @@ class Store:
         self.slurm_jobs = SlurmJobs(self.db)
         self._relaxed = 0
         self._load_cache()
-
-    def _note_writer(self) -> None:
-        """Record which gq opened the file last, for an older one to name (precheck.py)."""
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'written_by'").fetchone()
-        if row is None or row[0] != __version__:
-            try:
-                with self.db.atomic():
-                    self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES "
-                                    "('written_by', ?)", [__version__])
-            except sqlite3.OperationalError:  # a full disk: the next start records it
-                pass
 
     def _load_cache(self) -> None:
         self._queue: dict[int, Job] = {}
