@@ -61,7 +61,9 @@ class Ending:
         """Record the end of a run: its exit status, or that it vanished or never began."""
         # A shim that died without its record did not stop the job: what is left of it
         # must go before its cards are given to another job.
-        left = 0 if record is not None or never_started else self.supervisor.end_leftovers(job_id)
+        left = 0
+        if record is None and not never_started:
+            left = self.supervisor.end_leftovers(job_id)
         with self.store.atomic():
             self._finish(job_id, record, never_started)
             if not never_started and self.cut_logs.cut(job_id, record):

@@ -33,8 +33,8 @@ class Recovery:
         lost = f"job {on_disk}" if on_disk == newest + 1 else f"jobs {newest + 1} to {on_disk}"
         self.warnings.append(
             f"the queue went backwards: {lost} left files under {self.layout.home} but are "
-            f"not in {self.layout.db} (its WAL was cut, or an older copy of it put back); new "
-            f"jobs start at {on_disk + 1}, so none writes into their logs")
+            f"not in {self.layout.db} (its WAL was cut, an older copy of it put back, or it was "
+            f"moved away); new jobs start at {on_disk + 1}, so none writes into their logs")
 
     def recover(self) -> None:
         """Re-adopt the shims of an earlier daemon and record what ended while none ran."""
