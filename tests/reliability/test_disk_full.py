@@ -205,6 +205,11 @@ def test_a_daemon_starts_on_a_full_disk_and_says_in_one_line_when_it_cannot(smal
     refused(host.home)
     (host.home / "fresh").mkdir()
     refused(host.home / "fresh")  # a new GQ_HOME on the full disk
+    # Started by the CLI, whose log on the full disk holds an older daemon's last words.
+    proc = host.gq("ls", check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"gq: the daemon failed to start: the disk holding "
+                                  f"{host.home} is full"), proc.stderr
     filler.unlink()
     host.start()
     assert [j["id"] for j in host.call("list", all=True)] == [held]
