@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from conftest import wait_for
 from jobs import gated
 
@@ -140,9 +142,11 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def test_the_processes_of_a_job_whose_shim_was_killed_go_with_it(host):
+@pytest.mark.parametrize("daemon", ["running", "down"])
+def test_the_processes_of_a_job_whose_shim_was_killed_go_with_it(host, daemon):
     """kill -9 of a shim: the job is lost, and its processes (also one that left the job's
-    session) are killed before its card is given to anyone else."""
+    session) are killed before its card is given to anyone else; by the daemon that watched
+    the shim, or by the next one."""
     import json
     import os
 
@@ -153,7 +157,12 @@ def test_the_processes_of_a_job_whose_shim_was_killed_go_with_it(host):
              what="the job's three processes")
     left = [int(p) for p in pids.read_text().split()]
     shim = json.loads((host.home / "run" / f"{job}.lock").read_text())["pid"]
+    if daemon == "down":
+        host.kill_daemon()
     os.kill(shim, signal.SIGKILL)
+    if daemon == "down":
+        wait_for(lambda: _gone(shim), what="the shim to die")
+        host.start()
     assert host.wait_ended(job)["state"] == "lost"
     wait_for(lambda: all(_gone(p) for p in left), timeout=10, what="the job's processes to go")
     events = [e["detail"] for e in host.job(job)["events"]]
