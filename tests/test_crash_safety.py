@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from conftest import wait_for
 from jobs import gated
 
@@ -129,3 +131,39 @@ def test_a_dead_spawner_is_replaced(host):
     assert host.wait_ended(host.submit("--", "true"))["state"] == "completed"
     (again,) = [p for p in daemon.children() if "gq.daemon.spawner" in " ".join(p.cmdline())]
     assert again.pid != spawner.pid
+
+
+def _gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie (its parent, maybe init, has yet to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("daemon", ["running", "down"])
+def test_the_processes_of_a_job_whose_shim_was_killed_go_with_it(host, daemon):
+    """kill -9 of a shim: the job is lost, and its processes (also one that left the job's
+    session) are killed before its card is given to anyone else; by the daemon that watched
+    the shim, or by the next one."""
+    import json
+    import os
+
+    pids = host.work / "pids"
+    job = host.submit("--", "sh", "-c", f'setsid sleep 600 & echo $! >> {pids}; '
+                                        f'sleep 600 & echo $! $$ >> {pids}; wait')
+    wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 3,
+             what="the job's three processes")
+    left = [int(p) for p in pids.read_text().split()]
+    shim = json.loads((host.home / "run" / f"{job}.lock").read_text())["pid"]
+    if daemon == "down":
+        host.kill_daemon()
+    os.kill(shim, signal.SIGKILL)
+    if daemon == "down":
+        wait_for(lambda: _gone(shim), what="the shim to die")
+        host.start()
+    assert host.wait_ended(job)["state"] == "lost"
+    wait_for(lambda: all(_gone(p) for p in left), timeout=10, what="the job's processes to go")
+    events = [e["detail"] for e in host.job(job)["events"]]
+    assert "3 processes of the run, left behind by its shim, killed" in events, events

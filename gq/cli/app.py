@@ -485,7 +485,8 @@ def daemon_stop() -> None:
 
 @daemon_app.command("restore")
 def daemon_restore(backup: Annotated[Optional[str], typer.Argument(
-        help="a backup file  [default: the newest in $GQ_HOME/backups]", metavar="BACKUP",
+        help="a backup file  [default: of those in $GQ_HOME/backups with the most jobs, the "
+             "newest]", metavar="BACKUP",
         show_default=False)] = None) -> None:
     """Put a backup in place of a damaged database (the daemon must be stopped); the damaged
     file is kept beside it."""
@@ -513,6 +514,8 @@ def daemon_status(json: Json = False) -> int:
         who = "the system daemon for every user, " if info.get("system") else ""
         print(f"running: {who}pid {info['pid']}, {info['home']}, gq {info['version']}, "
               f"{info['gpus']} {info['backend']} GPU(s) on {info['host']}")
+        for warning in info.get("warnings", []):
+            print(f"warning: {warning}")
     return 0
 
 

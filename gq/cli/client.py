@@ -107,10 +107,19 @@ def start_daemon(home: str) -> int:
                 pass  # the socket of a daemon still dying (killed): ours answers soon
         # A daemon that lost the start race to another exits at once; the winner answers soon.
         if proc.poll() is not None and "already runs" not in last_line(log_path):
-            reason = last_line(log_path).removeprefix("gq: ")
-            raise GqError(f"the daemon failed to start: {reason}")
+            raise GqError(f"the daemon failed to start: {start_failure(home, log_path)}")
         time.sleep(0.02)
     raise GqError(f"the daemon did not answer within {START_TIMEOUT:.0f}s; see {log_path}")
+
+
+def start_failure(home: str, log_path: str) -> str:
+    """Why the daemon exited: the last line of its log, unless the disk holding the log is
+    full, when that line is an older daemon's (the new one could not write its own)."""
+    from gq.daemon.diskfull import disk_is_full, refusal
+
+    if disk_is_full(home):
+        return refusal(home)
+    return last_line(log_path).removeprefix("gq: ")
 
 
 def last_line(path: str) -> str:

@@ -43,24 +43,25 @@ def restore_backup(chosen: str | None) -> str:
     from gq.layout import Layout
     from gq.paths import gq_home
     from gq.protocol import BadInput, GqError
-    from gq.store.backup import backup_dir, describe, list_backups, restore
+    from gq.store.backup import backup_dir, best_backup, describe, list_backups, restore
 
     layout = Layout(gq_home())
     if chosen is not None:
         backup = Path(chosen).resolve()
         if not backup.is_file():
             raise BadInput(f"{chosen}: no such file")
-    else:
-        newest = list_backups(layout.db)[:1]
-        if not newest:
-            raise GqError(f"no backup in {backup_dir(layout.db)}: nothing to restore")
-        backup = newest[0]
+    else:  # the one the daemon's refusal names: the newest of those holding the most jobs
+        best = best_backup(layout.db)
+        if best is None:
+            which = "holds a job" if list_backups(layout.db) else "exists"
+            raise GqError(f"no backup in {backup_dir(layout.db)} {which}: nothing to restore")
+        backup = best[0]
     try:
         lock = acquire_lock(layout)
     except GqError as e:
         raise GqError(f"{e.message}; stop it first: gq daemon stop") from None
     try:
-        kept = restore(layout.db, backup, highest_id_on_disk(layout))
+        kept = restore(layout.db, backup, layout.highest_job_id())
     except ValueError as e:
         raise GqError(str(e)) from None
     finally:
@@ -68,18 +69,3 @@ def restore_backup(chosen: str | None) -> str:
     was = f"; the database it replaces is kept as {kept}" if kept else ""
     return (f"restored {backup} ({describe(backup)}){was}. Jobs queued after it was taken "
             "are not in it; new jobs get ids above theirs")
-
-
-def highest_id_on_disk(layout) -> int:
-    """The highest job id with files under GQ_HOME: logs, run files, checkpoints."""
-    highest = 0
-    for folder in (layout.logs, layout.run, layout.checkpoints):
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            stem = name.split(".", 1)[0]
-            if stem.isdigit():
-                highest = max(highest, int(stem))
-    return highest

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import signal
 import time
 from typing import Callable
@@ -26,7 +27,7 @@ from gq.daemon.recovery import Recovery
 from gq.daemon.reservations import windows as admin_windows
 from gq.daemon.telemetry import Telemetry
 from gq.daemon.shim import ShimSpec
-from gq.daemon.supervisor import Shim, SpawnUnknown, Supervisor
+from gq.daemon.supervisor import RUN_TOKEN, Shim, SpawnUnknown, Supervisor
 from gq.peers.registry import Peers
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
@@ -60,6 +61,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         for d in (layout.logs, layout.run) + (() if layout.system else (layout.checkpoints,)):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(layout.db)
+        self.warnings: list[str] = []  # said at start (the log, `gq daemon status`)
+        self.skip_lost_ids()
         self.supervisor = Supervisor(layout.run)
         self.shims: dict[int, Shim] = {}  # job id -> its watched shim
         self.unadopted: set[int] = set()  # shims alive but not yet watched
@@ -116,12 +119,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.supervisor.forget_finished()
         self.read_cards()
         self.refresh_usage()
-        for job_id in list(self.unadopted):
-            try:
-                self.settle(self.store.get_job(job_id))
-            except Exception:  # e.g. a full disk: this job waits, the others go on
-                log.exception("job %s: recording its end failed; the next tick tries again",
-                              job_id)
+        for job_id in list(self.unadopted):  # a failure (a full disk) waits for the next tick
+            self.settle_or_retry(job_id)
         self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
         self.enforce_time_limits()
         self.telemetry.maintain(self.clock())
@@ -306,6 +305,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             prepare_user_dir(self.layout, who)
             env.update(who.env())
             run_as = who.credentials()
+        token = secrets.token_hex(16)
+        env[RUN_TOKEN] = token
         warn_after = None
         if job.time_limit and job.signal_before:
             warn_after = job.time_limit - job.signal_before
@@ -325,6 +326,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             signal_group=job.signal_group,
             warn_after=warn_after,
             umask=job.umask,
+            token=token,
             **run_as,
         )
 
@@ -338,14 +340,10 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         if self.loop is not None:
             self.loop.remove_reader(shim.pidfd)
         self.supervisor.release(shim)
-        try:
-            with self.store.relaxed():
-                self.finish(job_id, self.supervisor.exit_record(job_id))
-        except Exception:  # e.g. a full disk: the exit record stays, a tick settles it
-            log.exception("job %s: recording its end failed; the next tick tries again", job_id)
-            self.unadopted.add(job_id)
-            return
-        self.request_pass(freed=True)
+        with self.store.relaxed():
+            self.settle_or_retry(job_id)  # a failure (a full disk): the next tick tries again
+        if job_id not in self.unadopted:
+            self.request_pass(freed=True)
 
     def charge(self, job: Job) -> float:
         """What the job costs in fair share while it runs: its dominant share of the host."""

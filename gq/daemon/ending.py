@@ -62,10 +62,18 @@ class Ending:
 
     def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
         """Record the end of a run: its exit status, or that it vanished or never began."""
+        # A shim that died without its record did not stop the job: what is left of it
+        # must go before its cards are given to another job.
+        left = 0
+        if record is None and not never_started:
+            left = self.supervisor.end_leftovers(job_id)
         with self.store.atomic():
             self._finish(job_id, record, never_started)
             if not never_started and self.cut_logs.cut(job_id, record):
                 self.store.note(job_id, self.clock(), TRUNCATED)
+            if left:
+                self.store.note(job_id, self.clock(), f"{left} process{'es' * (left > 1)} "
+                                "of the run, left behind by its shim, killed")
         self.cut_logs.forget(job_id)
         self.supervisor.finished(job_id)
         self.notify(job_id)

@@ -10,8 +10,11 @@ import os
 import signal
 import socket
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
+from gq.daemon.diskfull import disk_is_full, is_disk_full
+from gq.daemon.diskfull import refusal as disk_refusal
 from gq.layout import Layout
 from gq.paths import MAX_SOCKET_PATH
 from gq.protocol import GqError
@@ -27,8 +30,13 @@ def acquire_lock(layout: Layout) -> int:
         pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
         os.close(fd)
         raise GqError(f"a daemon already runs for {layout.home} (pid {pid})") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    pid = f"{os.getpid()}\n".encode()
+    try:  # over the old pid, in the room it had: a daemon restarted on a full disk
+        os.pwrite(fd, pid, 0)
+        os.ftruncate(fd, len(pid))
+    except OSError:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -53,6 +61,20 @@ def bind_socket(layout: Layout) -> socket.socket:
     return sock
 
 
+@contextmanager
+def _starting(home: Path):
+    """A full disk while the daemon starts (a new database, the simulated cards' files, SQLite
+    without room for its WAL's index) is said in one line, as a refused request says it."""
+    import sqlite3
+
+    try:
+        yield
+    except Exception as e:
+        if is_disk_full(e) or (isinstance(e, sqlite3.Error) and disk_is_full(home)):
+            raise GqError(disk_refusal(home)) from None
+        raise
+
+
 def run(home: Path | None, system: bool = False) -> int:
     """`gq daemon run [--system]`: serve in the foreground until SIGTERM/SIGINT or `gq daemon
     stop`."""
@@ -60,7 +82,7 @@ def run(home: Path | None, system: bool = False) -> int:
     from gq.daemon.core import Daemon
     from gq.daemon.server import serve
     from gq.gpu import open_backend
-    from gq.store.backup import check_database
+    from gq.store.precheck import check_database
 
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s gq-daemon %(message)s"
@@ -74,19 +96,22 @@ def run(home: Path | None, system: bool = False) -> int:
     else:
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         layout = Layout(home)
-    lock_fd = acquire_lock(layout)
-    config = load_config(layout.config)
-    refusal = check_database(layout.db)
-    if refusal is not None:  # never an empty queue over a user's (docs/reliability.md)
-        raise GqError(refusal)
-    try:
-        backend = open_backend(home)
-    except ValueError as e:
-        raise GqError(str(e), 2) from None
-    # A pool naming a card this host lacks: refused, as `gq config check` refuses it.
-    check_cards(config, [g.index for g in backend.read()])
-    sock = bind_socket(layout)
-    daemon = Daemon(layout, config, backend, socket.gethostname())
+    with _starting(home):
+        lock_fd = acquire_lock(layout)
+        config = load_config(layout.config)
+        # Of a system daemon, not the names users chose in their own directories.
+        on_disk = layout.highest_job_id(users_below=0 if system else None)
+        refusal = check_database(layout.db, on_disk)
+        if refusal is not None:  # never an empty queue over a user's (docs/reliability.md)
+            raise GqError(disk_refusal(home) if disk_is_full(home) else refusal)
+        try:
+            backend = open_backend(home)
+        except ValueError as e:
+            raise GqError(str(e), 2) from None
+        # A pool naming a card this host lacks: refused, as `gq config check` refuses it.
+        check_cards(config, [g.index for g in backend.read()])
+        sock = bind_socket(layout)
+        daemon = Daemon(layout, config, backend, socket.gethostname())
     cards = ", ".join(f"{g.index}:{g.name}" for g in daemon.cards) or "none"
     log.info("pid %s, home %s, %s cards: %s", os.getpid(), home, backend.kind, cards)
     if system:
@@ -94,6 +119,8 @@ def run(home: Path | None, system: bool = False) -> int:
                  layout.config, "" if config.path else " (absent: defaults)")
     if getattr(backend, "reason", None):  # no card backend: say why (troubleshooting.md)
         log.warning("no GPUs: %s", backend.reason)
+    for warning in daemon.warnings:
+        log.warning("%s", warning)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

@@ -85,6 +85,7 @@ def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
         "uid": caller.uid,
         "system": daemon.layout.system,
         "socket": str(daemon.layout.socket),
+        "warnings": daemon.warnings,  # found at start: the queue went backwards
     }
 
 

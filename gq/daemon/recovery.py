@@ -5,14 +5,36 @@ from __future__ import annotations
 
 import logging
 
+from gq.daemon.diskfull import is_disk_full
 from gq.daemon.supervisor import RunStatus
 from gq.model import Job, JobState
 
 log = logging.getLogger("gq.daemon")
 
 
+# Of a system daemon, ids in users' own directories count only this far above the database's
+# newest: a user may name a file there as they like, and must not use up the ids.
+USER_ID_SLACK = 1_000_000
+
+
 class Recovery:
     """Part of Daemon (gq/daemon/core.py)."""
+
+    def skip_lost_ids(self) -> None:
+        """Never hand out an id that has files under GQ_HOME (a new job would append to the
+        old one's log), also when the database went back in time: its WAL cut, an older
+        copy put back, or the file moved away. Says so: those jobs are gone from the queue."""
+        newest, _ = self.store.counters()
+        on_disk = self.layout.highest_job_id(
+            users_below=newest + USER_ID_SLACK if self.layout.system else None)
+        if on_disk <= newest:
+            return
+        self.store.skip_ids(on_disk)
+        lost = f"job {on_disk}" if on_disk == newest + 1 else f"jobs {newest + 1} to {on_disk}"
+        self.warnings.append(
+            f"the queue went backwards: {lost} left files under {self.layout.home} but are "
+            f"not in {self.layout.db} (its WAL was cut, an older copy of it put back, or it was "
+            f"moved away); new jobs start at {on_disk + 1}, so none writes into their logs")
 
     def recover(self) -> None:
         """Re-adopt the shims of an earlier daemon and record what ended while none ran."""
@@ -22,22 +44,37 @@ class Recovery:
 
     def _recover_holding(self) -> None:
         for job in self.store.holding_jobs():
-            self.settle(job)
+            self.settle_or_retry(job.id)
+
+    def settle_or_retry(self, job_id: int) -> None:
+        """Settle a job; should its end fail to reach the database (a full disk), it stays
+        unadopted, holding its cards, and every tick tries again until it is recorded."""
+        try:
+            self.settle(self.store.get_job(job_id))
+        except Exception as e:
+            self.unadopted.add(job_id)
+            if is_disk_full(e):
+                log.warning("job %s: recording its end failed: %s; the next tick tries again",
+                            job_id, e)
+            else:
+                log.exception("job %s: recording its end failed; the next tick tries again",
+                              job_id)
 
     def settle(self, job: Job) -> None:
         """For a job holding resources whose shim we do not watch: adopt the shim if it lives,
-        else record what its run files say happened."""
+        else record what its run files say happened. Raises if the record fails: the job then
+        stays where it was, to be settled again."""
         status = self.supervisor.status(job.id)
         if status is RunStatus.ALIVE:
             self.adopt(job)
             return
-        self.unadopted.discard(job.id)
         if status is RunStatus.EXITED:
             self.finish(job.id, self.supervisor.exit_record(job.id))
         elif status is RunStatus.VANISHED:
             self.finish(job.id, None)
         else:
             self.finish(job.id, None, never_started=True)
+        self.unadopted.discard(job.id)  # only now: its end is in the database
 
     def _recover_unrecorded_runs(self) -> None:
         """Run directories of jobs the store does not know to be running: after a power cut

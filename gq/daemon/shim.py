@@ -60,6 +60,9 @@ class ShimSpec(TypedDict):
     gid: int | None
     groups: list[int] | None  # supplementary groups, exactly these
     umask: int | None  # the submitter's; None: the shim's own
+    # In the job's environment as GQ_RUN_TOKEN: how its processes are found should the shim
+    # die (Supervisor.end_leftovers); also those that left its session.
+    token: str
 
 
 def write_json_durably(path: str, data: dict) -> None:
@@ -105,8 +108,8 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
     # Not fsynced: after a power cut the job's processes are gone anyway, and without the pid
     # the daemon simply queues the job again.
     # "requests": this shim takes PREEMPT and TIME_UP (one of an older gq took SIGTERM only).
-    os.pwrite(lock_fd, json.dumps({"pid": os.getpid(), "run": spec["run"], "requests": 1}
-                                  ).encode(), 0)
+    os.pwrite(lock_fd, json.dumps({"pid": os.getpid(), "run": spec["run"], "requests": 1,
+                                   "token": spec.get("token")}).encode(), 0)
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stop, wait, err_offset, out_offset, error = None, spec["kill_wait"], None, None, None

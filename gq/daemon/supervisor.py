@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -34,6 +35,7 @@ class Shim:
     takes_requests: bool = True
 
 
+RUN_TOKEN = "GQ_RUN_TOKEN"  # in the environment of every process of a run: which run it is
 EXIT_RECORD_ROOM = 4096  # bytes reserved for a run's exit record; one takes about 250
 
 
@@ -181,6 +183,27 @@ class Supervisor:
             return None
         return Shim(job_id, pid, pidfd, takes_requests="requests" in info)
 
+    def end_leftovers(self, job_id: int, within: float = 2.0) -> int:
+        """SIGKILL what is left of a run whose shim died without stopping it: every process
+        whose environment carries the run's token, also those that left its session or were
+        reparented to init. Processes that emptied their environment are not found. Returns
+        how many were killed."""
+        token = self._shim_info(job_id).get("token")
+        if not isinstance(token, str) or not token:
+            return 0  # a shim of a gq from before tokens, or one that died before writing
+        mark = f"\0{RUN_TOKEN}={token}\0".encode()
+        killed: set[int] = set()
+        deadline = time.monotonic() + within
+        while (pids := _carrying(mark)) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+        return len(killed)
+
     def exit_record(self, job_id: int) -> dict | None:
         try:
             return json.loads(self.exit_path(job_id).read_text())
@@ -237,3 +260,19 @@ class Supervisor:
         finally:
             os.close(fd)
         return False
+
+
+def _carrying(mark: bytes) -> list[int]:
+    """The live processes whose environment holds `mark` (a zombie's reads as empty)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = b"\0" + f.read()
+        except OSError:  # gone, or another user's (a user daemon reads its own only)
+            continue
+        if mark in environ:
+            found.append(int(name))
+    return found

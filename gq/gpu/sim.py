@@ -135,10 +135,21 @@ def sim_dir_from_env(env: dict[str, str] | None = None) -> Path:
 
 
 def write_json_atomic(path: Path, data: object) -> None:
-    """Readers see the old file or the new one, never half of one."""
+    """Readers see the old file or the new one, never half of one. A file that already says
+    the same is left alone: a daemon restarted on a full disk writes nothing."""
+    text = json.dumps(data, indent=1)
+    try:
+        if path.read_text() == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # --- the cards ------------------------------------------------------------------------------

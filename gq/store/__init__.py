@@ -16,7 +16,7 @@ from gq.store.offences import Offences
 from gq.store.reservations import Reservations
 from gq.store.samples import Samples
 from gq.store.slurm_jobs import SlurmJobs
-from gq.store.schema import migrations
+from gq.store.schema import migrations, record_writer
 
 _JSON_FIELDS = ("command", "env", "deps", "gpu_ids", "failure_evidence")
 _JOB_COLUMNS = (
@@ -48,6 +48,7 @@ class Store:
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA busy_timeout=5000")
         migrations.apply(self.db)
+        record_writer(self.db)
         self.samples = Samples(self.db)
         self.offences = Offences(self.db)
         self.history = History(self.db)
@@ -102,6 +103,15 @@ class Store:
         """The highest job id handed out, and the rows changed since the store was opened."""
         row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
         return (row[0] if row else 0), self.db.conn.total_changes
+
+    def skip_ids(self, highest: int) -> None:
+        """Hand out no id up to `highest`: ids whose files outlived their rows (skip_lost_ids)."""
+        with self.db.atomic():
+            self.db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'jobs'",
+                            [highest])
+            self.db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'jobs', ? WHERE "
+                            "NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'jobs')",
+                            [highest])
 
     @contextmanager
     def relaxed(self):

@@ -1,5 +1,4 @@
-"""Rotating copies of gq.db, made with SQLite's backup API, and the check at start that
-refuses a damaged or vanished database instead of starting an empty queue over a user's.
+"""Rotating copies of gq.db, made with SQLite's backup API, and putting one back.
 
 Backups are `$GQ_HOME/backups/gq-YYYYmmddTHHMMSSZ.db`, each a complete database in rollback
 mode, written to a temporary name, fsynced and renamed: a backup that exists is whole.
@@ -9,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import struct
 import time
 from pathlib import Path
 
@@ -62,59 +60,6 @@ def take_backup(db: Path, keep: int, now: float | None = None) -> Path:
     return dest
 
 
-def check_database(db: Path) -> str | None:
-    """Why the daemon must not open the database, naming the newest backup: it is damaged, or
-    missing or empty although backups show it held a queue. None: it may (a new GQ_HOME too)."""
-    backups = list_backups(db)
-    if not db.exists() or db.stat().st_size == 0:
-        if not backups:
-            return None  # nothing was ever queued here
-        problem = "is missing" if not db.exists() else "is empty"
-    else:
-        problem = damage(db)
-        if problem is None:
-            return None
-    return refusal(db, problem, backups[0] if backups else None)
-
-
-def damage(db: Path) -> str | None:
-    """What is wrong with a database file, in words; None if it looks whole. A quick_check
-    finds broken structure; a file cut short at a page boundary can look whole to it, so its
-    size is also checked against the size its header records."""
-    try:
-        with open(db, "rb") as f:
-            header = f.read(100)
-        size = db.stat().st_size
-    except OSError as e:
-        return f"cannot be read ({e.strerror})"
-    if len(header) == 100 and header.startswith(b"SQLite format 3\0"):
-        (page_size,) = struct.unpack(">H", header[16:18])
-        page_size = 65536 if page_size == 1 else page_size
-        pages, valid_for = struct.unpack(">I", header[28:32])[0], header[92:96]
-        if page_size and size % page_size:
-            return f"is cut short ({size} bytes, not a whole number of {page_size}-byte pages)"
-        if valid_for == header[24:28] and pages * page_size > size:
-            return f"is cut short ({size // page_size} of its {pages} pages)"
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=rw", uri=True)
-        try:
-            rows = [r[0] for r in conn.execute("PRAGMA quick_check")]
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as e:
-        return f"is damaged ({e})"
-    return None if rows == ["ok"] else f"is damaged ({rows[0]})"
-
-
-def refusal(db: Path, problem: str, newest: Path | None) -> str:
-    head = f"{db} {problem}: refusing to start an empty queue over yours"
-    if newest is None:
-        return (f"{head}, and there is no backup in {backup_dir(db)}; try `sqlite3 {db} "
-                f".recover`, or move the file away to start with an empty queue")
-    return (f"{head}; the newest backup is {newest} ({describe(newest)}): `gq daemon restore` "
-            f"puts it back, keeping the damaged file")
-
-
 def describe(backup: Path) -> str:
     """'taken 2025-01-02 03:04:05 UTC, 120 jobs', or what is wrong with it."""
     stamp = backup.name[len(_PREFIX):-len(_SUFFIX)]
@@ -123,14 +68,37 @@ def describe(backup: Path) -> str:
     except ValueError:
         taken = "at an unknown time"
     try:
-        conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
-        try:
-            (jobs,) = conn.execute("SELECT count(*) FROM jobs").fetchone()
-        finally:
-            conn.close()
+        jobs, _ = contents(backup)
     except sqlite3.DatabaseError as e:
         return f"taken {taken}; unreadable: {e}"
     return f"taken {taken}, {jobs} job{'s' * (jobs != 1)}"
+
+
+def contents(backup: Path) -> tuple[int, int]:
+    """How many jobs a backup holds, and the highest id it handed out. Raises DatabaseError."""
+    conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    try:
+        (jobs,) = conn.execute("SELECT count(*) FROM jobs").fetchone()
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
+    finally:
+        conn.close()
+    return jobs, row[0] if row else 0
+
+
+def best_backup(db: Path) -> tuple[Path, int] | None:
+    """The backup to restore, and the highest job id it knows: the newest of those that
+    reached the highest id. Not simply the newest: a daemon started over an emptied queue
+    backs up the empty queue, newer than every copy that holds the jobs. None: no backup
+    holds a job."""
+    best = None
+    for backup in list_backups(db):  # newest first
+        try:
+            jobs, highest = contents(backup)
+        except sqlite3.DatabaseError:
+            continue
+        if jobs and (best is None or highest > best[1]):
+            best = (backup, highest)
+    return best
 
 
 def restore(db: Path, backup: Path, highest_id: int, now: float | None = None) -> Path | None:
@@ -139,6 +107,8 @@ def restore(db: Path, backup: Path, highest_id: int, now: float | None = None) -
     the highest id with files under GQ_HOME, so that a job queued after the backup was taken
     never shares an id, and log files, with a new one. Returns where the old file went, if
     there was one."""
+    from gq.store.integrity import damage
+
     problem = damage(backup)
     if problem is not None:
         raise ValueError(f"the backup {backup} {problem}; choose another: gq daemon restore FILE")

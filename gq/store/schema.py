@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
@@ -342,3 +344,29 @@ def m014_reservation_record(db: Database) -> None:
     # ls --all` is a record of every reservation made (docs/governance.md).
     db.execute("ALTER TABLE reservations ADD COLUMN removed_at REAL")
     db.execute("ALTER TABLE reservations ADD COLUMN removed_by TEXT")
+
+
+@migrations()
+def m015_written_by(db: Database) -> None:
+    # Facts about the file itself: 'written_by', the version of the newest gq that opened it,
+    # so that an older gq can name the version it would need (gq/store/precheck.py).
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+def record_writer(db: Database) -> None:
+    """Record which gq opened the file last, for an older one to name (precheck.py)."""
+    from gq import __version__
+
+    row = db.execute("SELECT value FROM meta WHERE key = 'written_by'").fetchone()
+    if row is None or row[0] != __version__:
+        try:
+            with db.atomic():
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('written_by', ?)",
+                           [__version__])
+        except sqlite3.OperationalError:  # a full disk: the next start records it
+            pass
+
+
+def known_migrations() -> list[str]:
+    """Every migration this gq knows, in order: the last one names its schema version."""
+    return [m.name for m in migrations.pending(Database(memory=True))]

@@ -8,14 +8,18 @@ import random
 import shutil
 import signal
 import sqlite3
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from conftest import wait_for
 from hostile import integrity_check
 
-from gq.store.backup import list_backups
+from gq.store import Store
+from gq.store.backup import list_backups, take_backup
+from gq.store.integrity import read_wal
 
 
 def _truncate_half(db):
@@ -105,7 +109,8 @@ def test_a_damaged_database_is_refused_naming_the_newest_backup(make_host, damag
 def test_a_damaged_database_without_a_backup_is_refused_too(make_host):
     host = make_host("1x80G")
     host.submit("--hold", "--", "true")
-    host.kill_daemon(signal.SIGKILL)
+    host.gq("daemon", "stop")  # every page in gq.db: after a kill -9 the WAL would mend it
+    host.daemon.wait(timeout=20)
     shutil.rmtree(host.home / "backups")
     _truncate_half(host.home / "gq.db")
     proc = host.gq("ls", check=False)
@@ -184,3 +189,65 @@ def test_the_backup_schedule_follows_new_jobs_and_time(tmp_path):
     finally:
         loop.close()
         store.close()
+
+
+def test_the_check_at_start_changes_nothing_it_checks(make_host):
+    """A damaged gq.db beside a WAL: the check reads both and leaves both as they were (it
+    once checkpointed the WAL into the damaged file and deleted it)."""
+    host = make_host("1x80G")
+    host.submit("--hold", "--", "true")
+    host.gq("daemon", "stop")  # every page in gq.db ...
+    host.daemon.wait(timeout=20)
+    host.start()
+    host.submit("--hold", "--", "true")  # ... and the newest in a WAL
+    host.kill_daemon(signal.SIGKILL)
+    db, wal = host.home / "gq.db", host.home / "gq.db-wal"
+    in_wal = read_wal(wal).holds
+    assert in_wal
+    with open(db, "r+b") as f:  # garbage in the pages the WAL cannot mend
+        for page in [p for p in range(2, db.stat().st_size // 4096 + 1) if p not in in_wal]:
+            f.seek((page - 1) * 4096 + 8)
+            f.write(random.Random(page).randbytes(256))
+    before = db.read_bytes(), wal.read_bytes()
+    proc = host.gq("ls", check=False)
+    assert proc.returncode == 1 and "is damaged" in proc.stderr, proc.stderr
+    assert (db.read_bytes(), wal.read_bytes()) == before
+
+
+def test_the_advice_names_the_backup_that_holds_the_jobs(make_host):
+    host = make_host("1x80G")
+    kept = _queue_and_back_up(host, 3)
+    ran = host.submit("--", "echo", "after the backup")  # leaves logs/ID.out behind
+    host.wait_ended(ran)
+    host.gq("daemon", "stop")
+    host.daemon.wait(timeout=20)
+    db = host.home / "gq.db"
+    with_jobs = list_backups(db)[0]  # the one taken at the second start
+    # A newer backup of an empty queue: a daemon started once over an emptied gq.db.
+    empty = Path(tempfile.mkdtemp(dir=host.home)) / "gq.db"
+    Store(empty).close()
+    later = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() + 3600))
+    newest = take_backup(empty, keep=1).rename(with_jobs.parent / f"gq-{later}.db")
+    _truncate_half(db)
+
+    proc = host.gq("ls", check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"`gq daemon restore {with_jobs}`" in proc.stderr and "3 jobs" in proc.stderr
+    assert f"it lacks job {ran}," in proc.stderr, proc.stderr
+    assert str(newest) not in proc.stderr
+    host.gq("daemon", "restore")  # the one the line names, not the newest
+    host.start()
+    assert sorted(j["id"] for j in host.call("list", all=True)) == kept
+    host.gq("daemon", "stop")
+    host.daemon.wait(timeout=20)
+
+    # No backup with a job: the line says so, and restore puts back none of them.
+    for backup in list_backups(db):
+        if backup != newest:
+            backup.unlink()
+    _truncate_half(db)
+    proc = host.gq("ls", check=False)
+    assert proc.returncode == 1 and "no backup in" in proc.stderr, proc.stderr
+    assert "holds a job" in proc.stderr and ".recover" in proc.stderr
+    proc = host.gq("daemon", "restore", check=False)
+    assert proc.returncode == 1 and "holds a job" in proc.stderr, proc.stderr

@@ -7,6 +7,7 @@ import errno
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -37,6 +38,8 @@ def small_disk_host():
         shutil.rmtree(top)
         pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
     host = GqHost(home, "1x80G")
+    # The daemon's own log outside the small disk: it says what the daemon tried meanwhile.
+    (home / "daemon.test.log").symlink_to(Path(top) / "daemon.log")
     try:
         host.start()
         yield host
@@ -119,3 +122,94 @@ def test_a_full_disk_refuses_submits_keeps_reads_and_marks_cut_output(small_disk
     assert host.submit("--hold", "--", "true") > max([writer, *queued])
     assert host.job(held)["name"] == "kept"
     assert integrity_check(host.home / "gq.db") == ["ok"]
+
+
+def fill_database(host) -> None:
+    """Fill the disk, then submit until the database cannot grow (SQLite first reuses the
+    room its WAL already has): from then on every write of the daemon's fails."""
+    fill(host.home / "filler")
+    args = request_args({"hold": True}, ["true"])
+    with Connection(host.home / "gq.sock") as conn:
+        for _ in range(200):
+            try:
+                conn.call("submit", **args)
+            except GqError as e:
+                assert "is full" in e.message, e.message
+                return
+    raise AssertionError("200 submits were taken on a full disk")
+
+
+def test_an_end_recorded_on_a_full_disk_reaches_the_queue_once_there_is_room(small_disk_host):
+    host = small_disk_host
+    gate = host.work / "gate"
+    job = host.submit(*gated(gate))
+    host.wait_state(job, "running")
+    fill_database(host)
+    gate.touch()
+    log = Path(os.readlink(host.home / "daemon.test.log"))
+    # Its end fails to reach the database when its shim exits, and again at the next tick.
+    wait_for(lambda: log.read_text().count(f"job {job}: recording its end failed") >= 2,
+             timeout=30, what="the daemon to try recording the end twice")
+    assert host.job(job)["state"] == "running"
+    (host.home / "filler").unlink()
+    ended = host.wait_ended(job, timeout=30)
+    assert (ended["state"], ended["exit_code"]) == ("completed", 0)
+    assert host.call("gpus")[0]["jobs"] == []  # its card is free again
+
+
+@pytest.mark.parametrize("stop", ["gq daemon stop", "kill -9"])
+def test_a_database_that_filled_the_disk_is_taken_back_whole_once_there_is_room(
+        small_disk_host, stop):
+    host = small_disk_host
+    kept = [host.submit("--hold", "-n", f"kept{i}", "--", "true") for i in range(5)]
+    fill_database(host)
+    acknowledged = {j["id"] for j in host.call("list", all=True)}
+    if stop == "kill -9":
+        host.kill_daemon()
+    else:
+        host.gq("daemon", "stop")
+        host.daemon.wait(timeout=20)
+    (host.home / "filler").unlink()
+    host.start()
+    assert {j["id"] for j in host.call("list", all=True)} == acknowledged
+    assert [host.job(i)["name"] for i in kept] == [f"kept{i}" for i in range(5)]
+    assert host.submit("--hold", "--", "true") > max(acknowledged)
+    assert integrity_check(host.home / "gq.db") == ["ok"]
+
+
+def test_a_daemon_starts_on_a_full_disk_and_says_in_one_line_when_it_cannot(small_disk_host):
+    host = small_disk_host
+    filler = host.home / "filler"
+    held = host.submit("--hold", "-n", "kept", "--", "true")
+    host.kill_daemon()  # its WAL and the WAL's index stay, with their room
+    fill(filler)
+    # Over a queue it has: it starts, and reads go on.
+    host.start()
+    assert [(j["id"], j["name"]) for j in host.call("list", all=True)] == [(held, "kept")]
+    host.kill_daemon()
+    filler.unlink()
+    host.start()
+    host.gq("daemon", "stop")  # the WAL checkpointed into gq.db, and removed with its index
+    host.daemon.wait(timeout=20)
+    fill(filler)
+
+    def refused(home: Path) -> str:
+        env = {**host.env, "GQ_HOME": str(home)}
+        proc = subprocess.run([sys.executable, "-m", "gq", "daemon", "run"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith(f"gq: the disk holding {home} is full"), proc.stderr
+        assert "free some space" in proc.stderr
+
+    # Without room for the WAL's index SQLite cannot open gq.db: not damage, a full disk.
+    refused(host.home)
+    (host.home / "fresh").mkdir()
+    refused(host.home / "fresh")  # a new GQ_HOME on the full disk
+    # Started by the CLI, whose log on the full disk holds an older daemon's last words.
+    proc = host.gq("ls", check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"gq: the daemon failed to start: the disk holding "
+                                  f"{host.home} is full"), proc.stderr
+    filler.unlink()
+    host.start()
+    assert [j["id"] for j in host.call("list", all=True)] == [held]
