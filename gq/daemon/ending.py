@@ -6,6 +6,7 @@ from __future__ import annotations
 from gq.daemon import shim as requests
 from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.oom import cuda_oom_line, grown_mem, run_stderr
+from gq.daemon.userfiles import job_file_owner
 from gq.model import Job, JobState, Reason
 from gq.units import format_duration, format_size
 
@@ -102,7 +103,7 @@ class Ending:
             new, reason = JobState.COMPLETED, None
         elif oom := cuda_oom_line(run_stderr(self.layout.stderr(job.id, job.user),
                                              record.get("stderr_offset"),
-                                             job.uid if self.layout.system else None)):
+                                             *job_file_owner(self.layout, job))):
             new, reason, detail = JobState.OOM, _oom_reason(job), oom[:500]
         else:
             new, reason = JobState.FAILED, _failure_reason(record)

@@ -155,6 +155,8 @@ class Notifier:
             argv, run_as = self._as_submitter(job, kind, argv)
         except Exception as e:  # no such user any more, say
             return self._record(job, kind, f"could not start: {e}")
+        if run_as:  # the command's shell enters the directory as the submitter
+            cwd = "/"
         self.run(argv, env, cwd, self._output_path(job, kind),
                  lambda outcome: self._record(job, kind, outcome), stdin, run_as)
 
@@ -177,13 +179,16 @@ class Notifier:
 
     def _as_submitter(self, job: Job, kind: str, argv: list[str]) -> tuple[list[str], dict]:
         """A system daemon runs the submitter's own notification as them: their uid and
-        groups, and a shell of theirs opens the output file, so root never writes it."""
+        groups, and a shell of theirs opens the output file, so root never writes it, and
+        enters the job's directory, so root never does: CPython's subprocess changes
+        directory before it drops privileges, which would let the command list a directory
+        its user cannot enter. The process starts in `/` (see _spawn)."""
         if kind == "on_finish" or not self.daemon.layout.system:
             return argv, {}
         who = identity_of(job.uid)
         prepare_user_dir(self.daemon.layout, who)
-        wrapped = ["/bin/sh", "-c", 'exec >>"$0" 2>&1 && exec "$@"',
-                   str(self._output_path(job, kind)), *argv]
+        wrapped = ["/bin/sh", "-c", 'exec >>"$0" 2>&1 && cd -- "$1" && shift && exec "$@"',
+                   str(self._output_path(job, kind)), job.cwd, *argv]
         return wrapped, {"user": who.uid, "group": who.gid, "extra_groups": list(who.groups),
                          "umask": 0o077 if job.umask is None else job.umask}
 

@@ -202,7 +202,11 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
             f"--priority {args.get('priority')!r}: expected high, normal or low"
         ) from None
     cwd = _utf8(_no_nul(args.get("cwd") or "", "--cwd"), "--cwd")
-    if not os.path.isabs(cwd) or (cwd_here and not os.path.isdir(cwd)):
+    # Only a daemon running as the caller looks: a system daemon would look with root's
+    # rights and tell anyone whether any path exists. Its jobs' shims enter the directory
+    # as their user, and say so when they cannot (the CLI checked it too, as the user).
+    if not os.path.isabs(cwd) or (cwd_here and caller.uid == os.geteuid()
+                                  and not os.path.isdir(cwd)):
         raise BadInput(f"--cwd {cwd!r}: no such directory")
     env = args.get("env") or {}
     if not isinstance(env, dict):
