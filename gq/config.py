@@ -50,6 +50,9 @@ class AccessConfig:
     max_connections: int = 64  # connections one user may hold open (root: no cap)
     max_request: int = MAX_LINE  # bytes in one request line
     idle_timeout: float = 300.0  # a connection that sends no request for this long is closed
+    max_submit_jobs: int = 10_000  # jobs (array elements) one submit may queue
+    max_submit_bytes: int = 16 << 20  # bytes one submit may add to the database
+    max_waiting_per_user: int = 100_000  # pending and held jobs one user may have
 
 
 @dataclass
@@ -100,7 +103,8 @@ class Config:
 
 _KNOWN = {
     "host": {"cpus", "ram"},
-    "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout"},
+    "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout",
+               "max_submit_jobs", "max_submit_bytes", "max_waiting_per_user"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
                   "weight_age", "weight_short"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
@@ -281,7 +285,21 @@ def _access(access: dict, daemon: dict) -> AccessConfig:
         if not 64 << 10 <= max_request <= 64 << 20:
             raise ValueError(f"[daemon] max_request = {daemon['max_request']!r}: expected a "
                              "size from 64K to 64M")
+    max_submit_bytes = base.max_submit_bytes
+    if "max_submit_bytes" in daemon:
+        try:
+            max_submit_bytes = parse_size(str(daemon["max_submit_bytes"]))
+        except ValueError as e:
+            raise ValueError(f"[daemon] max_submit_bytes = {e}") from None
+        if max_submit_bytes < 64 << 10:
+            raise ValueError(f"[daemon] max_submit_bytes = {daemon['max_submit_bytes']!r}: "
+                             "expected a size of 64K or more")
+    counts = {key: (_whole(f"[daemon] {key}", daemon[key], 1) if key in daemon
+                    else getattr(base, key))
+              for key in ("max_submit_jobs", "max_waiting_per_user")}
     return AccessConfig(
+        **counts,
+        max_submit_bytes=max_submit_bytes,
         admins=admins,
         queue=queue,
         max_connections=(_whole("[daemon] max_connections_per_user",

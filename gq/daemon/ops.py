@@ -18,6 +18,7 @@ from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
+from gq.daemon.submit_limits import check_submit
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
 from gq.model import ACTIVE_STATES, ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
@@ -121,6 +122,8 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job = build_job(args, caller, limits, resolve, daemon.clock())
     job.notify = check_notify(args, daemon.config.notify)
     parts = arrays.elements(args, job.command)
+    waiting = sum(1 for j in daemon.store.queue() if j.uid == caller.uid)
+    check_submit(daemon.config.access, job, parts and parts[0], waiting)
     if parts is not None:
         job.id = arrays.insert_elements(daemon.store, job, *parts, key=key)[0]
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from contextlib import contextmanager
+from copy import copy
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,10 @@ _BOOL_FIELDS = ("preemptible", "signal_group", "interactive")
 # What a scheduling pass needs: not the command, directory and environment, which are large
 # and only needed to start a job.
 _HEAVY_COLUMNS = {"command", "cwd", "env", "notify", "forward_args"}
+# An array's elements store these once, in the first element's row, and _SHARED in theirs:
+# a 100 KB environment of a 10,000-element array is 100 KB, not 1 GB.
+_SHARED_COLUMNS = ("command", "env")
+_SHARED = "null"
 # Job.array is stored flat, in these columns (migration m004).
 _ARRAY_COLUMNS = ("array_id", "array_index", "array_size", "array_limit", "array_params")
 _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
@@ -67,12 +72,14 @@ class Store:
             self._cache(row)
 
     def _cache(self, row: dict[str, Any]) -> None:
-        job = _row_to_job(row)
+        self._cache_job(_row_to_job(row), bool(row["holding"]))
+
+    def _cache_job(self, job: Job, holding: bool) -> None:
         self._queue.pop(job.id, None)
         self._holding.pop(job.id, None)
         if job.state in (JobState.PENDING, JobState.HELD):
             self._queue[job.id] = job
-        if row["holding"]:
+        if holding:
             self._holding[job.id] = job
 
     def _refresh(self, job_id: int) -> None:
@@ -135,26 +142,38 @@ class Store:
 
     def insert_array(self, jobs: list[Job], at: float, key: str | None = None) -> list[int]:
         """Insert the elements of an array in one transaction: all of them or none. They get
-        consecutive ids; the first one's is the array's id, which each element records."""
+        consecutive ids; the first one's is the array's id, which each element records.
+        The elements differ only in their index, parameters and maybe command: the first
+        element's row is encoded once and the others are copies of it (10,000 elements of a
+        100 KB environment cost one encoding of it, and one copy on disk: _shared)."""
         with self.db.atomic():
             row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
             first = (row[0] if row else 0) + 1
-            rows = []
-            for offset, job in enumerate(jobs):
-                row = _job_to_row(job)
-                row["id"] = first + offset
-                row["array_id"] = first
-                rows.append(row)
-            self.db.table("jobs").insert_all(rows)
+            base = _job_to_row(jobs[0])
+            base.update(id=first, array_id=first)
+            rows = [base]
+            for offset, job in enumerate(jobs[1:], 1):
+                command = json.dumps(job.command)
+                rows.append({**base, "id": first + offset, "env": _SHARED,
+                             "command": _SHARED if command == base["command"] else command,
+                             **_array_row(job.array), "array_id": first})
+            columns = list(base)
+            self.db.conn.executemany(
+                f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                [[r[c] for c in columns] for r in rows])
             self.db.conn.executemany(
                 "INSERT INTO events (job_id, at, old_state, new_state, detail) "
                 "VALUES (?, ?, NULL, ?, 'submitted')",
                 [(r["id"], at, r["state"]) for r in rows],
             )
             self._remember_key(jobs[0].uid, key, first, at)
-        for row in self.db.query(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE array_id = ?",
-                                 [first]):
-            self._cache(row)
+        for offset, job in enumerate(jobs):  # light, as _load_cache would read them
+            light = copy(job)  # dataclasses.replace costs 20 times as much, 10,000 times over
+            light.id, light.command, light.cwd, light.env = first + offset, [], "", {}
+            light.notify = light.forward_args = None
+            light.array = copy(job.array)
+            light.array.id = first
+            self._cache_job(light, holding=False)
         return [r["id"] for r in rows]
 
     def job_for_key(self, uid: int, key: str) -> int | None:
@@ -184,8 +203,26 @@ class Store:
         return rows[0]["id"] if rows else None
 
     def get_job(self, job_id: int) -> Job | None:
-        rows = list(self.db.query("SELECT * FROM jobs WHERE id = ?", [job_id]))
+        rows = self._shared(self.db.query("SELECT * FROM jobs WHERE id = ?", [job_id]))
         return _row_to_job(rows[0]) if rows else None
+
+    def _shared(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows with what array elements share filled in from their first element's."""
+        firsts: dict[int, dict[str, Any]] = {}
+        out = []
+        for row in rows:
+            if row.get("array_id") is not None and any(row.get(k) == _SHARED
+                                                       for k in _SHARED_COLUMNS):
+                first = firsts.get(row["array_id"])
+                if first is None:
+                    found = self.db.execute(
+                        f"SELECT {', '.join(_SHARED_COLUMNS)} FROM jobs WHERE id = ?",
+                        [row["array_id"]]).fetchone()
+                    first = firsts[row["array_id"]] = dict(zip(_SHARED_COLUMNS,
+                                                               found or ("[]", "{}")))
+                row = {**row, **{k: first[k] for k in _SHARED_COLUMNS if row[k] == _SHARED}}
+            out.append(row)
+        return out
 
     def is_holding(self, job_id: int) -> bool:
         return job_id in self._holding
@@ -221,7 +258,8 @@ class Store:
         sql += " ORDER BY id"
         if limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(limit)}) ORDER BY id"
-        return [_row_to_job(r) for r in self.db.query(sql, args)]
+        rows = self.db.query(sql, args)
+        return [_row_to_job(r) for r in (rows if light else self._shared(rows))]
 
     def holding_jobs(self) -> list[Job]:
         """Jobs whose shim may still hold resources, light, from memory."""
