@@ -147,3 +147,15 @@ def test_a_notification_enters_the_jobs_directory_as_its_user(host, users):
     assert event.startswith("notification --notify: failed with exit code 2"), event
     said = host.user_file(bob, "logs", f"{job}.notify").read_text()
     assert "diary.txt" not in said and f"can't cd to {private}" in said, said
+
+
+def test_only_admins_force_checks_of_peers_and_anyone_reads_the_last_ones(host, users):
+    bob = users.bob
+    refused = host.gq(bob, "peers", "check", check=False)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        "gq: only an admin (root, the daemon's owner or a member of group gq-admin) may force "
+        f"checks of peers (gq peers ls shows the last check of each); {bob.name} is none of "
+        "these\n")
+    assert host.gq(bob, "peers", "ls").returncode == 0
+    assert host.call("peer_check") == []  # root may

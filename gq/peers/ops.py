@@ -102,10 +102,17 @@ def op_peers(daemon, caller, args: dict) -> list[dict]:
 
 
 async def op_peer_check(daemon, caller, args: dict) -> list[dict]:
-    """Check the peers named (all by default) now, whatever their back-off."""
+    """Check the peers named (all by default) now, whatever their back-off. Admins only:
+    each check is SSH connections to every peer (anyone may read the last ones: op_peers)."""
     import asyncio
 
+    from gq.daemon.admins import require_admin
+
+    require_admin(daemon, caller, "force checks of peers (gq peers ls shows the last check of "
+                                  "each)")
     names = args.get("names") or list(daemon.peers.states)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise BadInput("expected the names of peers (see gq peers ls)")
     for name in names:
         daemon.peers.state(name)
     states = await asyncio.gather(*(daemon.peers.check(n, force=True) for n in names))
