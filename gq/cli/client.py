@@ -21,10 +21,9 @@ def default_timeout() -> float:
     text = os.environ.get("GQ_TIMEOUT", "")
     if not text:
         return 30.0
-    try:
-        seconds = float(text) if text.isascii() else -1.0
-    except ValueError:
-        seconds = -1.0
+    whole, _, fraction = text.partition(".")
+    digits = whole + fraction
+    seconds = float(text) if digits.isascii() and digits.isdigit() else -1.0
     if not 0 < seconds < 1e6:
         raise GqError(f"GQ_TIMEOUT={text[:50]!r}: expected seconds, e.g. 60", 2)
     return seconds
