@@ -120,6 +120,8 @@ class Notifier:
     def _job_ended(self, job_id: int) -> None:
         daemon = self.daemon
         config = daemon.config.notify
+        if not config.on_finish and not daemon.store.has_notify(job_id):
+            return  # the common case, cheaply: gq cancel of an array calls this per element
         job = daemon.store.get_job(job_id)
         if (job is None or job.state not in ENDED_STATES or daemon.store.is_holding(job_id)
                 or daemon.loop is None):

@@ -59,6 +59,7 @@ class Store:
         self.reservations = Reservations(self.db)
         self.slurm_jobs = SlurmJobs(self.db)
         self._relaxed = 0
+        self._firsts: dict[int, dict[str, Any]] = {}  # array id -> its shared columns, decoded
         self._load_cache()
 
     def _load_cache(self) -> None:
@@ -207,20 +208,25 @@ class Store:
         return _row_to_job(rows[0]) if rows else None
 
     def _shared(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Rows with what array elements share filled in from their first element's."""
-        firsts: dict[int, dict[str, Any]] = {}
+        """Rows with what array elements share filled in from their first element's, decoded
+        (and kept decoded for the next few arrays: gq cancel of a 10,000-element array reads
+        each element, and must not decode a large environment 10,000 times). Each row gets
+        copies: a job's environment is changed when it starts (set_array_env)."""
         out = []
         for row in rows:
             if row.get("array_id") is not None and any(row.get(k) == _SHARED
                                                        for k in _SHARED_COLUMNS):
-                first = firsts.get(row["array_id"])
+                first = self._firsts.get(row["array_id"])
                 if first is None:
                     found = self.db.execute(
                         f"SELECT {', '.join(_SHARED_COLUMNS)} FROM jobs WHERE id = ?",
-                        [row["array_id"]]).fetchone()
-                    first = firsts[row["array_id"]] = dict(zip(_SHARED_COLUMNS,
-                                                               found or ("[]", "{}")))
-                row = {**row, **{k: first[k] for k in _SHARED_COLUMNS if row[k] == _SHARED}}
+                        [row["array_id"]]).fetchone() or ("[]", "{}")
+                    first = {k: json.loads(v) for k, v in zip(_SHARED_COLUMNS, found)}
+                    if len(self._firsts) >= 16:
+                        del self._firsts[next(iter(self._firsts))]
+                    self._firsts[row["array_id"]] = first
+                row = {**row, **{k: copy(first[k]) for k in _SHARED_COLUMNS
+                                 if row[k] == _SHARED}}
             out.append(row)
         return out
 
@@ -261,6 +267,15 @@ class Store:
         rows = self.db.query(sql, args)
         return [_row_to_job(r) for r in (rows if light else self._shared(rows))]
 
+    def light_jobs(self, ids: list[int]) -> dict[int, Job]:
+        """Light jobs by id: waiting and holding ones from memory (not to be mutated), the
+        rest read."""
+        out = {i: j for i in ids if (j := self._queue.get(i) or self._holding.get(i))}
+        rest = [i for i in ids if i not in out]
+        for first in range(0, len(rest), 10_000):  # SQLite's limit of bound variables
+            out.update((j.id, j) for j in self.jobs(ids=rest[first:first + 10_000], light=True))
+        return out
+
     def holding_jobs(self) -> list[Job]:
         """Jobs whose shim may still hold resources, light, from memory."""
         return list(self._holding.values())
@@ -292,6 +307,28 @@ class Store:
             self._update(job_id, state=str(new), reason=reason, **fields)
             self._event(job_id, at, old, new, reason, detail)
         self._refresh(job_id)
+
+    def end_waiting(self, jobs: list[Job], new: JobState, at: float, reason: str) -> None:
+        """End pending or held jobs at once (gq cancel of an array): one statement for all,
+        checked against the allowed transitions as transition() checks each."""
+        for job in jobs:
+            check_transition(self._queue[job.id].state, new)
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "UPDATE jobs SET state = ?, reason = ?, ended_at = ? WHERE id = ?",
+                [(str(new), reason, at, job.id) for job in jobs])
+            self.db.conn.executemany(
+                "INSERT INTO events (job_id, at, old_state, new_state, reason, detail) "
+                "VALUES (?, ?, ?, ?, ?, NULL)",
+                [(job.id, at, str(self._queue[job.id].state), str(new), reason)
+                 for job in jobs])
+        for job in jobs:
+            self._queue.pop(job.id, None)  # ended, and never held resources while waiting
+
+    def has_notify(self, job_id: int) -> bool:
+        row = self.db.execute("SELECT notify IS NOT NULL FROM jobs WHERE id = ?",
+                              [job_id]).fetchone()
+        return bool(row and row[0])
 
     def update(self, job_id: int, **fields: Any) -> None:
         """Change fields that are not the state (reason, runtime), without an event."""
@@ -416,7 +453,7 @@ def _array_row(part: ArrayPart | None) -> dict[str, Any]:
 def _row_to_job(row: dict[str, Any]) -> Job:
     data = {c: row[c] for c in _JOB_COLUMNS if c in row}  # light rows lack the heavy columns
     for key in _JSON_FIELDS:
-        if key in data:
+        if isinstance(data.get(key), str):  # not if decoded already (Store._shared)
             data[key] = json.loads(data[key])
     data.setdefault("command", [])
     data.setdefault("cwd", "")
