@@ -110,18 +110,24 @@ class Notifier:
         self._sent: dict[tuple[int, float | None], None] = {}  # (job, ended_at) told already
         self._slots: asyncio.Semaphore | None = None
 
-    def job_ended(self, job_id: int) -> None:
-        """Called whenever a job may have ended; starts its notifications once per end."""
+    def jobs_ended(self, job_ids: list[int]) -> None:
+        """Called whenever jobs may have ended; starts their notifications once per end.
+        Only those with a notification are read (gq cancel of an array ends 10,000 at once)."""
         try:
-            self._job_ended(job_id)
+            if not self.daemon.config.notify.on_finish:
+                job_ids = self.daemon.store.with_notify(job_ids)
         except Exception:  # a notification must never take the daemon down
-            log.exception("job %s: notifications could not be started", job_id)
+            log.exception("jobs %s: notifications could not be looked up", job_ids[:10])
+            return
+        for job_id in job_ids:
+            try:
+                self._job_ended(job_id)
+            except Exception:  # a notification must never take the daemon down
+                log.exception("job %s: notifications could not be started", job_id)
 
     def _job_ended(self, job_id: int) -> None:
         daemon = self.daemon
         config = daemon.config.notify
-        if not config.on_finish and not daemon.store.has_notify(job_id):
-            return  # the common case, cheaply: gq cancel of an array calls this per element
         job = daemon.store.get_job(job_id)
         if (job is None or job.state not in ENDED_STATES or daemon.store.is_holding(job_id)
                 or daemon.loop is None):

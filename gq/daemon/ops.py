@@ -237,8 +237,7 @@ def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     daemon.store.end_waiting(waiting, JobState.CANCELLED, daemon.clock(), reason)
     for job in running:
         daemon.stop(job, JobState.CANCELLED, reason)
-    for job in waiting:
-        daemon.notify(job.id)
+    daemon.notify_many([job.id for job in waiting])
     daemon.request_pass()
     return results
 

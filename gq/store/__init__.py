@@ -335,10 +335,15 @@ class Store:
         for job in jobs:
             self._queue.pop(job.id, None)  # ended, and never held resources while waiting
 
-    def has_notify(self, job_id: int) -> bool:
-        row = self.db.execute("SELECT notify IS NOT NULL FROM jobs WHERE id = ?",
-                              [job_id]).fetchone()
-        return bool(row and row[0])
+    def with_notify(self, ids: list[int]) -> list[int]:
+        """Those of the jobs that have a --notify or --mail."""
+        out = []
+        for first in range(0, len(ids), 10_000):  # SQLite's limit of bound variables
+            part = ids[first:first + 10_000]
+            out += [r[0] for r in self.db.execute(
+                f"SELECT id FROM jobs WHERE notify IS NOT NULL AND id IN "
+                f"({','.join('?' * len(part))})", part)]
+        return out
 
     def update(self, job_id: int, **fields: Any) -> None:
         """Change fields that are not the state (reason, runtime), without an event."""
