@@ -267,6 +267,20 @@ def _peers(table: dict) -> PeersConfig:
             raise ValueError(f"[peers] all_hosts = {table['all_hosts']!r}: expected true or false")
         out.all_hosts = table["all_hosts"]
     return out
+def _daemon_size(daemon: dict, key: str, default: int, low: int, high: int | None,
+                 expected: str) -> int:
+    """A size setting of [daemon], within [low, high]."""
+    if key not in daemon:
+        return default
+    try:
+        size = parse_size(str(daemon[key]))
+    except ValueError as e:
+        raise ValueError(f"[daemon] {key} = {e}") from None
+    if size < low or (high is not None and size > high):
+        raise ValueError(f"[daemon] {key} = {daemon[key]!r}: expected {expected}")
+    return size
+
+
 def _access(access: dict, daemon: dict) -> AccessConfig:
     base = AccessConfig()
     admins = access.get("admins", base.admins)
@@ -276,24 +290,10 @@ def _access(access: dict, daemon: dict) -> AccessConfig:
     if queue not in ("all", "own"):
         raise ValueError(f'[access] queue = {queue!r}: expected "all" (everyone sees every job) '
                          'or "own" (users see only their own; admins see all)')
-    max_request = base.max_request
-    if "max_request" in daemon:
-        try:
-            max_request = parse_size(str(daemon["max_request"]))
-        except ValueError as e:
-            raise ValueError(f"[daemon] max_request = {e}") from None
-        if not 64 << 10 <= max_request <= 64 << 20:
-            raise ValueError(f"[daemon] max_request = {daemon['max_request']!r}: expected a "
-                             "size from 64K to 64M")
-    max_submit_bytes = base.max_submit_bytes
-    if "max_submit_bytes" in daemon:
-        try:
-            max_submit_bytes = parse_size(str(daemon["max_submit_bytes"]))
-        except ValueError as e:
-            raise ValueError(f"[daemon] max_submit_bytes = {e}") from None
-        if max_submit_bytes < 64 << 10:
-            raise ValueError(f"[daemon] max_submit_bytes = {daemon['max_submit_bytes']!r}: "
-                             "expected a size of 64K or more")
+    max_request = _daemon_size(daemon, "max_request", base.max_request, 64 << 10, 64 << 20,
+                               "a size from 64K to 64M")
+    max_submit_bytes = _daemon_size(daemon, "max_submit_bytes", base.max_submit_bytes, 64 << 10,
+                                    None, "a size of 64K or more")
     counts = {key: (_whole(f"[daemon] {key}", daemon[key], 1) if key in daemon
                     else getattr(base, key))
               for key in ("max_submit_jobs", "max_waiting_per_user")}
