@@ -179,6 +179,7 @@ NOT_ASCII_NUMBERS = {
 }
 
 
-@pytest.mark.parametrize("argv,needle", NOT_ASCII_NUMBERS.values(), ids=NOT_ASCII_NUMBERS.keys())
+@pytest.mark.parametrize("argv,needle", NOT_ASCII_NUMBERS.values(),
+                         ids=NOT_ASCII_NUMBERS.keys())
 def test_numbers_are_ascii_digits_only(host, argv, needle):
     test_bad_submit_is_refused_with_one_line(host, argv, needle)

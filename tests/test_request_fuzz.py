@@ -1,6 +1,6 @@
 """Every operation of a system daemon, sent random, badly typed and oversized arguments by two
-users (and root, for what only admins may do): no internal error, nothing of another user's job beyond what docs/admin.md allows them
-to see, and the daemon still serving."""
+users (and root, for what only admins may do): no internal error, nothing of another user's job
+beyond what docs/admin.md allows them to see, and the daemon still serving."""
 
 from __future__ import annotations
 
