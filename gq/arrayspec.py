@@ -9,7 +9,7 @@ _ARRAY_FORM = "expected indices like 0-15, 1,3,5 or 0-30:2, and %N to run at mos
 
 
 def _index(spec: str, text: str) -> int:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # "١٠" and "²" are digits to Python
         raise ValueError(f"--array {spec}: {_ARRAY_FORM}")
     return int(text)
 

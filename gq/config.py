@@ -50,6 +50,9 @@ class AccessConfig:
     max_connections: int = 64  # connections one user may hold open (root: no cap)
     max_request: int = MAX_LINE  # bytes in one request line
     idle_timeout: float = 300.0  # a connection that sends no request for this long is closed
+    max_submit_jobs: int = 10_000  # jobs (array elements) one submit may queue
+    max_submit_bytes: int = 16 << 20  # bytes one submit may add to the database
+    max_waiting_per_user: int = 100_000  # pending and held jobs one user may have
 
 
 @dataclass
@@ -100,7 +103,8 @@ class Config:
 
 _KNOWN = {
     "host": {"cpus", "ram"},
-    "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout"},
+    "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout",
+               "max_submit_jobs", "max_submit_bytes", "max_waiting_per_user"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
                   "weight_age", "weight_short"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
@@ -263,6 +267,20 @@ def _peers(table: dict) -> PeersConfig:
             raise ValueError(f"[peers] all_hosts = {table['all_hosts']!r}: expected true or false")
         out.all_hosts = table["all_hosts"]
     return out
+def _daemon_size(daemon: dict, key: str, default: int, low: int, high: int | None,
+                 expected: str) -> int:
+    """A size setting of [daemon], within [low, high]."""
+    if key not in daemon:
+        return default
+    try:
+        size = parse_size(str(daemon[key]))
+    except ValueError as e:
+        raise ValueError(f"[daemon] {key} = {e}") from None
+    if size < low or (high is not None and size > high):
+        raise ValueError(f"[daemon] {key} = {daemon[key]!r}: expected {expected}")
+    return size
+
+
 def _access(access: dict, daemon: dict) -> AccessConfig:
     base = AccessConfig()
     admins = access.get("admins", base.admins)
@@ -272,16 +290,16 @@ def _access(access: dict, daemon: dict) -> AccessConfig:
     if queue not in ("all", "own"):
         raise ValueError(f'[access] queue = {queue!r}: expected "all" (everyone sees every job) '
                          'or "own" (users see only their own; admins see all)')
-    max_request = base.max_request
-    if "max_request" in daemon:
-        try:
-            max_request = parse_size(str(daemon["max_request"]))
-        except ValueError as e:
-            raise ValueError(f"[daemon] max_request = {e}") from None
-        if not 64 << 10 <= max_request <= 64 << 20:
-            raise ValueError(f"[daemon] max_request = {daemon['max_request']!r}: expected a "
-                             "size from 64K to 64M")
+    max_request = _daemon_size(daemon, "max_request", base.max_request, 64 << 10, 64 << 20,
+                               "a size from 64K to 64M")
+    max_submit_bytes = _daemon_size(daemon, "max_submit_bytes", base.max_submit_bytes, 64 << 10,
+                                    None, "a size of 64K or more")
+    counts = {key: (_whole(f"[daemon] {key}", daemon[key], 1) if key in daemon
+                    else getattr(base, key))
+              for key in ("max_submit_jobs", "max_waiting_per_user")}
     return AccessConfig(
+        **counts,
+        max_submit_bytes=max_submit_bytes,
         admins=admins,
         queue=queue,
         max_connections=(_whole("[daemon] max_connections_per_user",

@@ -67,6 +67,9 @@ _GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
     ("daemon", "max_connections_per_user"): lambda c: c.access.max_connections,
     ("daemon", "max_request"): lambda c: _size(c.access.max_request),
     ("daemon", "idle_timeout"): lambda c: _duration(c.access.idle_timeout),
+    ("daemon", "max_submit_jobs"): lambda c: c.access.max_submit_jobs,
+    ("daemon", "max_submit_bytes"): lambda c: _size(c.access.max_submit_bytes),
+    ("daemon", "max_waiting_per_user"): lambda c: c.access.max_waiting_per_user,
     ("scheduler", "default_time"): lambda c: {
         "": _duration(c.default_time),
         **{t: _duration(v) for t, v in sorted(c.default_time_by_tier.items())}},

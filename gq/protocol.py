@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import os
 import socket
+import struct
+import time
 from typing import Any
 
 VERSION = 1
 MAX_LINE = 4 << 20  # bytes; a submit carries the caller's environment
+CONNECT_WAIT = 10.0  # seconds a connect waits for room in the daemon's listen backlog
 
 # Exit codes, as the design fixes them.
 BAD_INPUT = 2
@@ -32,6 +35,14 @@ class DaemonGone(GqError):
 
     def __init__(self) -> None:
         super().__init__("the daemon closed the connection (see its log: gq daemon status)")
+
+
+class DaemonSlow(GqError):
+    """The daemon did not answer in time: it is busy, stopped or stuck."""
+
+    def __init__(self, seconds: float | None) -> None:
+        super().__init__(f"the daemon did not answer within {seconds:g}s: it is busy or stuck "
+                         "(see gq daemon status; GQ_TIMEOUT=SECONDS waits longer)")
 
 
 class BadInput(GqError):
@@ -60,12 +71,14 @@ class Connection:
 
     def __init__(self, path: str | os.PathLike, timeout: float | None = 30.0):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
+        self.timeout = timeout
         try:
-            self.sock.connect(os.fspath(path))
+            _connect(self.sock, os.fspath(path),
+                     CONNECT_WAIT if timeout is None else min(timeout, CONNECT_WAIT))
         except OSError:
             self.sock.close()
             raise
+        self.sock.settimeout(timeout)
         self._buf = b""
 
     def call(self, op: str, **args: Any) -> Any:
@@ -73,11 +86,17 @@ class Connection:
         return self.receive()
 
     def send(self, op: str, **args: Any) -> None:
-        self.sock.sendall(encode(request(op, **args)))
+        try:
+            self.sock.sendall(encode(request(op, **args)))
+        except TimeoutError:
+            raise DaemonSlow(self.timeout) from None
 
     def receive(self) -> Any:
         while b"\n" not in self._buf:
-            chunk = self.sock.recv(1 << 16)
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except TimeoutError:
+                raise DaemonSlow(self.timeout) from None
             if not chunk:
                 raise DaemonGone()
             self._buf += chunk
@@ -96,3 +115,25 @@ class Connection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _connect(sock: socket.socket, path: str, wait: float) -> None:
+    """Connect, waiting up to `wait` seconds for room in the daemon's listen backlog.
+
+    A socket with a timeout connects non-blocking, and a Unix socket whose backlog is full
+    then fails at once with EAGAIN: a few clients connecting in a loop would turn everyone
+    else away. A blocking connect waits for room instead, as long as SO_SNDTIMEO allows; it
+    is tried again, briefly, until `wait` has passed."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = max(deadline - time.monotonic(), 0.01)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                        struct.pack("ll", int(left), int(left % 1 * 1e6)))
+        try:
+            sock.connect(path)
+            break
+        except BlockingIOError:  # EAGAIN: still no room after SO_SNDTIMEO
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 0, 0))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+# ASCII digits only: to Python, "١٠" and "²" are digits too.
+_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE | re.ASCII)
 _DUR_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-_DUR_PART = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+_DUR_PART = re.compile(r"(\d+(?:\.\d+)?)([dhms])", re.ASCII)
 
 
 def parse_size(text: str) -> int:
@@ -24,9 +25,9 @@ def parse_size(text: str) -> int:
 def parse_duration(text: str, allow_zero: bool = False) -> float:
     """'90m', '2h', '1d12h', '45s', '1:30:00', or plain minutes as in Slurm ('30')."""
     s = text.strip().lower()
-    if re.fullmatch(r"\d+(?:\.\d+)?", s):
+    if re.fullmatch(r"\d+(?:\.\d+)?", s, re.ASCII):
         seconds = float(s) * 60
-    elif re.fullmatch(r"\d+(:\d{1,2}){1,2}", s):
+    elif re.fullmatch(r"\d+(:\d{1,2}){1,2}", s, re.ASCII):
         parts = [int(p) for p in s.split(":")]
         while len(parts) < 3:
             parts.insert(0, 0)
@@ -51,7 +52,7 @@ def parse_signal(text: str) -> str:
 
     s = text.strip().upper()
     try:
-        sig = signal.Signals(int(s)) if s.isdigit() else signal.Signals[
+        sig = signal.Signals(int(s)) if s.isascii() and s.isdigit() else signal.Signals[
             s if s.startswith("SIG") else "SIG" + s]
     except (KeyError, ValueError):
         raise ValueError(f"{text!r}: expected a signal name like USR1, TERM or INT") from None

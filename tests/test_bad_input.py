@@ -165,3 +165,21 @@ def test_per_tier_default_times_are_read_and_checked(make_host):
         config.write('\n[scheduler]\ndefault_time = { low = "3d", urgent = "1h" }\n')
     proc = host.gq("ls", check=False)
     assert proc.returncode == 1 and "default_time.urgent: expected high, normal or low" in proc.stderr
+
+
+# To Python "١٠" (Arabic-Indic), "²" and "1_0" are numbers; to gq only ASCII digits are.
+NOT_ASCII_NUMBERS = {
+    "arabic-indic mem": (["--mem", "١٠G", "--", "true"], "--mem"),
+    "underscore cpus": (["--cpus", "0_1", "--", "true"], "--cpus 0_1: expected a whole number"),
+    "arabic-indic gpus": (["-g", "١", "--", "true"], "--gpus ١: expected a whole number"),
+    "superscript time": (["-t", "²h", "--", "true"], "--time"),
+    "arabic-indic minutes": (["-t", "١٠", "--", "true"], "--time"),
+    "arabic-indic signal": (["--signal", "١٠", "--", "true"], "--signal"),
+    "superscript array": (["--array", "0-²", "--", "true"], "--array"),
+}
+
+
+@pytest.mark.parametrize("argv,needle", NOT_ASCII_NUMBERS.values(),
+                         ids=NOT_ASCII_NUMBERS.keys())
+def test_numbers_are_ascii_digits_only(host, argv, needle):
+    test_bad_submit_is_refused_with_one_line(host, argv, needle)

@@ -9,10 +9,24 @@ import time
 from typing import Any
 
 from gq.paths import daemon_log, daemon_socket, socket_path
-from gq.protocol import Connection, DaemonGone, GqError
+from gq.protocol import CONNECT_WAIT, Connection, DaemonGone, DaemonSlow, GqError
 
 START_TIMEOUT = 15.0
 RETRY_FOR = 60.0  # seconds a submit is sent again while its daemon goes away and comes back
+FROM_ENV = -1.0  # a timeout argument meaning: GQ_TIMEOUT, or 30 s
+
+
+def default_timeout() -> float:
+    """Seconds to wait for an answer: GQ_TIMEOUT, or 30."""
+    text = os.environ.get("GQ_TIMEOUT", "")
+    if not text:
+        return 30.0
+    whole, _, fraction = text.partition(".")
+    digits = whole + fraction
+    seconds = float(text) if digits.isascii() and digits.isdigit() else -1.0
+    if not 0 < seconds < 1e6:
+        raise GqError(f"GQ_TIMEOUT={text[:50]!r}: expected seconds, e.g. 60", 2)
+    return seconds
 
 
 def try_connect(path: str, timeout: float | None = 30.0) -> Connection | None:
@@ -20,11 +34,16 @@ def try_connect(path: str, timeout: float | None = 30.0) -> Connection | None:
         return Connection(path, timeout=timeout)
     except (FileNotFoundError, ConnectionRefusedError):
         return None
+    except BlockingIOError:
+        raise GqError(f"the daemon at {path} took no new connection for {CONNECT_WAIT:g}s: "
+                      "it is overloaded or stopped (see gq daemon status)") from None
     except OSError as e:
         raise GqError(f"cannot reach the daemon at {path}: {e.strerror or e}") from None
 
 
-def connect(auto_start: bool = True, timeout: float | None = 30.0) -> Connection:
+def connect(auto_start: bool = True, timeout: float | None = FROM_ENV) -> Connection:
+    if timeout == FROM_ENV:
+        timeout = default_timeout()
     path, home = daemon_socket()
     conn = try_connect(path, timeout)
     if conn is not None:
@@ -59,6 +78,13 @@ def submit_job(args: dict[str, Any]) -> dict[str, Any]:
         try:
             with conn:
                 return conn.call("submit", **args)
+        except DaemonSlow as e:
+            # Sent again with the same key: queued once, whichever attempt gets there.
+            if time.monotonic() > deadline:
+                raise GqError(f"{e.message}; sent again for {RETRY_FOR:.0f}s with no answer; "
+                              "whether the job was queued, `gq ls` tells") from None
+            print(f"gq: the daemon did not answer within {conn.timeout:g}s; sending the "
+                  "submit again (it is queued once)", file=sys.stderr, flush=True)
         except (DaemonGone, ConnectionError):
             if time.monotonic() > deadline:
                 raise GqError(f"the daemon kept going away for {RETRY_FOR:.0f}s; whether the "
@@ -66,10 +92,12 @@ def submit_job(args: dict[str, Any]) -> dict[str, Any]:
         conn = reconnect()
 
 
-def reconnect(grace: float = 5.0, timeout: float | None = 30.0) -> Connection:
+def reconnect(grace: float = 5.0, timeout: float | None = FROM_ENV) -> Connection:
     """After losing the daemon: wait `grace` seconds for it to come back (a restart) before
     starting one ourselves, so that we never race whoever is restarting it. A system daemon is
     restarted by systemd, never by us: wait for it as long as it takes."""
+    if timeout == FROM_ENV:
+        timeout = default_timeout()
     path, home = daemon_socket()
     deadline = time.monotonic() + grace
     while home is None or time.monotonic() < deadline:

@@ -116,10 +116,10 @@ def parse_argv(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 
 def _whole(flag: str, text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise BadInput(f"{flag} {text}: expected a whole number") from None
+    digits = text[1:] if text.startswith("-") else text
+    if not (digits.isascii() and digits.isdigit()):  # int() takes "0_1" and "١٠" too
+        raise BadInput(f"{flag} {text}: expected a whole number")
+    return int(text)
 
 
 def _parsed(flag: str, text: Any, parse, prefixed: bool = False) -> Any:

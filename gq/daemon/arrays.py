@@ -9,11 +9,10 @@ elements, as Slurm does; one that shows a job (show, why, logs) takes the elemen
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 from typing import Any, Iterable
 
 from gq.arrayspec import MAX_ELEMENTS
-from gq.model import ArrayPart, DepKind, Job
+from gq.model import ArrayPart, DepKind, Job, clone
 from gq.protocol import BadInput
 from gq.store import Store
 
@@ -108,10 +107,12 @@ def _fill(arg: str, params: dict[str, str]) -> str:
 def insert_elements(store: Store, job: Job, parts: list[Element], limit: int | None,
                     key: str | None = None) -> list[int]:
     """Queue every element or none: one transaction."""
-    jobs = [
-        replace(job, command=e.command, array=ArrayPart(0, e.index, len(parts), limit, e.params))
-        for e in parts
-    ]
+    jobs = []
+    for e in parts:  # dataclasses.replace would cost 20 times as much, 10,000 times over
+        element = clone(job)
+        element.command, element.array = e.command, ArrayPart(0, e.index, len(parts), limit,
+                                                              e.params)
+        jobs.append(element)
     return store.insert_array(jobs, job.submitted_at, key)
 
 

@@ -359,10 +359,14 @@ class Daemon(Recovery, Ending, Preempting, Policing):
     # ---- waiting ------------------------------------------------------------------------
 
     def notify(self, job_id: int) -> None:
-        self.notifier.job_ended(job_id)  # --notify, --mail, on_finish: gq/daemon/notify.py
-        for fut in self.waiters.pop(job_id, []):
-            if not fut.done():
-                fut.set_result(job_id)
+        self.notify_many([job_id])
+
+    def notify_many(self, job_ids: list[int]) -> None:
+        self.notifier.jobs_ended(job_ids)  # --notify, --mail, on_finish: gq/daemon/notify.py
+        for job_id in job_ids:
+            for fut in self.waiters.pop(job_id, []):
+                if not fut.done():
+                    fut.set_result(job_id)
 
     def wait_for_end(self, job_id: int) -> asyncio.Future:
         fut = self.loop.create_future()

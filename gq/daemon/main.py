@@ -57,7 +57,7 @@ def bind_socket(layout: Layout) -> socket.socket:
         sock.bind(path)
     finally:
         os.umask(old)
-    sock.listen(128)
+    sock.listen(1024)  # room for bursts: a full backlog makes clients wait (protocol._connect)
     return sock
 
 

@@ -98,8 +98,9 @@ TAIL_CHARS = 2000
 def log_tail(job: Job, layout) -> str:
     """The last lines of the job's stderr (its own file: read as gq/daemon/oom.py reads)."""
     from gq.daemon.oom import run_log
+    from gq.daemon.userfiles import job_file_owner
 
-    text = run_log(layout.stderr(job.id, job.user), None, job.uid if layout.system else None)
+    text = run_log(layout.stderr(job.id, job.user), None, *job_file_owner(layout, job))
     return "\n".join(text.splitlines()[-TAIL_LINES:])[-TAIL_CHARS:]
 
 
@@ -134,12 +135,20 @@ class Notifier:
         self._sent: dict[tuple[int, float | None], None] = {}  # (job, ended_at) told already
         self._slots: asyncio.Semaphore | None = None
 
-    def job_ended(self, job_id: int) -> None:
-        """Called whenever a job may have ended; starts its notifications once per end."""
+    def jobs_ended(self, job_ids: list[int]) -> None:
+        """Called whenever jobs may have ended; starts their notifications once per end.
+        Only those with a notification are read (gq cancel of an array ends 10,000 at once)."""
         try:
-            self._job_ended(job_id)
+            if not self.daemon.config.notify.on_finish:
+                job_ids = self.daemon.store.with_notify(job_ids)
         except Exception:  # a notification must never take the daemon down
-            log.exception("job %s: notifications could not be started", job_id)
+            log.exception("jobs %s: notifications could not be looked up", job_ids[:10])
+            return
+        for job_id in job_ids:
+            try:
+                self._job_ended(job_id)
+            except Exception:  # a notification must never take the daemon down
+                log.exception("job %s: notifications could not be started", job_id)
 
     def _job_ended(self, job_id: int) -> None:
         daemon = self.daemon
@@ -179,6 +188,8 @@ class Notifier:
             argv, run_as = self._as_submitter(job, kind, argv)
         except Exception as e:  # no such user any more, say
             return self._record(job, kind, f"could not start: {e}")
+        if run_as:  # the command's shell enters the directory as the submitter
+            cwd = "/"
         self.run(argv, env, cwd, self._output_path(job, kind),
                  lambda outcome: self._record(job, kind, outcome), stdin, run_as)
 
@@ -201,13 +212,16 @@ class Notifier:
 
     def _as_submitter(self, job: Job, kind: str, argv: list[str]) -> tuple[list[str], dict]:
         """A system daemon runs the submitter's own notification as them: their uid and
-        groups, and a shell of theirs opens the output file, so root never writes it."""
+        groups, and a shell of theirs opens the output file, so root never writes it, and
+        enters the job's directory, so root never does: CPython's subprocess changes
+        directory before it drops privileges, which would let the command list a directory
+        its user cannot enter. The process starts in `/` (see _spawn)."""
         if kind == "on_finish" or not self.daemon.layout.system:
             return argv, {}
         who = identity_of(job.uid)
         prepare_user_dir(self.daemon.layout, who)
-        wrapped = ["/bin/sh", "-c", 'exec >>"$0" 2>&1 && exec "$@"',
-                   str(self._output_path(job, kind)), *argv]
+        wrapped = ["/bin/sh", "-c", 'exec >>"$0" 2>&1 && cd -- "$1" && shift && exec "$@"',
+                   str(self._output_path(job, kind)), job.cwd, *argv]
         return wrapped, {"user": who.uid, "group": who.gid, "extra_groups": list(who.groups),
                          "umask": 0o077 if job.umask is None else job.umask}
 

@@ -4,27 +4,26 @@ deaths), and the memory to retry with."""
 from __future__ import annotations
 
 import os
-import stat
+
+from gq.daemon.userfiles import open_owned
 
 TAIL = 64 << 10  # a dying process prints its cause last; no need to read a long log
 GROWTH = 1.5
 
 
-def run_log(path: str | os.PathLike, offset: int | None, owner: int | None = None) -> str:
+def run_log(path: str | os.PathLike, offset: int | None, owner: int | None = None,
+            base: str | os.PathLike | None = None) -> str:
     """The end of what one run wrote to its log (earlier runs appended there too).
 
-    The log is in a directory its user controls: only a regular file is read (a FIFO would
-    block the daemon), never through a link, and with `owner`, only one that user owns."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    The log is in a directory its user controls: read as gq/daemon/userfiles.py reads such
+    files (only the owner's regular file, never through a link, never blocking)."""
+    fd = open_owned(path, owner, base)
+    if fd is None:
         return ""
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (owner is not None and st.st_uid != owner):
-            return ""
-        start = max(offset or 0, st.st_size - TAIL)
-        return os.pread(fd, st.st_size - start, start).decode(errors="replace")
+        size = os.fstat(fd).st_size
+        start = max(offset or 0, size - TAIL)
+        return os.pread(fd, max(size - start, 0), start).decode(errors="replace")
     except OSError:
         return ""
     finally:

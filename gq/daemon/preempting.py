@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from gq.daemon.ending import PREEMPTED_FOR
+from gq.daemon.userfiles import job_file_owner, open_owned
 from gq.model import Job, JobState, Reason
 from gq.policy import Plan, SchedulerInput
 from gq.policy.preemption import plan_preemptions
@@ -55,15 +56,21 @@ class Preempting:
         out = {}
         for job in jobs:
             newest = None
+            # In the user's own directory: entered only if theirs, never through a link.
+            fd = open_owned(self.layout.checkpoint_dir(job.id, job.user),
+                            *job_file_owner(self.layout, job), directory=True)
+            if fd is None:
+                continue
             try:
-                with os.scandir(self.layout.checkpoint_dir(job.id, job.user)) as entries:
+                with os.scandir(fd) as entries:
                     for entry in entries:
                         mtime = entry.stat(follow_symlinks=False).st_mtime
                         newest = mtime if newest is None else max(newest, mtime)
-                newest = max(newest or 0.0,
-                             os.stat(self.layout.checkpoint_dir(job.id, job.user)).st_mtime)
+                newest = max(newest or 0.0, os.fstat(fd).st_mtime)
             except OSError:
                 pass
+            finally:
+                os.close(fd)
             if newest is not None:
                 out[job.id] = newest
         return out

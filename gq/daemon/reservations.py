@@ -164,7 +164,7 @@ def op_reservations(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 def op_unreserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
     require_admin(daemon, caller, "remove reservations")
     rid = args.get("id")
-    if isinstance(rid, bool) or not isinstance(rid, int):
+    if isinstance(rid, bool) or not isinstance(rid, int) or not 0 <= rid < 1 << 63:
         raise BadInput(f"reservation id {rid!r}: expected a number (see gq reserve ls)")
     row = daemon.store.reservations.get(rid)
     if row is not None and row["removed_at"] is not None:

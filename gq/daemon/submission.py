@@ -121,7 +121,11 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         name = "".join(c for c in base if c.isprintable() and c != "/")[:MAX_NAME]
     fields = request_fields(args, host)
     cwd = _utf8(_no_nul(args.get("cwd") or "", "--cwd"), "--cwd")
-    if not os.path.isabs(cwd) or (cwd_here and not os.path.isdir(cwd)):
+    # Only a daemon running as the caller looks: a system daemon would look with root's
+    # rights and tell anyone whether any path exists. Its jobs' shims enter the directory
+    # as their user, and say so when they cannot (the CLI checked it too, as the user).
+    if not os.path.isabs(cwd) or (cwd_here and caller.uid == os.geteuid()
+                                  and not os.path.isdir(cwd)):
         raise BadInput(f"--cwd {cwd!r}: no such directory")
     env = args.get("env") or {}
     if not isinstance(env, dict):

@@ -50,7 +50,8 @@ def op_samples(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
     if resolution == "auto":
         resolution = "raw" if span <= RAW_UP_TO else "minute"
     gpu, job = args.get("gpu"), args.get("job")
-    if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int)):
+    if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, int)
+                            or not 0 <= gpu < 1 << 16):
         raise BadInput(f"gpu {gpu!r}: expected a card index")
     out = {"since": iso(since), "until": iso(now), "interval": daemon.config.telemetry.interval,
            "resolution": resolution, "gpu": gpu, "job": None}

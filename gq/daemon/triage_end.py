@@ -7,6 +7,7 @@ import errno
 import os
 
 from gq.daemon.oom import run_log
+from gq.daemon.userfiles import job_file_owner
 from gq.layout import Layout
 from gq.model import Job
 from gq.triage.classify import EndFacts, Triage, classify
@@ -19,9 +20,9 @@ LOG_FULL = "the disk holding the job's logs was full when it ended"
 
 def triage_run(layout: Layout, job: Job, record: dict, kmsg: str = KMSG) -> Triage:
     """The class of a run that ended by itself with a non-zero status."""
-    owner = job.uid if layout.system else None
-    out = run_log(layout.stdout(job.id, job.user), record.get("stdout_offset"), owner)
-    err = run_log(layout.stderr(job.id, job.user), record.get("stderr_offset"), owner)
+    owner, base = job_file_owner(layout, job)
+    out = run_log(layout.stdout(job.id, job.user), record.get("stdout_offset"), owner, base)
+    err = run_log(layout.stderr(job.id, job.user), record.get("stderr_offset"), owner, base)
     signal = record.get("signal")
     kernel = kernel_oom_line(record.get("pid"), kmsg) if signal == 9 else None
     # stderr last: at equal weight, what a dying process printed there came last

@@ -102,10 +102,17 @@ def op_peers(daemon, caller, args: dict) -> list[dict]:
 
 
 async def op_peer_check(daemon, caller, args: dict) -> list[dict]:
-    """Check the peers named (all by default) now, whatever their back-off."""
+    """Check the peers named (all by default) now, whatever their back-off. Admins only:
+    each check is SSH connections to every peer (anyone may read the last ones: op_peers)."""
     import asyncio
 
+    from gq.daemon.admins import require_admin
+
+    require_admin(daemon, caller, "force checks of peers (gq peers ls shows the last check of "
+                                  "each)")
     names = args.get("names") or list(daemon.peers.states)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise BadInput("expected the names of peers (see gq peers ls)")
     for name in names:
         daemon.peers.state(name)
     states = await asyncio.gather(*(daemon.peers.check(n, force=True) for n in names))
@@ -122,6 +129,7 @@ def op_log(daemon, caller, args: dict) -> dict:
     """Part of a job's output (or error) file from `offset`, base64, and the job's state."""
     from gq.daemon.authz import require_owner
     from gq.daemon.ops import resolve_id
+    from gq.daemon.userfiles import job_file_owner, read_owned
 
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
     require_owner(daemon, caller, [job], "read the output of")
@@ -129,11 +137,9 @@ def op_log(daemon, caller, args: dict) -> dict:
     offset = args.get("offset") or 0
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise BadInput(f"offset {offset!r}: expected a byte offset")
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read(LOG_CHUNK)
-    except FileNotFoundError:
-        data = b""
+    # A system daemon reads it as root in a directory the user controls: only their own
+    # regular file, never through a link, never blocking on a FIFO (gq/daemon/userfiles.py).
+    owner, base = job_file_owner(daemon.layout, job)
+    data = read_owned(path, owner, offset, LOG_CHUNK, base)
     return {"id": job.id, "state": str(job.state), "reason": job.reason,
             "data": base64.b64encode(data).decode(), "offset": offset + len(data)}

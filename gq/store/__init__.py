@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from contextlib import contextmanager
+from copy import copy
 from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
-from gq.model import ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition
+from gq.model import ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition, clone
 from gq.store.history import History
 from gq.store.offences import Offences
 from gq.store.reservations import Reservations
@@ -29,6 +30,10 @@ _BOOL_FIELDS = ("preemptible", "signal_group", "interactive")
 # What a scheduling pass needs: not the command, directory and environment, which are large
 # and only needed to start a job.
 _HEAVY_COLUMNS = {"command", "cwd", "env", "notify", "forward_args"}
+# An array's elements store these once, in the first element's row, and _SHARED in theirs:
+# a 100 KB environment of a 10,000-element array is 100 KB, not 1 GB.
+_SHARED_COLUMNS = ("command", "env")
+_SHARED = "null"
 # Job.array is stored flat, in these columns (migration m004).
 _ARRAY_COLUMNS = ("array_id", "array_index", "array_size", "array_limit", "array_params")
 _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
@@ -55,6 +60,7 @@ class Store:
         self.reservations = Reservations(self.db)
         self.slurm_jobs = SlurmJobs(self.db)
         self._relaxed = 0
+        self._firsts: dict[int, dict[str, Any]] = {}  # array id -> its shared columns, decoded
         self._load_cache()
 
     def _load_cache(self) -> None:
@@ -68,12 +74,14 @@ class Store:
             self._cache(row)
 
     def _cache(self, row: dict[str, Any]) -> None:
-        job = _row_to_job(row)
+        self._cache_job(_row_to_job(row), bool(row["holding"]))
+
+    def _cache_job(self, job: Job, holding: bool) -> None:
         self._queue.pop(job.id, None)
         self._holding.pop(job.id, None)
         if job.state in (JobState.PENDING, JobState.HELD):
             self._queue[job.id] = job
-        if row["holding"]:
+        if holding:
             self._holding[job.id] = job
 
     def _refresh(self, job_id: int) -> None:
@@ -145,27 +153,49 @@ class Store:
 
     def insert_array(self, jobs: list[Job], at: float, key: str | None = None) -> list[int]:
         """Insert the elements of an array in one transaction: all of them or none. They get
-        consecutive ids; the first one's is the array's id, which each element records."""
+        consecutive ids; the first one's is the array's id, which each element records.
+        The elements differ only in their index, parameters and maybe command: the first
+        element's row is encoded once and the others are copies of it (10,000 elements of a
+        100 KB environment cost one encoding of it, and one copy on disk: _shared)."""
         with self.db.atomic():
             row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
             first = (row[0] if row else 0) + 1
-            rows = []
-            for offset, job in enumerate(jobs):
-                row = _job_to_row(job)
-                row["id"] = first + offset
-                row["array_id"] = first
-                rows.append(row)
-            self.db.table("jobs").insert_all(rows)
+            base = _job_to_row(jobs[0])
+            base.update(id=first, array_id=first)
+            columns = list(base)
+            at_ = {c: i for i, c in enumerate(columns)}
+            template = [base[c] for c in columns]
+            template[at_["env"]] = _SHARED
+            rows = [[base[c] for c in columns]]
+            for offset, job in enumerate(jobs[1:], 1):
+                values = template.copy()
+                values[at_["id"]] = first + offset
+                if job.command is not jobs[0].command:  # an array's elements share the list
+                    command = json.dumps(job.command)
+                    values[at_["command"]] = _SHARED if command == base["command"] else command
+                else:
+                    values[at_["command"]] = _SHARED
+                values[at_["array_index"]] = job.array.index
+                values[at_["array_params"]] = (json.dumps(job.array.params) if job.array.params
+                                               else "{}")
+                rows.append(values)
+            self.db.conn.executemany(
+                f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                rows)
             self.db.conn.executemany(
                 "INSERT INTO events (job_id, at, old_state, new_state, detail) "
                 "VALUES (?, ?, NULL, ?, 'submitted')",
-                [(r["id"], at, r["state"]) for r in rows],
+                [(first + offset, at, base["state"]) for offset in range(len(rows))],
             )
             self._remember_key(jobs[0].uid, key, first, at)
-        for row in self.db.query(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE array_id = ?",
-                                 [first]):
-            self._cache(row)
-        return [r["id"] for r in rows]
+        for offset, job in enumerate(jobs):  # light, as _load_cache would read them
+            light = clone(job)
+            light.id, light.command, light.cwd, light.env = first + offset, [], "", {}
+            light.notify = light.forward_args = None
+            part = job.array
+            light.array = ArrayPart(first, part.index, part.size, part.limit, part.params)
+            self._cache_job(light, holding=False)
+        return [first + offset for offset in range(len(rows))]
 
     def job_for_key(self, uid: int, key: str) -> int | None:
         """The job (or array) that a submit with this idempotency key queued, if any."""
@@ -194,8 +224,31 @@ class Store:
         return rows[0]["id"] if rows else None
 
     def get_job(self, job_id: int) -> Job | None:
-        rows = list(self.db.query("SELECT * FROM jobs WHERE id = ?", [job_id]))
+        rows = self._shared(self.db.query("SELECT * FROM jobs WHERE id = ?", [job_id]))
         return _row_to_job(rows[0]) if rows else None
+
+    def _shared(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows with what array elements share filled in from their first element's, decoded
+        (and kept decoded for the next few arrays: gq cancel of a 10,000-element array reads
+        each element, and must not decode a large environment 10,000 times). Each row gets
+        copies: a job's environment is changed when it starts (set_array_env)."""
+        out = []
+        for row in rows:
+            if row.get("array_id") is not None and any(row.get(k) == _SHARED
+                                                       for k in _SHARED_COLUMNS):
+                first = self._firsts.get(row["array_id"])
+                if first is None:
+                    found = self.db.execute(
+                        f"SELECT {', '.join(_SHARED_COLUMNS)} FROM jobs WHERE id = ?",
+                        [row["array_id"]]).fetchone() or ("[]", "{}")
+                    first = {k: json.loads(v) for k, v in zip(_SHARED_COLUMNS, found)}
+                    if len(self._firsts) >= 16:
+                        del self._firsts[next(iter(self._firsts))]
+                    self._firsts[row["array_id"]] = first
+                row = {**row, **{k: copy(first[k]) for k in _SHARED_COLUMNS
+                                 if row[k] == _SHARED}}
+            out.append(row)
+        return out
 
     def is_holding(self, job_id: int) -> bool:
         return job_id in self._holding
@@ -231,7 +284,17 @@ class Store:
         sql += " ORDER BY id"
         if limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(limit)}) ORDER BY id"
-        return [_row_to_job(r) for r in self.db.query(sql, args)]
+        rows = self.db.query(sql, args)
+        return [_row_to_job(r) for r in (rows if light else self._shared(rows))]
+
+    def light_jobs(self, ids: list[int]) -> dict[int, Job]:
+        """Light jobs by id: waiting and holding ones from memory (not to be mutated), the
+        rest read."""
+        out = {i: j for i in ids if (j := self._queue.get(i) or self._holding.get(i))}
+        rest = [i for i in ids if i not in out]
+        for first in range(0, len(rest), 10_000):  # SQLite's limit of bound variables
+            out.update((j.id, j) for j in self.jobs(ids=rest[first:first + 10_000], light=True))
+        return out
 
     def holding_jobs(self) -> list[Job]:
         """Jobs whose shim may still hold resources, light, from memory."""
@@ -264,6 +327,33 @@ class Store:
             self._update(job_id, state=str(new), reason=reason, **fields)
             self._event(job_id, at, old, new, reason, detail)
         self._refresh(job_id)
+
+    def end_waiting(self, jobs: list[Job], new: JobState, at: float, reason: str) -> None:
+        """End pending or held jobs at once (gq cancel of an array): one statement for all,
+        checked against the allowed transitions as transition() checks each."""
+        for job in jobs:
+            check_transition(self._queue[job.id].state, new)
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "UPDATE jobs SET state = ?, reason = ?, ended_at = ? WHERE id = ?",
+                [(str(new), reason, at, job.id) for job in jobs])
+            self.db.conn.executemany(
+                "INSERT INTO events (job_id, at, old_state, new_state, reason, detail) "
+                "VALUES (?, ?, ?, ?, ?, NULL)",
+                [(job.id, at, str(self._queue[job.id].state), str(new), reason)
+                 for job in jobs])
+        for job in jobs:
+            self._queue.pop(job.id, None)  # ended, and never held resources while waiting
+
+    def with_notify(self, ids: list[int]) -> list[int]:
+        """Those of the jobs that have a --notify or --mail."""
+        out = []
+        for first in range(0, len(ids), 10_000):  # SQLite's limit of bound variables
+            part = ids[first:first + 10_000]
+            out += [r[0] for r in self.db.execute(
+                f"SELECT id FROM jobs WHERE notify IS NOT NULL AND id IN "
+                f"({','.join('?' * len(part))})", part)]
+        return out
 
     def update(self, job_id: int, **fields: Any) -> None:
         """Change fields that are not the state (reason, runtime), without an event."""
@@ -388,7 +478,7 @@ def _array_row(part: ArrayPart | None) -> dict[str, Any]:
 def _row_to_job(row: dict[str, Any]) -> Job:
     data = {c: row[c] for c in _JOB_COLUMNS if c in row}  # light rows lack the heavy columns
     for key in _JSON_FIELDS:
-        if key in data:
+        if isinstance(data.get(key), str):  # not if decoded already (Store._shared)
             data[key] = json.loads(data[key])
     data.setdefault("command", [])
     data.setdefault("cwd", "")
