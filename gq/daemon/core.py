@@ -36,6 +36,7 @@ from gq.policy import (
 )
 from gq.policy.accounts import dominant_weight
 from gq.policy.arrays import hold_back_throttled
+from gq.policy.cardshare import cards_held
 from gq.policy.fairshare import Score
 from gq.store import Store
 
@@ -353,10 +354,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
 
     def card_weight(self, job: Job) -> float:
         """How many cards the job holds, for fair share: slices count as their share."""
-        totals = {g.index: g.memory_total for g in self.cards}
-        if job.mem is None:
-            return float(len(job.gpu_ids))
-        return sum(min(1.0, job.mem / totals[i]) if totals.get(i) else 1.0 for i in job.gpu_ids)
+        return cards_held(job, {g.index: g.memory_total for g in self.cards})
 
     # ---- waiting ------------------------------------------------------------------------
 

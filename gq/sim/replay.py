@@ -54,6 +54,7 @@ from gq.policy.placement import Capacity
 from gq.policy.preemption import Victim, plan_preemptions
 from gq.policy.queue import shape as shape_of
 from gq.policy.accounts import dominant_weight
+from gq.policy.cardshare import cards_held
 from gq.policy.quotas import UserLimits
 from gq.policy.schedule import allowed_cards
 from gq.sim.conversion import check_fits, to_job
@@ -412,10 +413,7 @@ class _Replay:
 
     def cards_held(self, job: Job) -> float:
         """Cards held, for the results: slices count as their share of the card."""
-        if job.mem is None:
-            return float(len(job.gpu_ids))
-        memory = self.card_memory[job.host]
-        return sum(min(1.0, job.mem / memory[i]) for i in job.gpu_ids)
+        return cards_held(job, self.card_memory[job.host])
 
     def weight(self, job: Job) -> float:
         """What the job is charged, as the daemon charges it: its dominant share of its host
