@@ -336,7 +336,9 @@ def sim(
         show_default=False)] = None,
     policy: Annotated[str, typer.Option(
         "--policy", help="gq, fifo (strict first in, first out), greedy (start whatever "
-        "fits, no reservations), or all", metavar="POLICY")] = "gq",
+        "fits, no reservations), sjf-oracle (shortest true run time first), tiresias "
+        "(least attained service, preempting), qssf (smallest expected cards x time, "
+        "learned per user), or all", metavar="POLICY")] = "gq",
     fmt: Annotated[str, typer.Option(
         "--format", help="auto (from the header), alibaba, philly or gq",
         metavar="FORMAT")] = "auto",
@@ -355,13 +357,16 @@ def sim(
         "--config", help="the lab's pools, accounts, admin reservations, [scheduler] and "
         "[limits], as in config.toml (docs/sim.md)", metavar="LAB.toml",
         show_default=False)] = None,
+    tiers: Annotated[str, typer.Option(
+        "--tiers", help="on: the trace's tiers; off: every job normal, so that only order, "
+        "fair share, backfill and packing are compared", metavar="on|off")] = "on",
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
     from gq.cli.sim_cmd import run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt, lab)
+                   preempt, lab, tiers)
 # ---- end of gq sim ----
 
 

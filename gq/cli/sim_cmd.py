@@ -11,12 +11,12 @@ from typing import Any
 
 from gq.protocol import BadInput
 
-POLICY_CHOICES = ("gq", "fifo", "greedy", "all")
+POLICY_CHOICES = ("gq", "fifo", "greedy", "sjf-oracle", "tiresias", "qssf", "all")
 
 
 def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
             time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool,
-            preempt: str | None = None, lab_file: str | None = None) -> int:
+            preempt: str | None = None, lab_file: str | None = None, tiers: str = "on") -> int:
     from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
     from gq.sim.lab import Lab, read_lab
     from gq.sim.metrics import metrics
@@ -25,6 +25,8 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
     preemption = preemption_of(preempt)
     if policy not in POLICY_CHOICES:
         raise BadInput(f"--policy {policy}: expected one of {', '.join(POLICY_CHOICES)}")
+    if tiers not in ("on", "off"):
+        raise BadInput(f"--tiers {tiers}: expected on (the trace's tiers) or off (all normal)")
     if time_factor < 0 or time_factor != time_factor:
         raise BadInput(f"--time-factor {time_factor}: expected 0 (no limits) or more")
     if from_history == (trace is not None):
@@ -45,7 +47,8 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
     except ValueError as e:
         raise BadInput(str(e)) from None
     names = list(POLICIES) if policy == "all" else [policy]
-    results = [metrics(replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab))
+    results = [metrics(replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab,
+                              tiers=tiers == "on"))
                for name in names]
     if as_json:
         from gq.cli.output import print_json
@@ -53,7 +56,8 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
         print_json(results if len(results) > 1 else results[0])
         return 0
     print(f"{source}: {len(jobs)} jobs on {describe_cluster(hosts)}, time limits "
-          + (f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)"))
+          + (f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)")
+          + ("" if tiers == "on" else ", tiers off (every job normal)"))
     print_tables(results)
     return 0
 

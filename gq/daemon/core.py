@@ -32,10 +32,9 @@ from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
 from gq.layout import Layout
 from gq.policy import (
-    Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, schedule,
+    Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, decide,
 )
 from gq.policy.accounts import dominant_weight
-from gq.policy.arrays import hold_back_throttled
 from gq.policy.cardshare import cards_held
 from gq.policy.fairshare import Score
 from gq.store import Store
@@ -214,16 +213,15 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
             return
         running = self.store.holding_jobs()
-        pending, throttled = hold_back_throttled(pending, running)
         inp = self.scheduler_input(pending, running)
-        plan = schedule(inp)
-        self.store.set_reasons(plan.reasons | throttled)
+        plan = decide(inp, preempt=self.preempt_rule(inp))
+        self.store.set_reasons(plan.reasons)
         self.shortfalls = plan.shortfalls
         self.forecasts = plan.forecasts
         self.scores = plan.scores
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
-        self.preempt_for_waiting(inp, plan)
+        self.preempt_for_waiting(plan)
 
     def local_queue(self) -> list[Job]:
         """Pending and held jobs to run here: not those waiting to be sent to a peer

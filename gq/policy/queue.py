@@ -75,6 +75,7 @@ class PendingQueue:
         self._with_deps: dict[int, Job] = {}
         self._by_age: dict[int, list[tuple[float, int]]] = {}  # lane -> (submitted, id)
         self._ranks: dict[int, int] = {}  # tier rank -> jobs waiting in it
+        self.limited: dict[int, Job] = {}  # elements of arrays with a %N limit
         # What the keys were computed from: (score_time, fair-share settings, assumed limits),
         # and the usage (the caller replaces it when it recalculates, never edits it).
         self._scored: tuple | None = None
@@ -98,6 +99,8 @@ class PendingQueue:
             self._undeclared[s] = self._undeclared.get(s, 0) + 1
         rank = job.priority.rank
         self._ranks[rank] = self._ranks.get(rank, 0) + 1
+        if job.array is not None and job.array.limit:
+            self.limited[job.id] = job
         if job.deps:
             self._with_deps[job.id] = job
             return
@@ -119,6 +122,7 @@ class PendingQueue:
         else:
             self._undeclared[s] -= 1
         self._ranks[job.priority.rank] -= 1
+        self.limited.pop(job_id, None)
         if self._with_deps.pop(job_id, None) is not None:
             return job
         by_age = self._by_age[lane(job)]

@@ -47,32 +47,30 @@ from gq.policy import (
     Plan,
     RunInterval,
     SchedulerInput,
-    schedule,
 )
-from gq.policy.baselines import fifo, greedy
+from gq.policy.decide import POLICIES as DECIDERS
+from gq.policy.decide import PreemptRule, decide
 from gq.policy.placement import Capacity
-from gq.policy.preemption import Victim, plan_preemptions
+from gq.policy.preemption import Victim
 from gq.policy.queue import shape as shape_of
 from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held
 from gq.policy.quotas import UserLimits
-from gq.policy.schedule import allowed_cards
+from gq.policy.tiresias import queue_of
 from gq.sim.conversion import check_fits, to_job
+from gq.sim.history import RunTimePredictor, UserMeanRunTime
 from gq.sim.lab import Lab
 from gq.sim.traces import TraceJob
 from gq.sim.usage import UsageGrid
 
-def _gq(inp: SchedulerInput) -> Plan:
-    """The daemon's policy, reading the queue only as far as a start is still possible (a
-    replay needs the starts, not every waiting job's reason)."""
-    return schedule(inp, explain=False)
+
+def _applied(name: str) -> Callable[..., Plan]:
+    """The policy as the replay applies it: `decide`, reading the queue only as far as a start
+    is still possible (a replay needs the starts, not every waiting job's reason)."""
+    return lambda inp, preempt=None: decide(inp, name, explain=False, preempt=preempt)
 
 
-POLICIES: dict[str, Callable[[SchedulerInput], Plan]] = {
-    "gq": _gq,
-    "fifo": lambda inp: fifo(inp, explain=False),
-    "greedy": lambda inp: greedy(inp, explain=False),
-}
+POLICIES: dict[str, Callable[..., Plan]] = {name: _applied(name) for name in DECIDERS}
 USAGE_REFRESH = 300.0  # simulated seconds between fair-share recalculations
 # Traces carry no lab configuration, so no per-user limits: the issue's default high_share
 # (20% of the cards per user) would hold back half of each trace, whose tiers are a mapping
@@ -162,13 +160,18 @@ def replay(
     skip_idle_passes: bool = True,
     preemption: Preemption | None = None,
     lab: Lab = Lab(),
+    tiers: bool = True,
+    predictor: Callable[[], RunTimePredictor] | None = None,
 ) -> ReplayResult:
     """Replay the trace (sorted by submit time, as read_trace gives it) on `hosts`.
     `skip_idle_passes=False` runs a pass at every event time (tests check that skipping
     changes nothing). `preemption`: the gq policy also preempts `low` jobs for waiting work of
     a higher tier, as the daemon does (fifo and greedy never preempt). `lab`: pools, accounts
     and admin reservations (times from the start of the trace); its [scheduler] and [limits],
-    when it has them, replace `default_limit`, `max_reservations`, `fairshare` and `limits`."""
+    when it has them, replace `default_limit`, `max_reservations`, `fairshare` and `limits`.
+    `tiers=False` (`--tiers off`): every job `normal`. `predictor`: makes what QSSF predicts
+    run times with (default: each user's mean, gq/sim/history.py). Tiresias preempts by its
+    own rule, with the grace of `preemption` (or its default)."""
     tier_limits: dict[str, float] = {}
     if lab.scheduler is not None:
         settings = lab.scheduler
@@ -183,10 +186,14 @@ def replay(
         raise ValueError("a cluster needs at least one host")
     if len({h.name for h in hosts}) != len(hosts):
         raise ValueError("the hosts of a cluster need distinct names (running jobs name theirs)")
+    if policy == "tiresias":  # every job may be stopped, at any time
+        grace = (preemption or Preemption()).grace
+        preemption = Preemption(exempt=0.0, grace=grace, tiers=frozenset(map(str, Tier)))
     sim = _Replay(hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
                   limits, usage_refresh, max_wall_s, skip_idle_passes,
-                  preemption if policy == "gq" else None, lab)
-    jobs = sim.admit(trace_jobs, time_factor)
+                  preemption if policy in ("gq", "tiresias") else None, lab)
+    sim.predictor = (predictor or UserMeanRunTime)()
+    jobs = sim.admit(trace_jobs, time_factor, tiers)
     return sim.run(jobs)
 
 
@@ -220,6 +227,7 @@ class _Replay:
         self.remaining: dict[int, float] = {}  # run time left (less after a preemption)
         self.first_start: dict[int, float] = {}
         self.held: dict[int, float] = {}  # card-holding seconds of runs that ended
+        self.attained: dict[int, float] = {}  # card-seconds of runs that ended (Tiresias)
         self.signalled: dict[int, float] = {}  # preempted job -> when it got the signal
         # Pending requests by shape, and whether each fits somewhere now (see the docstring).
         self.shapes: dict[tuple, list] = {}  # shape -> [pending jobs of it, a job of it]
@@ -231,7 +239,7 @@ class _Replay:
 
     # ---- trace jobs into gq jobs ----------------------------------------------------------
 
-    def admit(self, trace_jobs, time_factor: float) -> list[Job]:
+    def admit(self, trace_jobs, time_factor: float, tiers: bool = True) -> list[Job]:
         smallest_card = min(c.memory_total for h in self.hosts for c in h.cards) \
             if any(h.cards for h in self.hosts) else 0
         most_cpus = max(h.cpus for h in self.hosts)
@@ -239,6 +247,8 @@ class _Replay:
         jobs = []
         for n, tj in enumerate(trace_jobs, start=1):
             job = to_job(tj, n, time_factor, smallest_card, most_cpus)
+            if not tiers:
+                job.priority = Tier.NORMAL
             fits = [cap.fit(job, self.pools.allowed(job)) for cap in empty]
             if all(cards is None for cards, _ in fits):
                 why = f"fit no empty host: {fits[0][1]}"
@@ -309,11 +319,13 @@ class _Replay:
         if charge > 0:
             self.usage.ended.append(RunInterval(job.user, charge, job.started_at, now))
         self.held[job.id] = self.held.get(job.id, 0.0) + now - job.started_at
+        self.attained[job.id] = self.attained.get(job.id, 0.0) + weight * (now - job.started_at)
         return weight
 
     def complete(self, job: Job, now: float) -> None:
         weight = self.release(job, now)
         tj = self.trace_ids[job.id]
+        self.predictor.observe(job, self.held[job.id])
         self.result.jobs.append(JobResult(
             tj.job_id, job.user, job.priority, job.gpus_held, weight, job.submitted_at,
             self.first_start[job.id], now, job.host,
@@ -322,24 +334,29 @@ class _Replay:
 
     def could_preempt(self, now: float) -> bool:
         """Whether a pass could preempt: some job waits in a higher tier than a running,
-        preemptible job past its exempt period (what plan_preemptions asks first)."""
+        preemptible job past its exempt period (what plan_preemptions asks first); under
+        Tiresias, in a lower queue than a running job."""
         if self.preemption is None:
             return False
+        if self.policy_name == "tiresias":
+            return self.could_preempt_by_service(now)
         ranks = [j.priority.rank for j in self.running.values()
                  if j.preemptible and j.state is JobState.RUNNING
                  and now - j.started_at >= self.preemption.exempt]
         return bool(ranks) and any(r < max(ranks) for r in self.pending.tiers())
 
-    def preempt(self, plan: Plan, inp: SchedulerInput, now: float) -> None:
-        """Signal the jobs that the daemon's policy would stop for waiting higher-tier work."""
-        waiting = [self.pending.jobs[i] for i, r in plan.reasons.items() if r == Reason.RESOURCES]
-        if not waiting:
-            return
-        allowed = {j.id: allowed_cards(inp, j, self.hosts[0]) for j in waiting} if (
-            self.pools.cards or self.windows) and len(self.hosts) == 1 else None
-        decided = plan_preemptions(self.hosts, waiting, list(self.running.values()), now,
-                                   self.preemption.exempt, allowed=allowed)
-        for p in decided.preemptions:
+    def could_preempt_by_service(self, now: float) -> bool:
+        queues = [queue_of(self.attained.get(j.id, 0.0) + self.cards_held(j)
+                           * (now - j.started_at)) for j in self.running.values()
+                  if j.state is JobState.RUNNING]
+        if not queues or max(queues) == 0:
+            return False
+        top = max(queues)
+        return any(queue_of(self.attained.get(j.id, 0.0)) < top for j in self.pending)
+
+    def preempt(self, plan: Plan, now: float) -> None:
+        """Signal the jobs the pass chose to stop."""
+        for p in plan.preemptions:
             for victim in p.victims:
                 self.signal(self.running[victim.job_id], victim, now)
 
@@ -382,13 +399,20 @@ class _Replay:
             max_reservations=self.max_reservations,
             usage=usage, fairshare=self.fairshare, limits=self.limits,
             score_time=self.usage.computed_at, pools=self.pools, windows=self.windows,
-            accounts=self.accounts,
+            accounts=self.accounts, attained=self.attained,
+            expected_run_time=self.expected_run_time,
         )
-        plan = self.policy(inp)
+        rule = PreemptRule(self.preemption.exempt) if self.preemption is not None else None
+        plan = self.policy(inp, rule)
         for start in plan.starts:
             self.start(start.job_id, start.host, start.gpu_ids, now)
-        if self.preemption is not None:
-            self.preempt(plan, inp, now)
+        self.preempt(plan, now)
+
+    def expected_run_time(self, job: Job) -> float:
+        """The truth for the oracle (what is left of the run), a prediction for QSSF."""
+        if self.policy_name == "sjf-oracle":
+            return self.remaining[job.id]
+        return self.predictor(job)
 
     def start(self, job_id: int, host: str, gpu_ids: tuple[int, ...], now: float) -> None:
         job = self.pending.remove(job_id)
@@ -406,7 +430,7 @@ class _Replay:
         self.running[job_id] = job
         self.first_start.setdefault(job_id, now)
         heapq.heappush(self.completions, (now + self.remaining[job_id], job_id, job.restarts))
-        if self.preemption is not None and job.preemptible:
+        if self.preemption is not None and job.preemptible and self.preemption.exempt > 0:
             heapq.heappush(self.completions, (now + self.preemption.exempt, job_id, -1))
 
     # ---- fair share -----------------------------------------------------------------------
