@@ -53,6 +53,12 @@ def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool, explain: 
     # some and might fit; none left, nothing further down can start.
     left = None if explain or inp.windows else dict(inp.pending.shapes)
     open_shapes = len(left) if left is not None else -1
+    if left is not None:  # shapes that fit nowhere now: settled before reading any job
+        for request in left:
+            placed, short = _first_fit(_example(request), hosts, inp)
+            if placed is None:
+                short_of[request] = short
+                open_shapes -= 1
     ordered = inp.pending.in_submit_order() if order is None else iter(order)
     for job in ordered:
         if open_shapes == 0:
@@ -89,6 +95,13 @@ def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool, explain: 
                 _behind(job, list(ordered), plan, inp, most_cards)
             break
     return plan
+
+
+def _example(request: tuple) -> Job:
+    """A job of the shape (queue.shape), as placement sees it."""
+    gpus, mem, cpus, ram, pool, gpus_max = request
+    return Job(id=0, user="", command=[], cwd="", gpus=gpus, mem=mem, cpus=cpus, ram=ram,
+               pool=pool, gpus_max=gpus_max)
 
 
 def _regular(job: Job, most_cards: int) -> bool:

@@ -26,14 +26,14 @@ from gq.policy.types import Plan, SchedulerInput
 def sjf_oracle(inp: SchedulerInput, explain: bool = True) -> Plan:
     """`inp.expected_run_time` must give each job's true (remaining) run time."""
     run_time = _required(inp)
-    return _shortest_first(inp, explain, lambda j: run_time(j))
+    return _shortest_first(inp, explain, "run_time", lambda j: run_time(j))
 
 
 def qssf(inp: SchedulerInput, explain: bool = True,
          predict: Callable[[Job], float] | None = None) -> Plan:
     """`predict(job)`: its expected run time in seconds (default: `inp.expected_run_time`)."""
     run_time = predict or _required(inp)
-    return _shortest_first(inp, explain, lambda j: max(j.gpus, 1) * run_time(j))
+    return _shortest_first(inp, explain, "card_time", lambda j: max(j.gpus, 1) * run_time(j))
 
 
 def _required(inp: SchedulerInput) -> Callable[[Job], float]:
@@ -42,6 +42,9 @@ def _required(inp: SchedulerInput) -> Callable[[Job], float]:
     return inp.expected_run_time
 
 
-def _shortest_first(inp: SchedulerInput, explain: bool, key: Callable[[Job], float]) -> Plan:
-    order = sorted(inp.pending, key=lambda j: (key(j), j.submitted_at, j.id))
+def _shortest_first(inp: SchedulerInput, explain: bool, name: str,
+                    key: Callable[[Job], float]) -> Plan:
+    """A job's key is fixed while it waits (the oracle's run time, a prediction made once),
+    so the queue keeps the order between passes (PendingQueue.ordered_by)."""
+    order = inp.pending.ordered_by(name, key)
     return _in_submit_order(inp, stop_at_first_blocked=False, explain=explain, order=order)
