@@ -21,6 +21,7 @@ from synthetic import write_trace
 from gq.model import Job, JobState, Tier
 from gq.policy import RunInterval, SchedulerInput, decayed_usage, schedule
 from gq.sim.cluster import describe_cluster, parse_cluster
+from gq.sim.colocation import SHARE_UTIL_MAX, sharing_figures
 from gq.sim.metrics import metrics
 from gq.sim.replay import Preemption, ReplayTimeout, replay
 from gq.sim.traces import read_trace
@@ -43,6 +44,8 @@ TARGET_ALLOC = 0.99  # gq's allocation rate at least 0.99 of greedy's
 # With tiers off (every job normal):
 TARGET_WAIT = 1 / 3  # gq's average wait at most a third of fifo's
 TARGET_ORACLE = 1.25  # gq's average completion time at most 1.25x the shortest-job oracle's
+TARGET_SLOWED = 0.02  # at most 2% of co-located pairs with a job below 0.8x its speed alone
+TARGET_SHARED_WORK = 1.8  # at least 1.8x the work of one card on shared cards
 TARGET_PASS = 12.0  # a pass over 10,000 pending jobs at most 12x one over 1,000
 TARGET_PREEMPT = 3.0  # high-tier avg wait without preemption at least 3x that with it
 # What is replayed: name -> (policy, preemption, reservations, tiers). gq+preempt uses the
@@ -303,6 +306,18 @@ def print_case(case: dict) -> None:
         print(f"    {name:<58} {value:>9}  {ok:<6}  ({t['scope']})")
 
 
+def print_sharing(rows: list[dict]) -> None:
+    """Pairs of shared jobs under the co-location model (gq/sim/colocation.py)."""
+    print("\nsharing a card (co-location model fitted to Lucid's measured pairs, profiles drawn, "
+          f"{rows[0]['pairs']:,} pairs, seed 1):")
+    for r in rows:
+        slowed, work = r["slowed_below_0_8"], r["work_per_card_hour"]
+        print(f"  {r['rule']:<20} admits {r['admitted']:6.1%} of pairs; slowed below 0.8x "
+              f"{slowed:6.2%} (target <= {TARGET_SLOWED:.0%}: {verdict(slowed <= TARGET_SLOWED)}"
+              f"); work per card-hour {work:.2f} cards (target >= {TARGET_SHARED_WORK:g}: "
+              f"{verdict(work >= TARGET_SHARED_WORK)})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", type=int, nargs="?", const=1000, metavar="N",
@@ -319,6 +334,9 @@ def main() -> int:
         if not args.json:
             print_case(case)
             sys.stdout.flush()
+    report["sharing"] = [sharing_figures(None), sharing_figures(SHARE_UTIL_MAX)]
+    if not args.json:
+        print_sharing(report["sharing"])
     rounds = 3 if args.quick else 9
     for cluster in ("8x8x80G", "1x64x80G"):
         report["passes"].append(pass_scaling(cluster, rounds))
