@@ -30,6 +30,7 @@ from gq.daemon.supervisor import Shim, SpawnUnknown, Supervisor
 from gq.peers.registry import Peers
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
+from gq.daemon.mem_history import learned_utils
 from gq.layout import Layout
 from gq.policy import (
     Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, decide,
@@ -75,6 +76,10 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.forecasts: dict[int, Forecast] = {}
         self.scores: dict[int, Score] = {}
         self.usage: dict[str, float] = {}  # decayed card-seconds per user (refresh_usage)
+        # Command key -> the SM utilisation its last runs had (None: none measured); emptied
+        # when a run ends (gq/daemon/ending.py).
+        self.known_utils: dict[str, float | None] = {}
+        self.command_keys: dict[int, str] = {}  # slice job id -> its command key
         self._usage_at = float("-inf")
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -249,6 +254,9 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             max_reservations=self.config.reservations,
             usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
             score_time=self._usage_at,
+            util=learned_utils(self.store, [*pending, *running], self.command_keys,
+                               self.known_utils),
+            share_util_max=self.config.share_util_max,
             pools=self.config.pools.for_cards([g.index for g in self.cards]),
             windows=admin_windows(self, now), accounts=self.config.accounts,
         )

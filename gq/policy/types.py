@@ -83,6 +83,11 @@ class SchedulerInput:
     # how long a waiting job is expected to run (the truth for the oracle, a prediction for
     # QSSF). gq's own policy reads neither.
     attained: dict[int, float] = field(default_factory=dict)
+    # Sharing a card (gq/policy/placement.py): each job's SM utilisation alone (%) where
+    # history knows it, and the most the slices of a shared card may sum to (None: memory
+    # alone decides, as in a replay of a trace that has no utilisation).
+    util: dict[int, float] = field(default_factory=dict)
+    share_util_max: float | None = None
     expected_run_time: Callable[[Job], float] | None = None
 
     def __post_init__(self):
