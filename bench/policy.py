@@ -55,10 +55,13 @@ TARGET_PREEMPT = 3.0  # high-tier avg wait without preemption at least 3x that w
 RESERVATIONS = 8  # the daemon's default [scheduler] reservations
 BASELINES = ("fifo", "greedy", "sjf-oracle", "tiresias", "qssf")
 RUNS = {
-    "gq": ("gq", None, RESERVATIONS, True),
-    **{b: (b, None, RESERVATIONS, True) for b in BASELINES},
-    "gq+preempt": ("gq", Preemption(), RESERVATIONS, True),
-    "gq/off": ("gq", None, RESERVATIONS, False),
+    "gq": ("gq", None, RESERVATIONS, True, None),
+    **{b: (b, None, RESERVATIONS, True, None) for b in BASELINES},
+    "gq+preempt": ("gq", Preemption(), RESERVATIONS, True, None),
+    "gq/off": ("gq", None, RESERVATIONS, False, None),
+    # The daemon's [scheduler] share_util_max on the drawn profiles of slices (a trace without
+    # slices: the gq run, relabelled).
+    "gq+util": ("gq", None, RESERVATIONS, True, SHARE_UTIL_MAX),
 }
 POLICIES = list(RUNS)
 # The time limits users declare: the replay's default, 2x the run time. Issue 19 brings
@@ -69,10 +72,11 @@ TIME_MODEL = "limits 2x the run time"
 
 def timed_replay(jobs, hosts, run, cap):
     """(metrics, None) or (None, why it stopped). `run`: a name of RUNS."""
-    policy, preemption, reservations, tiers = RUNS[run]
+    policy, preemption, reservations, tiers, util_max = RUNS[run]
     try:
         m = metrics(replay(jobs, hosts, policy, max_wall_s=cap, preemption=preemption,
-                           max_reservations=reservations, tiers=tiers))
+                           max_reservations=reservations, tiers=tiers,
+                           share_util_max=util_max))
         m["policy"] = run
         return m, None
     except ReplayTimeout as e:
@@ -96,8 +100,15 @@ def run_case(name: str, cluster: str, quick: int | None, full: bool) -> dict:
     hosts = parse_cluster(cluster)
     case = {"trace": name, "cluster": cluster, "hosts": describe_cluster(hosts),
             "jobs": len(jobs), "quick": quick, "results": {}, "prefix": {}, "timing": {}}
+    slices = any(j.mem is not None or j.gpu_fraction is not None for j in jobs)
     for policy in POLICIES:
         t = case["timing"][policy] = {}
+        if policy == "gq+util" and not slices and policy != POLICIES[0]:
+            case["results"][policy] = dict(case["results"].get("gq") or {}, policy=policy) or None
+            if "gq" in case["prefix"]:
+                case["prefix"][policy] = case["prefix"]["gq"]
+            t.update(case["timing"]["gq"])
+            continue
         if quick or full or len(jobs) <= PROBES[0]:
             m, stopped = timed_replay(jobs, hosts, policy, None)
             case["results"][policy] = m
@@ -295,6 +306,15 @@ def print_case(case: dict) -> None:
     for p, t in case["timing"].items():
         if "not_run" in t:
             print(f"  {p}: full replay not run: {t['not_run']}")
+    res = case["results"] if case["results"].get("gq+util") else case["prefix"]
+    if res.get("gq") and res.get("gq+util") and res["gq"]["sharing"].get("pairs"):
+        for run, rule in (("gq", "memory only"), ("gq+util", f"utilisation <= {SHARE_UTIL_MAX:g}%")):
+            f = res[run]["sharing"]
+            print(f"  sharing, {rule:<20} {f['pairs']:>5} pairs, {f['slowed_below_0_8']:6.2%} "
+                  f"slowed below 0.8x (target <= {TARGET_SLOWED:.0%}), "
+                  f"{f['work_per_card_hour']:.2f} cards' work per shared card-hour (target >= "
+                  f"{TARGET_SHARED_WORK:g}) over {f['shared_card_hours']:.0f} card-hours; "
+                  f"avg wait {format_duration(res[run]['avg_wait_s'])}")
     tiers = tier_ratios(case)
     if tiers:
         print(f"  by tier, gq's avg wait / fifo's: {tiers}")

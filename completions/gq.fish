@@ -82,7 +82,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config --tiers
+            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config --tiers --share-util-max
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop restore status
@@ -368,6 +368,7 @@ complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own 
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'
 complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts, admin reservations, [scheduler] and [limits], as in config.toml (docs/sim.md)'
 complete -c gq -n '__gq_at \'sim\'' -l tiers -x -d 'on: the trace\'s tiers'
+complete -c gq -n '__gq_at \'sim\'' -l share-util-max -x -d 'the gq policy shares a card between slices only if their SM utilisation (drawn from measured profiles) sums to at most this, as the daemon\'s [scheduler] share_util_max [default: memory alone decides]'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F

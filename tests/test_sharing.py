@@ -84,3 +84,32 @@ def test_the_daemon_learns_a_commands_utilisation_and_keeps_two_busy_ones_apart(
     assert host.wait_ended(b)["state"] == "completed"
     first, second = host.job(a), host.job(b)
     assert second["started_at"] >= first["ended_at"]
+
+
+# ---- the replay: slices slow each other down, and the rule keeps busy pairs apart ------------
+
+def test_the_replay_stretches_shared_slices_and_applies_the_rule_to_drawn_profiles():
+    from gq.sim.cluster import parse_cluster
+    from gq.sim.colocation import Sharing, band
+    from gq.sim.replay import replay
+    from gq.sim.traces import TraceJob
+
+    trace = [TraceJob(job_id=n, submit_time=0.0, duration=1000.0, user="ann", gpus=1, mem=30 * G)
+             for n in ("a", "b")]
+    hosts = parse_cluster("1x1x80G")
+    busy_pairs = 0
+    for seed in range(1, 30):
+        u1, u2 = Sharing(seed).profile(1), Sharing(seed).profile(2)
+        loose = replay(trace, hosts, "gq", seed=seed)
+        ends = sorted(j.end for j in loose.jobs)
+        assert loose.sharing["pairs"] == 1  # memory alone: they always share
+        speed = band(u1 + u2)[1]
+        # The one that joins is stretched (the first keeps the speed it started with).
+        assert ends == [1000.0, 1000.0 / min(speed, 1.0)]
+        ruled = replay(trace, hosts, "gq", seed=seed, share_util_max=100.0)
+        apart = u1 + u2 > 100
+        busy_pairs += apart
+        assert ruled.sharing["pairs"] == (0 if apart else 1), (u1, u2)
+        if apart:  # the second waits for the first to end
+            assert sorted(j.start for j in ruled.jobs) == [0.0, 1000.0]
+    assert 0 < busy_pairs < 29  # both cases were seen

@@ -360,13 +360,18 @@ def sim(
     tiers: Annotated[str, typer.Option(
         "--tiers", help="on: the trace's tiers; off: every job normal, so that only order, "
         "fair share, backfill and packing are compared", metavar="on|off")] = "on",
+    share_util_max: Annotated[Optional[float], typer.Option(
+        "--share-util-max", help="the gq policy shares a card between slices only if their "
+        "SM utilisation (drawn from measured profiles) sums to at most this, as the daemon's "
+        "[scheduler] share_util_max [default: memory alone decides]", metavar="PERCENT",
+        show_default=False)] = None,
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
     from gq.cli.sim_cmd import run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt, lab, tiers)
+                   preempt, lab, tiers, share_util_max)
 # ---- end of gq sim ----
 
 

@@ -16,7 +16,8 @@ POLICY_CHOICES = ("gq", "fifo", "greedy", "sjf-oracle", "tiresias", "qssf", "all
 
 def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
             time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool,
-            preempt: str | None = None, lab_file: str | None = None, tiers: str = "on") -> int:
+            preempt: str | None = None, lab_file: str | None = None, tiers: str = "on",
+            share_util_max: float | None = None) -> int:
     from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
     from gq.sim.lab import Lab, read_lab
     from gq.sim.metrics import metrics
@@ -27,6 +28,9 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
         raise BadInput(f"--policy {policy}: expected one of {', '.join(POLICY_CHOICES)}")
     if tiers not in ("on", "off"):
         raise BadInput(f"--tiers {tiers}: expected on (the trace's tiers) or off (all normal)")
+    if share_util_max is not None and not 1 <= share_util_max <= 10000:
+        raise BadInput(f"--share-util-max {share_util_max:g}: expected a percentage of one card "
+                       "from 1 to 10000 (100: the daemon's default)")
     if time_factor < 0 or time_factor != time_factor:
         raise BadInput(f"--time-factor {time_factor}: expected 0 (no limits) or more")
     if from_history == (trace is not None):
@@ -48,7 +52,7 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
         raise BadInput(str(e)) from None
     names = list(POLICIES) if policy == "all" else [policy]
     results = [metrics(replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab,
-                              tiers=tiers == "on"))
+                              tiers=tiers == "on", share_util_max=share_util_max))
                for name in names]
     if as_json:
         from gq.cli.output import print_json
@@ -59,7 +63,19 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
           + (f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)")
           + ("" if tiers == "on" else ", tiers off (every job normal)"))
     print_tables(results)
+    print_sharing(results)
     return 0
+
+
+def print_sharing(results: list[dict[str, Any]]) -> None:
+    """What slices sharing cards did to each other (gq/sim/colocation.py), when any shared."""
+    for m in results:
+        f = m["sharing"]
+        if f.get("pairs"):
+            print(f"{m['policy']}: {f['pairs']} pairs of slices shared a card; "
+                  f"{f['slowed_below_0_8']:.1%} had a job below 0.8x its speed alone; "
+                  f"{f['work_per_card_hour']:.2f} cards' work per shared card-hour "
+                  f"({f['shared_card_hours']:.0f} card-hours shared)")
 
 
 def preemption_of(tiers: str | None):

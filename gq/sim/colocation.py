@@ -87,3 +87,67 @@ def sharing_figures(util_max: float | None, pairs: int = 20000, seed: int = 1) -
             "pairs": pairs, "admitted": admitted / pairs,
             "slowed_below_0_8": slowed / admitted if admitted else 0.0,
             "work_per_card_hour": work / admitted if admitted else 0.0}
+
+
+class Sharing:
+    """Co-location in a replay. Each slice (a job with --mem) is drawn a profile, its SM
+    utilisation alone, from a generator seeded by the replay's seed and the job's number. When
+    a slice starts on a card other slices use, it forms a pair with each of them, drawn slowed
+    or not by the model. While a card holds several slices, each runs at the speed of the band
+    of their utilisations summed: a job's run is stretched by the slowest of its cards as they
+    stand when it starts (a first-order model: later arrivals do not re-time it). Work on a
+    shared card is the jobs' speeds summed, per card-second shared."""
+
+    def __init__(self, seed: int = 1):
+        self.seed = seed
+        self.util: dict[int, float] = {}  # job id -> SM utilisation alone, %
+        self.on_card: dict[tuple[str, int], set[int]] = {}
+        self.since: dict[tuple[str, int], float] = {}
+        self.pairs = self.slowed = 0
+        self.shared_seconds = self.work_seconds = 0.0
+
+    def profile(self, job_id: int) -> float:
+        util = self.util.get(job_id)
+        if util is None:
+            util = self.util[job_id] = draw_util(random.Random(self.seed * 1_000_003 + job_id))
+        return util
+
+    def start(self, job_id: int, host: str, cards, now: float) -> float:
+        """A slice starts on `cards`: the speed it runs at (1.0 alone)."""
+        own = self.profile(job_id)
+        rng = random.Random(self.seed * 7_919 + job_id * 31 + int(now))
+        speed = 1.0
+        for card in cards:
+            key = (host, card)
+            self._advance(key, now)
+            there = self.on_card.setdefault(key, set())
+            for other in there:
+                self.pairs += 1
+                self.slowed += pair(own, self.util[other], rng).slowed
+            there.add(job_id)
+            speed = min(speed, self._speed(there))
+        return speed
+
+    def end(self, job_id: int, host: str, cards, now: float) -> None:
+        for card in cards:
+            key = (host, card)
+            self._advance(key, now)
+            self.on_card.get(key, set()).discard(job_id)
+
+    def _speed(self, jobs: set[int]) -> float:
+        return 1.0 if len(jobs) < 2 else band(sum(self.util[j] for j in jobs))[1]
+
+    def _advance(self, key: tuple[str, int], now: float) -> None:
+        jobs = self.on_card.get(key, ())
+        if len(jobs) >= 2:
+            dt = now - self.since.get(key, now)
+            self.shared_seconds += dt
+            self.work_seconds += dt * len(jobs) * self._speed(jobs)
+        self.since[key] = now
+
+    def figures(self) -> dict:
+        return {"pairs": self.pairs,
+                "slowed_below_0_8": self.slowed / self.pairs if self.pairs else 0.0,
+                "shared_card_hours": self.shared_seconds / 3600,
+                "work_per_card_hour": (self.work_seconds / self.shared_seconds
+                                       if self.shared_seconds else 0.0)}

@@ -57,7 +57,9 @@ from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held
 from gq.policy.quotas import UserLimits
 from gq.policy.tiresias import queue_of
+from gq.sim.colocation import Sharing
 from gq.sim.conversion import check_fits, to_job
+from gq.sim.results import JobResult, Preemption, ReplayResult  # noqa: F401 (re-exported)
 from gq.sim.history import RunTimePredictor, UserMeanRunTime
 from gq.sim.lab import Lab
 from gq.sim.traces import TraceJob
@@ -76,69 +78,6 @@ USAGE_REFRESH = 300.0  # simulated seconds between fair-share recalculations
 # (20% of the cards per user) would hold back half of each trace, whose tiers are a mapping
 # of service classes, not a lab's urgent work (docs/traces.md).
 REPLAY_LIMITS = Limits(default=UserLimits(high_share=None))
-
-
-@dataclass(frozen=True)
-class Preemption:
-    """How a replay preempts, as the daemon's [preemption] defaults do: `low` jobs, each
-    exempt for the first `exempt` seconds of every run, stopped `grace` seconds after their
-    checkpoint signal. A job saves its work on the signal (gq's contract, docs/preemption.md)
-    and resumes where it was; the grace is spent saving, not progressing."""
-
-    exempt: float = 600.0
-    grace: float = 60.0
-    tiers: frozenset[str] = frozenset({"low"})  # [preemption] preemptible
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """One replayed job: when it was submitted, started and ended (simulated seconds)."""
-
-    job_id: str
-    user: str
-    tier: Tier
-    gpus: int
-    weight: float  # cards it held: gpus for whole cards, the share of each card for slices
-    submit: float
-    start: float
-    end: float
-    host: str
-    timed_out: bool = False
-    # Preemption: times the job was stopped and requeued; seconds it held its cards over all
-    # its runs (None: end - start, a single run). `start` is its first start.
-    preemptions: int = 0
-    held: float | None = None
-
-    @property
-    def held_seconds(self) -> float:
-        return self.end - self.start if self.held is None else self.held
-
-    @property
-    def wait(self) -> float:
-        return self.start - self.submit
-
-    @property
-    def jct(self) -> float:
-        return self.end - self.submit
-
-
-@dataclass
-class ReplayResult:
-    policy: str
-    hosts: tuple[Host, ...]
-    jobs: list[JobResult]
-    dropped: dict[str, int] = field(default_factory=dict)  # why -> how many
-    unfinished: int = 0  # jobs still waiting when no event was left (a policy that deadlocks)
-    passes: int = 0  # scheduling passes run
-    skipped_passes: int = 0  # event times at which no pending job fitted anywhere
-    wall_seconds: float = 0.0  # time the replay took
-    cpu_seconds: float = 0.0  # CPU time it took (what a loaded machine does not inflate)
-    # Preemption (gq policy with preemption on): jobs stopped, the card-seconds they spent in
-    # their grace (saving, not progressing: what the checkpoint contract costs), and the
-    # card-seconds since their last start (what a job that did not checkpoint would lose).
-    preemptions: int = 0
-    grace_card_seconds: float = 0.0
-    at_risk_card_seconds: float = 0.0
 
 
 class ReplayTimeout(RuntimeError):
@@ -162,6 +101,8 @@ def replay(
     lab: Lab = Lab(),
     tiers: bool = True,
     predictor: Callable[[], RunTimePredictor] | None = None,
+    share_util_max: float | None = None,
+    seed: int = 1,
 ) -> ReplayResult:
     """Replay the trace (sorted by submit time, as read_trace gives it) on `hosts`.
     `skip_idle_passes=False` runs a pass at every event time (tests check that skipping
@@ -171,7 +112,9 @@ def replay(
     when it has them, replace `default_limit`, `max_reservations`, `fairshare` and `limits`.
     `tiers=False` (`--tiers off`): every job `normal`. `predictor`: makes what QSSF predicts
     run times with (default: each user's mean, gq/sim/history.py). Tiresias preempts by its
-    own rule, with the grace of `preemption` (or its default)."""
+    own rule, with the grace of `preemption` (or its default). Slices that share a card slow
+    each other down (gq/sim/colocation.py, profiles drawn with `seed`); `share_util_max`: the
+    gq policy applies the daemon's utilisation rule to the drawn profiles (None: memory only)."""
     tier_limits: dict[str, float] = {}
     if lab.scheduler is not None:
         settings = lab.scheduler
@@ -193,6 +136,7 @@ def replay(
                   limits, usage_refresh, max_wall_s, skip_idle_passes,
                   preemption if policy in ("gq", "tiresias") else None, lab)
     sim.predictor = (predictor or UserMeanRunTime)()
+    sim.sharing, sim.share_util_max = Sharing(seed), share_util_max
     jobs = sim.admit(trace_jobs, time_factor, tiers)
     return sim.run(jobs)
 
@@ -228,6 +172,7 @@ class _Replay:
         self.first_start: dict[int, float] = {}
         self.held: dict[int, float] = {}  # card-holding seconds of runs that ended
         self.attained: dict[int, float] = {}  # card-seconds of runs that ended (Tiresias)
+        self.speed: dict[int, float] = {}  # a running slice's speed, sharing its cards
         self.signalled: dict[int, float] = {}  # preempted job -> when it got the signal
         # Pending requests by shape, and whether each fits somewhere now (see the docstring).
         self.shapes: dict[tuple, list] = {}  # shape -> [pending jobs of it, a job of it]
@@ -288,11 +233,14 @@ class _Replay:
                     f"second {t:.0f}: {len(self.result.jobs)} of {n} jobs done, "
                     f"{len(self.pending)} waiting, {self.result.passes} passes")
         self.result.unfinished = len(self.pending)
+        self.result.sharing = self.sharing.figures()
         self.result.wall_seconds = time.perf_counter() - began
         self.result.cpu_seconds = time.process_time() - cpu_began
         return self.result
 
     def arrive(self, job: Job) -> None:
+        if job.mem is not None:
+            self.sharing.profile(job.id)
         self.pending.add(job)
         entry = self.shapes.get(shape := shape_of(job))
         if entry is None:
@@ -305,7 +253,7 @@ class _Replay:
         job = self.running.get(job_id)
         if job is None or job.restarts != run:
             return
-        if now >= job.started_at + self.remaining[job_id]:
+        if now >= job.started_at + self.remaining[job_id] / self.speed.get(job_id, 1.0):
             self.complete(job, now)
         else:
             self.requeue(job, now)
@@ -314,6 +262,8 @@ class _Replay:
         """Free what the job's run held, charge it to fair share; return the cards it held."""
         del self.running[job.id]
         self.capacity[job.host].release(job, job.gpu_ids)
+        if job.mem is not None:
+            self.sharing.end(job.id, job.host, job.gpu_ids, now)
         self.fits.clear()
         weight, charge = self.cards_held(job), self.weight(job)
         if charge > 0:
@@ -372,7 +322,7 @@ class _Replay:
         again, with the same id and what it had left to run."""
         weight = self.release(job, now)
         signalled = self.signalled.pop(job.id)
-        self.remaining[job.id] -= signalled - job.started_at
+        self.remaining[job.id] -= (signalled - job.started_at) * self.speed.pop(job.id, 1.0)
         self.result.grace_card_seconds += weight * (now - signalled)
         job.state, job.started_at, job.gpu_ids = JobState.PENDING, None, []
         job.restarts += 1
@@ -401,6 +351,8 @@ class _Replay:
             score_time=self.usage.computed_at, pools=self.pools, windows=self.windows,
             accounts=self.accounts, attained=self.attained,
             expected_run_time=self.expected_run_time,
+            util=self.sharing.util if self.share_util_max is not None else {},
+            share_util_max=self.share_util_max,
         )
         rule = PreemptRule(self.preemption.exempt) if self.preemption is not None else None
         plan = self.policy(inp, rule)
@@ -429,7 +381,10 @@ class _Replay:
         job.host, job.gpu_ids = host, list(gpu_ids)
         self.running[job_id] = job
         self.first_start.setdefault(job_id, now)
-        heapq.heappush(self.completions, (now + self.remaining[job_id], job_id, job.restarts))
+        if job.mem is not None:
+            self.speed[job_id] = self.sharing.start(job_id, host, gpu_ids, now)
+        run = self.remaining[job_id] / self.speed.get(job_id, 1.0)
+        heapq.heappush(self.completions, (now + run, job_id, job.restarts))
         if self.preemption is not None and job.preemptible and self.preemption.exempt > 0:
             heapq.heappush(self.completions, (now + self.preemption.exempt, job_id, -1))
 
