@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from conftest import wait_for
+from conftest import host_with, wait_for
 
 from gq.model import Job, JobState, Reason
 from gq.policy import Card, Host, SchedulerInput, decide
@@ -54,10 +54,7 @@ def test_a_slice_waits_for_a_quieter_card_and_says_so_with_the_numbers():
 # ---- a real daemon --------------------------------------------------------------------------
 
 def test_the_daemon_learns_a_commands_utilisation_and_keeps_two_busy_ones_apart(make_host):
-    host = make_host("1x80G", start=False)
-    with open(host.home / "config.toml", "a") as f:
-        f.write('\n[telemetry]\ninterval = "0.2s"\n')
-    host.start()
+    host = host_with(make_host, '\n[telemetry]\ninterval = "0.2s"\n', sim="1x80G")
     gate = host.work / "gate"
     busy = ["sh", "-c", f"{' '.join(BURN)} --mem 10G --util 90 & b=$!; "
                         f"while [ ! -e {gate} ]; do sleep 0.05; done; kill $b; wait $b; exit 0"]
