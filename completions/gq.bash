@@ -116,8 +116,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --config --jobs --json --help -h"
-            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs "
+            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --config --jobs --tiers --share-util-max --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs --tiers --share-util-max "
             _gq_arg="files" ;;
         "daemon")
             _gq_subs="run start stop restore status"
@@ -246,7 +246,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "ps|--user"|"ps|-u") _gq_value="users" ;;
         "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
         "update|--priority"|"update|-p") _gq_value="words:high normal low" ;;
-        "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
+        "sim|--policy") _gq_value="words:gq fifo greedy sjf-oracle tiresias qssf all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
         "reserve|--user") _gq_value="users" ;;
         "peers add|--user"|"peers add|-u") _gq_value="users" ;;

@@ -94,7 +94,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs
+            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs --tiers --share-util-max
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop restore status
@@ -382,7 +382,7 @@ complete -c gq -n '__gq_at \'demo\'' -l no-tui -d 'run the scenario without the 
 complete -c gq -n '__gq_at \'demo\'' -l seconds -x -d 'with --no-tui: how long to watch'
 complete -c gq -n '__gq_at \'demo\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -l cluster -x -d 'HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G'
-complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy all' -d 'gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all'
+complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy sjf-oracle tiresias qssf all' -d 'gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), sjf-oracle (shortest true run time first), tiresias (least attained service, preempting), qssf (smallest expected cards x time, learned per user), or all'
 complete -c gq -n '__gq_at \'sim\'' -l format -x -a 'auto alibaba philly gq' -d 'auto (from the header), alibaba, philly or gq'
 complete -c gq -n '__gq_at \'sim\'' -l time-factor -x -d 'jobs declare a time limit of this many times their run time (when the trace gives none)'
 complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each simulated host'
@@ -390,6 +390,8 @@ complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own 
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'
 complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts, admin reservations, [scheduler] and [limits], as in config.toml (docs/sim.md)'
 complete -c gq -n '__gq_at \'sim\'' -l jobs -x -d 'also write each job\'s start, end, host and cards (and why a job was dropped) to this CSV file'
+complete -c gq -n '__gq_at \'sim\'' -l tiers -x -d 'on: the trace\'s tiers'
+complete -c gq -n '__gq_at \'sim\'' -l share-util-max -x -d 'the gq policy shares a card between slices only if their SM utilisation (drawn from measured profiles) sums to at most this, as the daemon\'s [scheduler] share_util_max [default: memory alone decides]'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F

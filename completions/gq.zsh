@@ -140,8 +140,8 @@ _gq_cmd() {  # the facts of one command path
         "sim")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--cluster:HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G' '--policy:gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all' '--format:auto (from the header), alibaba, philly or gq' '--time-factor:jobs declare a time limit of this many times their run time (when the trace gives none)' '--cpus-per-host:CPU cores of each simulated host' '--from-history:replay this host'\''s own ended jobs instead of a file' '--preempt:the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon'\''s default exempt 10m and grace 60s' '--config:the lab'\''s pools, accounts, admin reservations, [scheduler] and [limits], as in config.toml (docs/sim.md)' '--jobs:also write each job'\''s start, end, host and cards (and why a job was dropped) to this CSV file' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs)
+            _gq_opts=('--cluster:HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G' '--policy:gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), sjf-oracle (shortest true run time first), tiresias (least attained service, preempting), qssf (smallest expected cards x time, learned per user), or all' '--format:auto (from the header), alibaba, philly or gq' '--time-factor:jobs declare a time limit of this many times their run time (when the trace gives none)' '--cpus-per-host:CPU cores of each simulated host' '--from-history:replay this host'\''s own ended jobs instead of a file' '--preempt:the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon'\''s default exempt 10m and grace 60s' '--config:the lab'\''s pools, accounts, admin reservations, [scheduler] and [limits], as in config.toml (docs/sim.md)' '--jobs:also write each job'\''s start, end, host and cards (and why a job was dropped) to this CSV file' '--tiers:on: the trace'\''s tiers' '--share-util-max:the gq policy shares a card between slices only if their SM utilisation (drawn from measured profiles) sums to at most this, as the daemon'\''s [scheduler] share_util_max [default: memory alone decides]' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs --tiers --share-util-max)
             _gq_arg='files' ;;
         "daemon")
             _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start your own daemon in the background, if it is not running' 'stop:Stop the daemon' 'restore:Put a backup in place of a damaged database (the daemon must be stopped)' 'status:Whether the daemon runs, where, with which cards')
@@ -290,7 +290,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "ps|--user"|"ps|-u") _gq_value="users" ;;
         "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
         "update|--priority"|"update|-p") _gq_value="words:high normal low" ;;
-        "sim|--policy") _gq_value="words:gq fifo greedy all" ;;
+        "sim|--policy") _gq_value="words:gq fifo greedy sjf-oracle tiresias qssf all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
         "reserve|--user") _gq_value="users" ;;
         "peers add|--user"|"peers add|-u") _gq_value="users" ;;

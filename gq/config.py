@@ -86,6 +86,8 @@ class Config:
     default_time: float = 24 * 3600.0  # how long a job without --time is assumed to run
     default_time_by_tier: dict[str, float] = field(default_factory=dict)
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
+    # A slice joins a shared card only if the learned SM utilisations there sum to at most this
+    share_util_max: float = 100.0
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
@@ -106,7 +108,7 @@ _KNOWN = {
     "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout",
                "max_submit_jobs", "max_submit_bytes", "max_waiting_per_user"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
-                  "weight_age", "weight_short"},
+                  "weight_age", "weight_short", "share_util_max"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
     "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
     "notify": {"on_finish", "timeout", "sendmail"},
@@ -171,6 +173,9 @@ def apply_scheduler(config: Config, sched: dict, limits: dict) -> None:
         config.default_time = _duration("[scheduler] default_time", sched["default_time"])
     if "reservations" in sched:
         config.reservations = _whole("[scheduler] reservations", sched["reservations"], 0)
+    if "share_util_max" in sched:
+        config.share_util_max = _number("[scheduler] share_util_max", sched["share_util_max"],
+                                        1, 10000)
     fs = config.fairshare
     config.fairshare = FairShareConfig(
         half_life=(_duration("[scheduler] half_life", sched["half_life"])

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gq.model import Job, Tier
+from gq.policy.cardshare import card_share
 from gq.stats_health import NO_ACCOUNT, health, percentile
 from gq.store import Store
 from gq.units import iso
@@ -30,13 +31,6 @@ class StatsInput:
     pools: dict[str, frozenset[int]] = field(default_factory=dict)  # [pools]: name -> cards
     default_pool: str | None = None  # where a job without --pool runs
 
-
-
-def card_share(gpus: int, mem: int | None, card_total: int | None) -> float:
-    """How much of one card a job holds on each of its cards: 1 for whole cards."""
-    if mem is None or not card_total:
-        return 1.0
-    return min(1.0, mem / card_total)
 
 
 def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
@@ -129,7 +123,7 @@ def _gpu_seconds(store: Store, inp: StatsInput, start: float
             continue
         overlap = inp.now - max(job.started_at, start)
         if overlap > 0:
-            weight = sum(card_share(job.gpus, job.mem, inp.card_totals.get(i))
+            weight = sum(card_share(job.mem, inp.card_totals.get(i))
                          for i in job.gpu_ids)
             held[job.user] += weight * overlap
             by_account[inp.accounts.get(job.user, NO_ACCOUNT)] += weight * overlap
@@ -183,7 +177,7 @@ def _idle_seconds(store: Store, inp: StatsInput, start: float) -> dict[str, floa
     idle: dict[str, float] = defaultdict(float)
     for row in rows:
         job = jobs[row["job_id"]]
-        share = card_share(job.gpus, job.mem, inp.card_totals.get(row["card"]))
+        share = card_share(job.mem, inp.card_totals.get(row["card"]))
         idle[job.user] += row["n"] * inp.interval * share
     return idle
 

@@ -136,7 +136,7 @@ def test_stopping_early_starts_and_reserves_exactly_what_the_full_pass_does(case
 
 
 def test_a_replay_that_explains_every_pass_starts_the_same_jobs(monkeypatch):
-    monkeypatch.setitem(sim.POLICIES, "explained", lambda inp: schedule(inp))
+    monkeypatch.setitem(sim.POLICIES, "explained", lambda inp, preempt=None: schedule(inp))
     trace = [TraceJob(job_id=f"{i:03d}", submit_time=float(i * 7 % 400),
                       duration=30.0 + i * 13 % 500, gpus=1 + i % 3,
                       user=["ann", "bob", "cy"][i % 3], tier=list(Tier)[i % 3])

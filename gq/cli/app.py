@@ -373,7 +373,9 @@ def sim(
         show_default=False)] = None,
     policy: Annotated[str, typer.Option(
         "--policy", help="gq, fifo (strict first in, first out), greedy (start whatever "
-        "fits, no reservations), or all", metavar="POLICY")] = "gq",
+        "fits, no reservations), sjf-oracle (shortest true run time first), tiresias "
+        "(least attained service, preempting), qssf (smallest expected cards x time, "
+        "learned per user), or all", metavar="POLICY")] = "gq",
     fmt: Annotated[str, typer.Option(
         "--format", help="auto (from the header), alibaba, philly or gq",
         metavar="FORMAT")] = "auto",
@@ -395,13 +397,21 @@ def sim(
     jobs: Annotated[Optional[str], typer.Option(
         "--jobs", help="also write each job's start, end, host and cards (and why a job was "
         "dropped) to this CSV file", metavar="FILE.csv", show_default=False)] = None,
+    tiers: Annotated[str, typer.Option(
+        "--tiers", help="on: the trace's tiers; off: every job normal, so that only order, "
+        "fair share, backfill and packing are compared", metavar="on|off")] = "on",
+    share_util_max: Annotated[Optional[float], typer.Option(
+        "--share-util-max", help="the gq policy shares a card between slices only if their "
+        "SM utilisation (drawn from measured profiles) sums to at most this, as the daemon's "
+        "[scheduler] share_util_max [default: memory alone decides]", metavar="PERCENT",
+        show_default=False)] = None,
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
     from gq.cli.sim_cmd import run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt, lab, jobs)
+                   preempt, lab, jobs, tiers, share_util_max)
 # ---- end of gq sim ----
 
 

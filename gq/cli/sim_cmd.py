@@ -11,13 +11,14 @@ from typing import Any
 
 from gq.protocol import BadInput
 
-POLICY_CHOICES = ("gq", "fifo", "greedy", "all")
+POLICY_CHOICES = ("gq", "fifo", "greedy", "sjf-oracle", "tiresias", "qssf", "all")
 
 
 def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
             time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool,
             preempt: str | None = None, lab_file: str | None = None,
-            jobs_file: str | None = None) -> int:
+            jobs_file: str | None = None, tiers: str = "on",
+            share_util_max: float | None = None) -> int:
     from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
     from gq.sim.lab import Lab, read_lab
     from gq.sim.metrics import metrics
@@ -26,6 +27,11 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
     preemption = preemption_of(preempt)
     if policy not in POLICY_CHOICES:
         raise BadInput(f"--policy {policy}: expected one of {', '.join(POLICY_CHOICES)}")
+    if tiers not in ("on", "off"):
+        raise BadInput(f"--tiers {tiers}: expected on (the trace's tiers) or off (all normal)")
+    if share_util_max is not None and not 1 <= share_util_max <= 10000:
+        raise BadInput(f"--share-util-max {share_util_max:g}: expected a percentage of one card "
+                       "from 1 to 10000 (100: the daemon's default)")
     if time_factor < 0 or time_factor != time_factor:
         raise BadInput(f"--time-factor {time_factor}: expected 0 (no limits) or more")
     if from_history == (trace is not None):
@@ -47,7 +53,8 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
         raise BadInput(str(e)) from None
     names = list(POLICIES) if policy == "all" else [policy]
     out = None if jobs_file is None else open_jobs_file(jobs_file)
-    replays = [replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab)
+    replays = [replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab,
+                      tiers=tiers == "on", share_util_max=share_util_max)
                for name in names]
     if out is not None:
         with out:
@@ -59,8 +66,10 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
         print_json(results if len(results) > 1 else results[0])
         return 0
     print(f"{source}: {len(jobs)} jobs on {describe_cluster(hosts)}, time limits "
-          + limits_text(jobs, time_factor))
+          + limits_text(jobs, time_factor)
+          + ("" if tiers == "on" else ", tiers off (every job normal)"))
     print_tables(results)
+    print_sharing(results)
     return 0
 
 
@@ -101,6 +110,17 @@ def limits_text(jobs: list, time_factor: float) -> str:
     if jobs and given == len(jobs):
         return "as each row gives"
     return f"as rows give, else {assumed}" if given else assumed
+
+
+def print_sharing(results: list[dict[str, Any]]) -> None:
+    """What slices sharing cards did to each other (gq/sim/colocation.py), when any shared."""
+    for m in results:
+        f = m["sharing"]
+        if f.get("pairs"):
+            print(f"{m['policy']}: {f['pairs']} pairs of slices shared a card; "
+                  f"{f['slowed_below_0_8']:.1%} had a job below 0.8x its speed alone; "
+                  f"{f['work_per_card_hour']:.2f} cards' work per shared card-hour "
+                  f"({f['shared_card_hours']:.0f} card-hours shared)")
 
 
 def preemption_of(tiers: str | None):

@@ -31,12 +31,13 @@ from gq.daemon.supervisor import RUN_TOKEN, Shim, SpawnUnknown, Supervisor
 from gq.peers.registry import Peers
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
+from gq.daemon.mem_history import learned_utils
 from gq.layout import Layout
 from gq.policy import (
-    Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, schedule,
+    Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, decide,
 )
 from gq.policy.accounts import dominant_weight
-from gq.policy.arrays import hold_back_throttled
+from gq.policy.cardshare import cards_held
 from gq.policy.fairshare import Score
 from gq.store import Store
 
@@ -78,6 +79,10 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.forecasts: dict[int, Forecast] = {}
         self.scores: dict[int, Score] = {}
         self.usage: dict[str, float] = {}  # decayed card-seconds per user (refresh_usage)
+        # Command key -> the SM utilisation its last runs had (None: none measured); emptied
+        # when a run ends (gq/daemon/ending.py).
+        self.known_utils: dict[str, float | None] = {}
+        self.command_keys: dict[int, str] = {}  # slice job id -> its command key
         self._usage_at = float("-inf")
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -212,16 +217,15 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
             return
         running = self.store.holding_jobs()
-        pending, throttled = hold_back_throttled(pending, running)
         inp = self.scheduler_input(pending, running)
-        plan = schedule(inp)
-        self.store.set_reasons(plan.reasons | throttled)
+        plan = decide(inp, preempt=self.preempt_rule(inp))
+        self.store.set_reasons(plan.reasons)
         self.shortfalls = plan.shortfalls
         self.forecasts = plan.forecasts
         self.scores = plan.scores
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
-        self.preempt_for_waiting(inp, plan)
+        self.preempt_for_waiting(plan)
 
     def local_queue(self) -> list[Job]:
         """Pending and held jobs to run here: not those waiting to be sent to a peer
@@ -249,6 +253,9 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             max_reservations=self.config.reservations,
             usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
             score_time=self._usage_at,
+            util=learned_utils(self.store, [*pending, *running], self.command_keys,
+                               self.known_utils),
+            share_util_max=self.config.share_util_max,
             pools=self.config.pools.for_cards([g.index for g in self.cards]),
             windows=admin_windows(self, now), accounts=self.config.accounts,
         )
@@ -351,10 +358,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
 
     def card_weight(self, job: Job) -> float:
         """How many cards the job holds, for fair share: slices count as their share."""
-        totals = {g.index: g.memory_total for g in self.cards}
-        if job.mem is None:
-            return float(len(job.gpu_ids))
-        return sum(min(1.0, job.mem / totals[i]) if totals.get(i) else 1.0 for i in job.gpu_ids)
+        return cards_held(job, {g.index: g.memory_total for g in self.cards})
 
     # ---- waiting ------------------------------------------------------------------------
 

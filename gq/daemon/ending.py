@@ -104,6 +104,7 @@ class Ending:
             self.store.note(job_id, now, f"stopped (exit code {code})")
             label = str(job.state)
         if not never_started:  # what the run cost, for fair share and stats
+            self.known_utils.clear()  # what it measured changes what its command is known for
             self.store.add_run(job, self.card_weight(job), ended_at, label,
                                self.telemetry.run_record(job), share=self.charge(job),
                                account=self.config.accounts.members.get(job.user),

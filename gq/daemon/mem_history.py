@@ -1,11 +1,13 @@
-"""--mem auto, and the warning for a --mem far from history: learnt from the peaks of the
-last successful runs of the same command in the same directory."""
+"""--mem auto, the warning for a --mem far from history, and the SM utilisation that decides
+whether a slice may share a card: learnt from the last successful runs of the same command in
+the same directory (its fingerprint)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gq.daemon.telemetry import command_key
+from gq.model import Job
 from gq.protocol import BadInput
 from gq.store import Store
 from gq.units import format_size
@@ -25,6 +27,31 @@ def learnt_request(store: Store, command: list[str], cwd: str) -> tuple[int | No
         return None, []
     peak = max(r["peak_mem"] for r in runs)
     return _rounded_up(max(peak, 1) * (1 + MARGIN)), runs
+
+
+def learned_utils(store: Store, jobs: list[Job], keys: dict[int, str],
+                  known: dict[str, float | None]) -> dict[int, float]:
+    """Each slice's SM utilisation alone (%), from the mean over the last runs of its command;
+    jobs without history are left out (placed by memory). The jobs of a pass are light (no
+    command): `keys` (job id -> command key, read once per job) and `known` (command key ->
+    answer, until a run ends) are kept by the caller."""
+    slices = [j for j in jobs if j.mem is not None]
+    missing = [j.id for j in slices if j.id not in keys]
+    if missing:
+        for full in store.jobs(ids=missing):
+            keys[full.id] = command_key(full.command, full.cwd) if full.command else ""
+    for gone in keys.keys() - {j.id for j in slices}:
+        del keys[gone]
+    out = {}
+    for job in slices:
+        key = keys.get(job.id)
+        if not key:
+            continue
+        if key not in known:
+            known[key] = store.history.util_of_command(key, HISTORY_RUNS)
+        if known[key] is not None:
+            out[job.id] = known[key]
+    return out
 
 
 def apply_mem_history(store: Store, args: dict[str, Any], card_memory: tuple[int, ...]

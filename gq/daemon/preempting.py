@@ -7,38 +7,33 @@ import os
 
 from gq.daemon.ending import PREEMPTED_FOR
 from gq.daemon.userfiles import job_file_owner, open_owned
-from gq.model import Job, JobState, Reason
-from gq.policy import Plan, SchedulerInput
-from gq.policy.preemption import plan_preemptions
-from gq.policy.schedule import allowed_cards
+from gq.model import Job, JobState
+from gq.policy import Plan, PreemptRule, SchedulerInput
+from gq.policy.decide import wants_preemption
 from gq.units import iso
 
 
 class Preempting:
     """Part of Daemon (gq/daemon/core.py)."""
 
-    def preempt_for_waiting(self, inp: SchedulerInput, plan: Plan) -> None:
-        candidates = [j for j in inp.running if j.state == JobState.RUNNING and j.preemptible]
-        if not candidates:
-            return
-        lowest = max(j.priority.rank for j in candidates)
-        if not any(plan.reasons.get(j.id) == Reason.RESOURCES and j.priority.rank < lowest
-                   for j in inp.pending):
-            return
-        # In queue order: the plan records reasons in the order the pass read the queue.
-        waiting = [inp.pending.jobs[i] for i, r in plan.reasons.items() if r == Reason.RESOURCES]
+    def preempt_rule(self, inp: SchedulerInput) -> PreemptRule:
+        """The [preemption] settings, with checkpoint times read only when a pass could
+        preempt at all."""
         cfg = self.config.preemption
-        decided = plan_preemptions(inp.host, waiting, inp.running, inp.now, cfg.exempt,
-                                   self.checkpoint_times(candidates),
-                                   allowed={j.id: allowed_cards(inp, j, inp.host)
-                                            for j in waiting})
-        tiers = {j.id: j.priority for j in waiting}
-        for p in decided.preemptions:
+        if not wants_preemption(inp):
+            return PreemptRule(cfg.exempt)
+        candidates = [j for j in inp.running if j.state == JobState.RUNNING and j.preemptible]
+        return PreemptRule(cfg.exempt, self.checkpoint_times(candidates))
+
+    def preempt_for_waiting(self, plan: Plan) -> None:
+        """Stop the victims the pass chose, and say in `gq why` what is done or why not."""
+        for p in plan.preemptions:
+            tier = self.store.get_job(p.job_id).priority
             for victim in p.victims:
-                self.preempt(victim.job_id, f"{PREEMPTED_FOR} {p.job_id} ({tiers[p.job_id]})")
+                self.preempt(victim.job_id, f"{PREEMPTED_FOR} {p.job_id} ({tier})")
             ids = ",".join(str(v.job_id) for v in p.victims)
             self._add_shortfall(p.job_id, f"preempting job(s) {ids} for it")
-        for job_id, note in decided.notes.items():
+        for job_id, note in plan.preempt_notes.items():
             until = f" (from {iso(note.exempt_until)})" if note.exempt_until else ""
             self._add_shortfall(job_id, f"{note.text}{until}")
 

@@ -1,20 +1,29 @@
 """`--host any`: when each host would start a job, and which host gets it.
 
 Each daemon answers for itself (the `estimate` operation) by running the pure policy on its
-queue as it is plus the job, without queuing it; the host where the job starts soonest wins,
-ties going to the fullest fitting cards, as placement does on one host, then to this host."""
+queue as it is plus the job, without queuing it: the same `decide` as its scheduling pass, so
+an array's `%N` limit holds back the same elements. An array is estimated with its elements
+(the first ESTIMATED_ELEMENTS of them): its wait is its first element's, and `starting` says how
+many would start at once. The host where the job starts soonest wins, then the one that starts
+more elements at once, then the fullest fitting cards, as placement does on one host, then this
+host."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from dataclasses import replace
+
+from gq.daemon.arrays import elements
 from gq.daemon.submission import build_job
-from gq.policy import schedule
+from gq.model import ArrayPart
+from gq.policy import decide
 from gq.policy.placement import Capacity
 from gq.protocol import BadInput, GqError
 
-HYPOTHETICAL = -1  # the id of the job being estimated: no real job has it
+HYPOTHETICAL = -1  # the id of the job being estimated (an array's elements: -1, -2, ...)
+ESTIMATED_ELEMENTS = 256  # of an array; a pass costs time per job
 LOCAL = ""  # this host, among the candidates
 
 
@@ -31,8 +40,21 @@ def estimate(daemon, caller, args: dict[str, Any]) -> dict[str, Any]:
     except BadInput as e:
         return {"error": e.message}
     job.id = HYPOTHETICAL
+    hypothetical = [job]
+    try:
+        parts = elements(args, job.command)
+    except BadInput as e:
+        return {"error": e.message}
+    if parts is not None:
+        listed, limit = parts
+        hypothetical = [
+            replace(job, id=HYPOTHETICAL - n, command=e.command,
+                    array=ArrayPart(HYPOTHETICAL, e.index, len(listed), limit, e.params))
+            for n, e in enumerate(listed[:ESTIMATED_ELEMENTS])]
     running = daemon.store.holding_jobs()
-    plan = schedule(daemon.scheduler_input([*daemon.local_queue(), job], running))
+    plan = decide(daemon.scheduler_input([*daemon.local_queue(), *hypothetical], running))
+    ours = {j.id for j in hypothetical}
+    starting = sum(s.job_id in ours for s in plan.starts)
     start = next((s for s in plan.starts if s.job_id == HYPOTHETICAL), None)
     if start is not None:
         wait, cards = 0.0, start.gpu_ids
@@ -44,13 +66,14 @@ def estimate(daemon, caller, args: dict[str, Any]) -> dict[str, Any]:
     capacity = Capacity(daemon.host(), running)
     need = lambda c: c.total if job.mem is None else job.mem  # noqa: E731
     leftover = sum(max(0, c.free - need(c)) for i, c in capacity.cards.items() if i in cards)
-    return {"error": None, "wait": wait, "leftover": leftover, "reason": plan.reasons.get(
-        HYPOTHETICAL)}
+    return {"error": None, "wait": wait, "leftover": leftover, "starting": starting,
+            "reason": plan.reasons.get(HYPOTHETICAL)}
 
 
 def rank(name: str, answer: dict[str, Any]) -> tuple:
     wait = answer["wait"]
-    return (wait is None, round(wait or 0.0), answer["leftover"], name != LOCAL, name)
+    return (wait is None, round(wait or 0.0), -answer.get("starting", 1), answer["leftover"],
+            name != LOCAL, name)
 
 
 async def choose(daemon, caller, args: dict[str, Any], with_local: bool = True

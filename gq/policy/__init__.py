@@ -4,10 +4,11 @@ from gq.policy.fairshare import FairShareConfig, RunInterval, Score, decayed_usa
 from gq.policy.quotas import Limits, UserLimits
 from gq.policy.queue import PendingQueue
 from gq.policy.schedule import schedule
+from gq.policy.decide import PreemptRule, decide
 from gq.policy.types import Card, Forecast, Host, Outcome, Plan, SchedulerInput, Start
 
 __all__ = [
     "Card", "FairShareConfig", "Forecast", "Host", "Limits", "Outcome", "Plan", "RunInterval",
     "SchedulerInput", "Score", "Start", "UserLimits", "decayed_usage", "PendingQueue",
-    "schedule",
+    "schedule", "decide", "PreemptRule",
 ]

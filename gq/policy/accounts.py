@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gq.model import Job
+from gq.policy.cardshare import cards_held
 
 if TYPE_CHECKING:
     from gq.policy.types import Host
@@ -59,10 +60,7 @@ class Accounts:
 def dominant_weight(job: Job, host: Host, gpu_ids=None) -> float:
     """What the job costs while it runs, in card equivalents of its host (see the module
     docstring). `gpu_ids`: the cards it holds or would hold (default: its own)."""
-    ids = job.gpu_ids if gpu_ids is None else gpu_ids
-    totals = {c.index: c.memory_total for c in host.cards}
-    cards = sum(1.0 if job.mem is None or not totals.get(i) else min(1.0, job.mem / totals[i])
-                for i in ids)
+    cards = cards_held(job, {c.index: c.memory_total for c in host.cards}, gpu_ids)
     n = max(len(host.cards), 1)
     share = max(cards / n, job.cpus / host.cpus if host.cpus else 0.0,
                 (job.ram or 0) / host.ram if host.ram else 0.0)

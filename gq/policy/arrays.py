@@ -16,10 +16,19 @@ def hold_back_throttled(pending: list[Job], holding: list[Job]) -> tuple[list[Jo
     stopping and not gone yet). The pass starts at most those, so the limit holds however
     many cards are free.
     """
-    limited = [j for j in pending
+    held_back = throttled(pending, holding)
+    if not held_back:
+        return pending, {}
+    return [j for j in pending if j.id not in held_back], held_back
+
+
+def throttled(waiting, holding: list[Job]) -> dict[int, str]:
+    """The elements of `waiting` (any iterable of jobs: the limited ones suffice) held back by
+    their array's limit, with their reason (see hold_back_throttled)."""
+    limited = [j for j in waiting
                if j.array is not None and j.array.limit and j.state == JobState.PENDING]
     if not limited:
-        return pending, {}
+        return {}
     used = Counter(j.array.id for j in holding if j.array is not None and j.array.limit)
     held_back: dict[int, str] = {}
     for job in sorted(limited, key=lambda j: (j.array.id, j.array.index)):
@@ -27,6 +36,4 @@ def hold_back_throttled(pending: list[Job], holding: list[Job]) -> tuple[list[Jo
             used[job.array.id] += 1
         else:
             held_back[job.id] = Reason.ARRAY_LIMIT
-    if not held_back:
-        return pending, {}
-    return [j for j in pending if j.id not in held_back], held_back
+    return held_back

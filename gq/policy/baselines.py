@@ -21,6 +21,8 @@ request shape still waiting is known not to fit. The jobs not read get no reason
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from gq.model import Job, JobState, Reason
 from gq.policy.placement import Capacity
 from gq.policy.queue import shape as request_of
@@ -36,7 +38,10 @@ def greedy(inp: SchedulerInput, explain: bool = True) -> Plan:
     return _in_submit_order(inp, stop_at_first_blocked=False, explain=explain)
 
 
-def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool, explain: bool) -> Plan:
+def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool, explain: bool,
+                     order: Iterable[Job] | None = None) -> Plan:
+    """The pass of fifo and greedy; `order`: the queue in another order than submit order
+    (the shortest-first baselines of gq/policy/shortest_first.py place as greedy does)."""
     plan = Plan()
     reasons, shortfalls = plan.reasons, plan.shortfalls
     hosts = [(h, Capacity(h, inp.running_on(h))) for h in inp.hosts]
@@ -48,7 +53,13 @@ def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool, explain: 
     # some and might fit; none left, nothing further down can start.
     left = None if explain or inp.windows else dict(inp.pending.shapes)
     open_shapes = len(left) if left is not None else -1
-    ordered = inp.pending.in_submit_order()
+    if left is not None:  # shapes that fit nowhere now: settled before reading any job
+        for request in left:
+            placed, short = _first_fit(_example(request), hosts, inp)
+            if placed is None:
+                short_of[request] = short
+                open_shapes -= 1
+    ordered = inp.pending.in_submit_order() if order is None else iter(order)
     for job in ordered:
         if open_shapes == 0:
             break
@@ -84,6 +95,13 @@ def _in_submit_order(inp: SchedulerInput, stop_at_first_blocked: bool, explain: 
                 _behind(job, list(ordered), plan, inp, most_cards)
             break
     return plan
+
+
+def _example(request: tuple) -> Job:
+    """A job of the shape (queue.shape), as placement sees it."""
+    gpus, mem, cpus, ram, pool, gpus_max = request
+    return Job(id=0, user="", command=[], cwd="", gpus=gpus, mem=mem, cpus=cpus, ram=ram,
+               pool=pool, gpus_max=gpus_max)
 
 
 def _regular(job: Job, most_cards: int) -> bool:

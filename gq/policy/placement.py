@@ -1,7 +1,15 @@
-"""Which cards a job fits on, given what running jobs and outside processes already hold."""
+"""Which cards a job fits on, given what running jobs and outside processes already hold.
+
+Sharing a card (`--mem`) takes more than memory that fits: two jobs that each keep the card's
+SMs busy slow each other down (docs/scheduling.md, "Sharing a card"). With `util_max` set
+(`[scheduler] share_util_max`), a slice whose SM utilisation is known from history goes on a
+card already shared only if the known utilisations of the jobs there, and its own, sum to at
+most `util_max`. A job with no history, and a neighbour with none, are placed by memory alone.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gq.model import Job
@@ -16,6 +24,7 @@ class CardLoad:
     declared: int = 0  # memory declared by gq jobs sharing the card
     whole_holders: int = 0  # whole-card jobs on it: more than one only in a look ahead
     jobs: set[int] = field(default_factory=set)
+    util: float = 0.0  # learned SM utilisation (%) of the slices on it whose history knows it
 
     @property
     def exclusive(self) -> bool:
@@ -35,7 +44,12 @@ class CardLoad:
 class Capacity:
     """The host's free resources, updated as the plan starts jobs."""
 
-    def __init__(self, host: Host, running: list[Job]):
+    def __init__(self, host: Host, running: list[Job], util: Mapping[int, float] | None = None,
+                 util_max: float | None = None):
+        """`util`: job id -> its learned SM utilisation alone (%), where history has it;
+        `util_max`: the most the slices of a shared card may sum to (None: memory alone)."""
+        self.util = util or {}
+        self.util_max = util_max
         self.cpus_free = host.cpus
         self.ram_free = host.ram
         self.cards = {
@@ -47,8 +61,10 @@ class Capacity:
     def copy(self) -> Capacity:
         other = Capacity.__new__(Capacity)
         other.cpus_free, other.ram_free = self.cpus_free, self.ram_free
+        other.util, other.util_max = self.util, self.util_max
         other.cards = {
-            i: CardLoad(c.total, c.external, c.island, c.declared, c.whole_holders, set(c.jobs))
+            i: CardLoad(c.total, c.external, c.island, c.declared, c.whole_holders, set(c.jobs),
+                        c.util)
             for i, c in self.cards.items()
         }
         return other
@@ -67,6 +83,7 @@ class Capacity:
                 load.whole_holders -= 1
             else:
                 load.declared -= job.mem
+                load.util -= self.util.get(job.id, 0.0)
 
     def take(self, job: Job, gpu_ids) -> None:
         self.cpus_free -= job.cpus
@@ -81,6 +98,7 @@ class Capacity:
                 load.whole_holders += 1
             else:
                 load.declared += job.mem
+                load.util += self.util.get(job.id, 0.0)
 
     def fit(self, job: Job, allowed: frozenset[int] | None = None, count: int | None = None
             ) -> tuple[tuple[int, ...] | None, str | None]:
@@ -93,6 +111,10 @@ class Capacity:
             free_gib = max(self.ram_free, 0) / (1 << 30)
             return None, f"host memory ({free_gib:.1f} GiB free)"
         cards = self.find_cards(job, allowed, count)
+        if cards is None and self._util_bound(job) is not None:
+            busy = self._too_busy(job, allowed, count)
+            if busy is not None:
+                return None, busy
         if cards is None:
             n = job.gpus if count is None else count
             plural = "s" if n > 1 else ""
@@ -115,11 +137,39 @@ class Capacity:
             fitting = [i for i, c in sorted(loads.items())
                        if c.usable and not c.jobs and c.external == 0]
         else:
-            fitting = sorted([i for i, c in loads.items() if c.free >= job.mem],
+            room = self._util_bound(job)
+            fitting = sorted([i for i, c in loads.items() if c.free >= job.mem
+                              and (room is None or not c.jobs or c.util <= room)],
                              key=lambda i: (self.cards[i].free, i))
         if len(fitting) < n:
             return None
         return tuple(sorted(self._linked_first(fitting, n)))
+
+    def _util_bound(self, job: Job) -> float | None:
+        """The most the slices already on a shared card may use for this job to join them
+        (share_util_max less its own); None when the rule does not apply to it."""
+        if self.util_max is None or job.mem is None:
+            return None
+        own = self.util.get(job.id)
+        return None if own is None else self.util_max - own
+
+    def _too_busy(self, job: Job, allowed: frozenset[int] | None, count: int | None
+                  ) -> str | None:
+        """When memory alone would place the job but the utilisation rule does not: why, with
+        the numbers."""
+        bound, self.util_max = self.util_max, None
+        try:
+            by_memory = self.find_cards(job, allowed, count)
+        finally:
+            self.util_max = bound
+        if by_memory is None:
+            return None
+        busiest = max(by_memory, key=lambda i: self.cards[i].util)
+        own = self.util[job.id]
+        return (f"a card whose jobs' SM utilisation leaves room for its {own:.0f}%: card "
+                f"{busiest} has the memory, but jobs {_ids(self.cards[busiest].jobs)} there use "
+                f"{self.cards[busiest].util:.0f}% ([scheduler] share_util_max = "
+                f"{bound:g}; learned from past runs of the same commands)")
 
     def _linked_first(self, fitting: list[int], n: int) -> list[int]:
         """n of the fitting cards (in order of preference), all in one island if any island
@@ -135,3 +185,7 @@ class Capacity:
         if not enough:
             return fitting[:n]
         return min(enough, key=lambda cards: (len(cards), cards[0]))[:n]
+
+
+def _ids(ids: set[int]) -> str:
+    return ",".join(str(i) for i in sorted(ids))

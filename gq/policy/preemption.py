@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gq.model import Job, JobState, Tier
+from gq.policy.cardshare import cards_held
 from gq.policy.placement import Capacity
 from gq.policy.types import Host
 
@@ -287,10 +288,7 @@ def _lost_seconds(job: Job, ctx: _Context) -> float:
 def _card_share(job: Job, host: Host) -> float:
     if not job.gpu_ids:
         return 1.0
-    if job.mem is None:
-        return float(len(job.gpu_ids))
-    totals = {c.index: c.memory_total for c in host.cards}
-    return sum(min(1.0, job.mem / totals[i]) if totals.get(i) else 1.0 for i in job.gpu_ids)
+    return cards_held(job, {c.index: c.memory_total for c in host.cards})
 
 
 def _cost(job: Job, host: Host, ctx: _Context) -> tuple:

@@ -75,6 +75,10 @@ class PendingQueue:
         self._with_deps: dict[int, Job] = {}
         self._by_age: dict[int, list[tuple[float, int]]] = {}  # lane -> (submitted, id)
         self._ranks: dict[int, int] = {}  # tier rank -> jobs waiting in it
+        self.limited: dict[int, Job] = {}  # elements of arrays with a %N limit
+        # Orders by a key fixed for each job while it waits (ordered_by): name -> (the key
+        # function, the sorted (key, submitted_at, id), each job's entry).
+        self._orders: dict[str, tuple[Callable[[Job], float], list, dict[int, tuple]]] = {}
         # What the keys were computed from: (score_time, fair-share settings, assumed limits),
         # and the usage (the caller replaces it when it recalculates, never edits it).
         self._scored: tuple | None = None
@@ -98,6 +102,11 @@ class PendingQueue:
             self._undeclared[s] = self._undeclared.get(s, 0) + 1
         rank = job.priority.rank
         self._ranks[rank] = self._ranks.get(rank, 0) + 1
+        for key, ordered, entries in self._orders.values():
+            entry = entries[job.id] = (key(job), job.submitted_at, job.id)
+            insort(ordered, entry)
+        if job.array is not None and job.array.limit:
+            self.limited[job.id] = job
         if job.deps:
             self._with_deps[job.id] = job
             return
@@ -119,6 +128,10 @@ class PendingQueue:
         else:
             self._undeclared[s] -= 1
         self._ranks[job.priority.rank] -= 1
+        self.limited.pop(job_id, None)
+        for _key, ordered, entries in self._orders.values():
+            entry = entries.pop(job_id)
+            del ordered[bisect_left(ordered, entry)]
         if self._with_deps.pop(job_id, None) is not None:
             return job
         by_age = self._by_age[lane(job)]
@@ -134,6 +147,16 @@ class PendingQueue:
         lanes = [iter(by_age) for by_age in self._by_age.values()]
         deps = sorted((j.submitted_at, j.id) for j in self._with_deps.values())
         for _at, job_id in heapq.merge(*lanes, deps):
+            yield self.jobs[job_id]
+
+    def ordered_by(self, name: str, key: Callable[[Job], float]) -> Iterator[Job]:
+        """Every job by (key, submit time, id), smallest first, read lazily. `key` must not
+        change while a job waits (a run time known or predicted at submission): the order is
+        kept between passes, under `name`, and only gains and loses jobs."""
+        if name not in self._orders:
+            entries = {j.id: (key(j), j.submitted_at, j.id) for j in self.jobs.values()}
+            self._orders[name] = (key, sorted(entries.values()), entries)
+        for _k, _at, job_id in self._orders[name][1]:
             yield self.jobs[job_id]
 
     def tiers(self) -> set[int]:

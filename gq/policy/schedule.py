@@ -30,7 +30,7 @@ class _HostState:
     def __init__(self, host: Host, inp: SchedulerInput):
         self.host = host
         running = inp.running_on(host)
-        self.capacity = Capacity(host, running)
+        self.capacity = Capacity(host, running, inp.util, inp.share_util_max)
         self.by_end = sorted(
             (Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.limit_of(j)))
              for j in running),
@@ -39,7 +39,7 @@ class _HostState:
         self.reserved = self.capacity.copy()
         # The host once every holding has ended, with the reservations on it still held: a
         # request that does not fit that will not get a reservation here (memoised per shape).
-        self.ultimate = Capacity(host, [])
+        self.ultimate = Capacity(host, [], inp.util, inp.share_util_max)
         self.never_fits: dict[tuple, bool] = {}
 
     def start(self, job: Job, cards: tuple[int, ...], end: float) -> None:
@@ -105,6 +105,10 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
         # Keys: the shape alone in the common case (no window keeps a card from the job,
         # a fixed count); with the windows that do, and an elastic job's cap, added.
         nowhere_key = shape(job)
+        if job.id in inp.util and inp.share_util_max is not None:
+            # Where a slice may share a card depends on its learned utilisation too. (A replay
+            # has none: its shapes stay plain, which the stop test below relies on.)
+            nowhere_key = (nowhere_key, inp.util[job.id])
         kept_by = blocking(windows, job, inp.now, limit) if windows else ()
         if kept_by:
             nowhere_key = (nowhere_key, tuple(w.id for w in kept_by))

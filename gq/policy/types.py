@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gq.model import Job, JobState
 from gq.policy.accounts import Accounts
@@ -11,6 +13,9 @@ from gq.policy.pools import Pools
 from gq.policy.queue import PendingQueue
 from gq.policy.quotas import Limits
 from gq.policy.windows import Window
+
+if TYPE_CHECKING:
+    from gq.policy.preemption import Note, Preemption
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,17 @@ class SchedulerInput:
     pools: Pools = Pools()
     windows: tuple[Window, ...] = ()
     accounts: Accounts = Accounts()
+    # For the baselines that order by what a job has had or will need (gq/policy/tiresias.py,
+    # gq/policy/shortest_first.py): card-seconds each job was served in its earlier runs, and
+    # how long a waiting job is expected to run (the truth for the oracle, a prediction for
+    # QSSF). gq's own policy reads neither.
+    attained: dict[int, float] = field(default_factory=dict)
+    # Sharing a card (gq/policy/placement.py): each job's SM utilisation alone (%) where
+    # history knows it, and the most the slices of a shared card may sum to (None: memory
+    # alone decides, as in a replay of a trace that has no utilisation).
+    util: dict[int, float] = field(default_factory=dict)
+    share_util_max: float | None = None
+    expected_run_time: Callable[[Job], float] | None = None
 
     def __post_init__(self):
         if not isinstance(self.pending, PendingQueue):
@@ -122,3 +138,9 @@ class Plan:
     forecasts: dict[int, Forecast] = field(default_factory=dict)
     # Every pending job's place within its tier, and why.
     scores: dict[int, Score] = field(default_factory=dict)
+    # Elements of arrays held back by their %N limit (also in `reasons`).
+    held_back: dict[int, str] = field(default_factory=dict)
+    # Running jobs to stop for waiting work (in queue order of the jobs served), and for the
+    # waiting jobs considered but not served, why nothing is stopped for them.
+    preemptions: list[Preemption] = field(default_factory=list)
+    preempt_notes: dict[int, Note] = field(default_factory=dict)

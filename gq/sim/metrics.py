@@ -84,6 +84,7 @@ def metrics(result: ReplayResult) -> dict[str, Any]:
         "preemptions": result.preemptions,
         "grace_card_seconds": result.grace_card_seconds,
         "at_risk_card_seconds": result.at_risk_card_seconds,
+        "sharing": result.sharing,
         "gpus": total_gpus,
         "hosts": len(result.hosts),
         "passes": result.passes,

@@ -35,10 +35,9 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
-from gq.model import Job, JobState, Reason, Tier
+from gq.model import Job, JobState, Tier
 from gq.policy import (
     FairShareConfig,
     Host,
@@ -47,102 +46,38 @@ from gq.policy import (
     Plan,
     RunInterval,
     SchedulerInput,
-    schedule,
 )
-from gq.policy.baselines import fifo, greedy
+from gq.policy.decide import POLICIES as DECIDERS
+from gq.policy.decide import PreemptRule, decide
 from gq.policy.placement import Capacity
-from gq.policy.preemption import Victim, plan_preemptions
+from gq.policy.preemption import Victim
 from gq.policy.queue import shape as shape_of
 from gq.policy.accounts import dominant_weight
+from gq.policy.cardshare import cards_held
 from gq.policy.quotas import UserLimits
-from gq.policy.schedule import allowed_cards
 from gq.protocol import BadInput
+from gq.policy.tiresias import queue_of
+from gq.sim.colocation import Sharing
 from gq.sim.conversion import check_fits, host_limits, to_job
+from gq.sim.results import JobResult, Preemption, ReplayResult  # noqa: F401 (re-exported)
+from gq.sim.history import RunTimePredictor, UserMeanRunTime
 from gq.sim.lab import Lab
 from gq.sim.traces import TraceJob
 from gq.sim.usage import UsageGrid
 
-def _gq(inp: SchedulerInput) -> Plan:
-    """The daemon's policy, reading the queue only as far as a start is still possible (a
-    replay needs the starts, not every waiting job's reason)."""
-    return schedule(inp, explain=False)
+
+def _applied(name: str) -> Callable[..., Plan]:
+    """The policy as the replay applies it: `decide`, reading the queue only as far as a start
+    is still possible (a replay needs the starts, not every waiting job's reason)."""
+    return lambda inp, preempt=None: decide(inp, name, explain=False, preempt=preempt)
 
 
-POLICIES: dict[str, Callable[[SchedulerInput], Plan]] = {
-    "gq": _gq,
-    "fifo": lambda inp: fifo(inp, explain=False),
-    "greedy": lambda inp: greedy(inp, explain=False),
-}
+POLICIES: dict[str, Callable[..., Plan]] = {name: _applied(name) for name in DECIDERS}
 USAGE_REFRESH = 300.0  # simulated seconds between fair-share recalculations
 # Traces carry no lab configuration, so no per-user limits: the issue's default high_share
 # (20% of the cards per user) would hold back half of each trace, whose tiers are a mapping
 # of service classes, not a lab's urgent work (docs/traces.md).
 REPLAY_LIMITS = Limits(default=UserLimits(high_share=None))
-
-
-@dataclass(frozen=True)
-class Preemption:
-    """How a replay preempts, as the daemon's [preemption] defaults do: `low` jobs, each
-    exempt for the first `exempt` seconds of every run, stopped `grace` seconds after their
-    checkpoint signal. A job saves its work on the signal (gq's contract, docs/preemption.md)
-    and resumes where it was; the grace is spent saving, not progressing."""
-
-    exempt: float = 600.0
-    grace: float = 60.0
-    tiers: frozenset[str] = frozenset({"low"})  # [preemption] preemptible
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """One replayed job: when it was submitted, started and ended (simulated seconds)."""
-
-    job_id: str
-    user: str
-    tier: Tier
-    gpus: int
-    weight: float  # cards it held: gpus for whole cards, the share of each card for slices
-    submit: float
-    start: float
-    end: float
-    host: str
-    timed_out: bool = False
-    # Preemption: times the job was stopped and requeued; seconds it held its cards over all
-    # its runs (None: end - start, a single run). `start` is its first start.
-    preemptions: int = 0
-    held: float | None = None
-    gpu_ids: tuple[int, ...] = ()  # the cards of its last run
-
-    @property
-    def held_seconds(self) -> float:
-        return self.end - self.start if self.held is None else self.held
-
-    @property
-    def wait(self) -> float:
-        return self.start - self.submit
-
-    @property
-    def jct(self) -> float:
-        return self.end - self.submit
-
-
-@dataclass
-class ReplayResult:
-    policy: str
-    hosts: tuple[Host, ...]
-    jobs: list[JobResult]
-    dropped: dict[str, int] = field(default_factory=dict)  # why -> how many
-    dropped_jobs: list[tuple[str, str]] = field(default_factory=list)  # (trace job id, why)
-    unfinished: int = 0  # jobs still waiting when no event was left (a policy that deadlocks)
-    passes: int = 0  # scheduling passes run
-    skipped_passes: int = 0  # event times at which no pending job fitted anywhere
-    wall_seconds: float = 0.0  # time the replay took
-    cpu_seconds: float = 0.0  # CPU time it took (what a loaded machine does not inflate)
-    # Preemption (gq policy with preemption on): jobs stopped, the card-seconds they spent in
-    # their grace (saving, not progressing: what the checkpoint contract costs), and the
-    # card-seconds since their last start (what a job that did not checkpoint would lose).
-    preemptions: int = 0
-    grace_card_seconds: float = 0.0
-    at_risk_card_seconds: float = 0.0
 
 
 class ReplayTimeout(RuntimeError):
@@ -164,13 +99,22 @@ def replay(
     skip_idle_passes: bool = True,
     preemption: Preemption | None = None,
     lab: Lab = Lab(),
+    tiers: bool = True,
+    predictor: Callable[[], RunTimePredictor] | None = None,
+    share_util_max: float | None = None,
+    seed: int = 1,
 ) -> ReplayResult:
     """Replay the trace (sorted by submit time, as read_trace gives it) on `hosts`.
     `skip_idle_passes=False` runs a pass at every event time (tests check that skipping
     changes nothing). `preemption`: the gq policy also preempts `low` jobs for waiting work of
     a higher tier, as the daemon does (fifo and greedy never preempt). `lab`: pools, accounts
     and admin reservations (times from the start of the trace); its [scheduler] and [limits],
-    when it has them, replace `default_limit`, `max_reservations`, `fairshare` and `limits`."""
+    when it has them, replace `default_limit`, `max_reservations`, `fairshare` and `limits`.
+    `tiers=False` (`--tiers off`): every job `normal`. `predictor`: makes what QSSF predicts
+    run times with (default: each user's mean, gq/sim/history.py). Tiresias preempts by its
+    own rule, with the grace of `preemption` (or its default). Slices that share a card slow
+    each other down (gq/sim/colocation.py, profiles drawn with `seed`); `share_util_max`: the
+    gq policy applies the daemon's utilisation rule to the drawn profiles (None: memory only)."""
     tier_limits: dict[str, float] = {}
     if lab.scheduler is not None:
         settings = lab.scheduler
@@ -185,10 +129,15 @@ def replay(
         raise ValueError("a cluster needs at least one host")
     if len({h.name for h in hosts}) != len(hosts):
         raise ValueError("the hosts of a cluster need distinct names (running jobs name theirs)")
+    if policy == "tiresias":  # every job may be stopped, at any time
+        grace = (preemption or Preemption()).grace
+        preemption = Preemption(exempt=0.0, grace=grace, tiers=frozenset(map(str, Tier)))
     sim = _Replay(hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
                   limits, usage_refresh, max_wall_s, skip_idle_passes,
-                  preemption if policy == "gq" else None, lab)
-    jobs = sim.admit(trace_jobs, time_factor)
+                  preemption if policy in ("gq", "tiresias") else None, lab)
+    sim.predictor = (predictor or UserMeanRunTime)()
+    sim.sharing, sim.share_util_max = Sharing(seed), share_util_max
+    jobs = sim.admit(trace_jobs, time_factor, tiers)
     return sim.run(jobs)
 
 
@@ -223,6 +172,8 @@ class _Replay:
         self.remaining: dict[int, float] = {}  # run time left (less after a preemption)
         self.first_start: dict[int, float] = {}
         self.held: dict[int, float] = {}  # card-holding seconds of runs that ended
+        self.attained: dict[int, float] = {}  # card-seconds of runs that ended (Tiresias)
+        self.speed: dict[int, float] = {}  # a running slice's speed, sharing its cards
         self.signalled: dict[int, float] = {}  # preempted job -> when it got the signal
         # Pending requests by shape, and whether each fits somewhere now (see the docstring).
         self.shapes: dict[tuple, list] = {}  # shape -> [pending jobs of it, a job of it]
@@ -234,7 +185,7 @@ class _Replay:
 
     # ---- trace jobs into gq jobs ----------------------------------------------------------
 
-    def admit(self, trace_jobs, time_factor: float) -> list[Job]:
+    def admit(self, trace_jobs, time_factor: float, tiers: bool = True) -> list[Job]:
         smallest_card = min(c.memory_total for h in self.hosts for c in h.cards) \
             if any(h.cards for h in self.hosts) else 0
         most_cpus = max(h.cpus for h in self.hosts)
@@ -247,6 +198,8 @@ class _Replay:
             except BadInput as e:  # as the daemon refuses it: say so, once per reason
                 self.drop(tj, f"were refused: {e.message}")
                 continue
+            if not tiers:
+                job.priority = Tier.NORMAL
             fits = [cap.fit(job, self.pools.allowed(job)) for cap in empty]
             if all(cards is None for cards, _ in fits):
                 self.drop(tj, f"fit no empty host: {fits[0][1]}")
@@ -289,11 +242,14 @@ class _Replay:
                     f"second {t:.0f}: {len(self.result.jobs)} of {n} jobs done, "
                     f"{len(self.pending)} waiting, {self.result.passes} passes")
         self.result.unfinished = len(self.pending)
+        self.result.sharing = self.sharing.figures()
         self.result.wall_seconds = time.perf_counter() - began
         self.result.cpu_seconds = time.process_time() - cpu_began
         return self.result
 
     def arrive(self, job: Job) -> None:
+        if job.mem is not None:
+            self.sharing.profile(job.id)
         self.pending.add(job)
         entry = self.shapes.get(shape := shape_of(job))
         if entry is None:
@@ -306,7 +262,7 @@ class _Replay:
         job = self.running.get(job_id)
         if job is None or job.restarts != run:
             return
-        if now >= job.started_at + self.remaining[job_id]:
+        if now >= job.started_at + self.remaining[job_id] / self.speed.get(job_id, 1.0):
             self.complete(job, now)
         else:
             self.requeue(job, now)
@@ -315,16 +271,20 @@ class _Replay:
         """Free what the job's run held, charge it to fair share; return the cards it held."""
         del self.running[job.id]
         self.capacity[job.host].release(job, job.gpu_ids)
+        if job.mem is not None:
+            self.sharing.end(job.id, job.host, job.gpu_ids, now)
         self.fits.clear()
         weight, charge = self.cards_held(job), self.weight(job)
         if charge > 0:
             self.usage.ended.append(RunInterval(job.user, charge, job.started_at, now))
         self.held[job.id] = self.held.get(job.id, 0.0) + now - job.started_at
+        self.attained[job.id] = self.attained.get(job.id, 0.0) + weight * (now - job.started_at)
         return weight
 
     def complete(self, job: Job, now: float) -> None:
         weight = self.release(job, now)
         tj = self.trace_ids[job.id]
+        self.predictor.observe(job, self.held[job.id])
         self.result.jobs.append(JobResult(
             tj.job_id, job.user, job.priority, job.gpus_held, weight, job.submitted_at,
             self.first_start[job.id], now, job.host,
@@ -333,24 +293,29 @@ class _Replay:
 
     def could_preempt(self, now: float) -> bool:
         """Whether a pass could preempt: some job waits in a higher tier than a running,
-        preemptible job past its exempt period (what plan_preemptions asks first)."""
+        preemptible job past its exempt period (what plan_preemptions asks first); under
+        Tiresias, in a lower queue than a running job."""
         if self.preemption is None:
             return False
+        if self.policy_name == "tiresias":
+            return self.could_preempt_by_service(now)
         ranks = [j.priority.rank for j in self.running.values()
                  if j.preemptible and j.state is JobState.RUNNING
                  and now - j.started_at >= self.preemption.exempt]
         return bool(ranks) and any(r < max(ranks) for r in self.pending.tiers())
 
-    def preempt(self, plan: Plan, inp: SchedulerInput, now: float) -> None:
-        """Signal the jobs that the daemon's policy would stop for waiting higher-tier work."""
-        waiting = [self.pending.jobs[i] for i, r in plan.reasons.items() if r == Reason.RESOURCES]
-        if not waiting:
-            return
-        allowed = {j.id: allowed_cards(inp, j, self.hosts[0]) for j in waiting} if (
-            self.pools.cards or self.windows) and len(self.hosts) == 1 else None
-        decided = plan_preemptions(self.hosts, waiting, list(self.running.values()), now,
-                                   self.preemption.exempt, allowed=allowed)
-        for p in decided.preemptions:
+    def could_preempt_by_service(self, now: float) -> bool:
+        queues = [queue_of(self.attained.get(j.id, 0.0) + self.cards_held(j)
+                           * (now - j.started_at)) for j in self.running.values()
+                  if j.state is JobState.RUNNING]
+        if not queues or max(queues) == 0:
+            return False
+        top = max(queues)
+        return any(queue_of(self.attained.get(j.id, 0.0)) < top for j in self.pending)
+
+    def preempt(self, plan: Plan, now: float) -> None:
+        """Signal the jobs the pass chose to stop."""
+        for p in plan.preemptions:
             for victim in p.victims:
                 self.signal(self.running[victim.job_id], victim, now)
 
@@ -366,7 +331,7 @@ class _Replay:
         again, with the same id and what it had left to run."""
         weight = self.release(job, now)
         signalled = self.signalled.pop(job.id)
-        self.remaining[job.id] -= signalled - job.started_at
+        self.remaining[job.id] -= (signalled - job.started_at) * self.speed.pop(job.id, 1.0)
         self.result.grace_card_seconds += weight * (now - signalled)
         job.state, job.started_at, job.gpu_ids = JobState.PENDING, None, []
         job.restarts += 1
@@ -393,13 +358,22 @@ class _Replay:
             max_reservations=self.max_reservations,
             usage=usage, fairshare=self.fairshare, limits=self.limits,
             score_time=self.usage.computed_at, pools=self.pools, windows=self.windows,
-            accounts=self.accounts,
+            accounts=self.accounts, attained=self.attained,
+            expected_run_time=self.expected_run_time,
+            util=self.sharing.util if self.share_util_max is not None else {},
+            share_util_max=self.share_util_max,
         )
-        plan = self.policy(inp)
+        rule = PreemptRule(self.preemption.exempt) if self.preemption is not None else None
+        plan = self.policy(inp, rule)
         for start in plan.starts:
             self.start(start.job_id, start.host, start.gpu_ids, now)
-        if self.preemption is not None:
-            self.preempt(plan, inp, now)
+        self.preempt(plan, now)
+
+    def expected_run_time(self, job: Job) -> float:
+        """The truth for the oracle (what is left of the run), a prediction for QSSF."""
+        if self.policy_name == "sjf-oracle":
+            return self.remaining[job.id]
+        return self.predictor(job)
 
     def start(self, job_id: int, host: str, gpu_ids: tuple[int, ...], now: float) -> None:
         job = self.pending.remove(job_id)
@@ -416,18 +390,18 @@ class _Replay:
         job.host, job.gpu_ids = host, list(gpu_ids)
         self.running[job_id] = job
         self.first_start.setdefault(job_id, now)
-        heapq.heappush(self.completions, (now + self.remaining[job_id], job_id, job.restarts))
-        if self.preemption is not None and job.preemptible:
+        if job.mem is not None:
+            self.speed[job_id] = self.sharing.start(job_id, host, gpu_ids, now)
+        run = self.remaining[job_id] / self.speed.get(job_id, 1.0)
+        heapq.heappush(self.completions, (now + run, job_id, job.restarts))
+        if self.preemption is not None and job.preemptible and self.preemption.exempt > 0:
             heapq.heappush(self.completions, (now + self.preemption.exempt, job_id, -1))
 
     # ---- fair share -----------------------------------------------------------------------
 
     def cards_held(self, job: Job) -> float:
         """Cards held, for the results: slices count as their share of the card."""
-        if job.mem is None:
-            return float(len(job.gpu_ids))
-        memory = self.card_memory[job.host]
-        return sum(min(1.0, job.mem / memory[i]) for i in job.gpu_ids)
+        return cards_held(job, self.card_memory[job.host])
 
     def weight(self, job: Job) -> float:
         """What the job is charged, as the daemon charges it: its dominant share of its host

@@ -18,6 +18,15 @@ class History:
             "state = 'completed' AND peak_mem IS NOT NULL ORDER BY ended_at DESC LIMIT ?",
             [cmd_key, limit]))
 
+    def util_of_command(self, cmd_key: str, limit: int) -> float | None:
+        """The mean SM utilisation (%) of the latest completed runs of one command in one
+        directory that measured it; None without such a run."""
+        row = next(self.db.query(
+            "SELECT avg(util_mean) AS util FROM (SELECT util_mean FROM runs WHERE cmd_key = ? "
+            "AND state = 'completed' AND util_mean IS NOT NULL ORDER BY ended_at DESC LIMIT ?)",
+            [cmd_key, limit]), None)
+        return None if row is None else row["util"]
+
     def runs_between(self, since: float, until: float) -> list[dict[str, Any]]:
         """Ended runs that overlap [since, until)."""
         return list(self.db.query(

@@ -1,0 +1,96 @@
+"""One scheduling decision: the plan that the daemon, `gq sim` and `--host any` only apply.
+
+`decide(inp, policy)` holds back the elements of arrays over their `%N` limit, runs one pass of
+the policy (gq's own, or a baseline), and, when preemption is on, picks the running jobs to stop
+for the waiting work that got no start. Its Plan carries all of it: starts, reservations
+(forecasts), held-back elements and preemption victims, with every waiting job's reason. The
+callers only act on it: the daemon starts processes and signals victims, the replay moves its
+virtual clock, the estimate of `--host any` reads when a job would start. So they cannot
+disagree on what one pass decides.
+
+`explain=False` (the replay) reads the queue only as far as a start is still possible: the
+same starts, fewer reasons. Tiresias preempts by its own rule (gq/policy/tiresias.py); the
+other baselines never preempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from gq.model import JobState, Reason
+from gq.policy.arrays import throttled
+from gq.policy.baselines import fifo, greedy
+from gq.policy.preemption import plan_preemptions
+from gq.policy.schedule import allowed_cards, schedule
+from gq.policy.shortest_first import qssf, sjf_oracle
+from gq.policy.tiresias import tiresias
+from gq.policy.types import Plan, SchedulerInput
+
+POLICIES: dict[str, Callable[[SchedulerInput, bool], Plan]] = {
+    "gq": schedule,
+    "fifo": fifo,
+    "greedy": greedy,
+    "sjf-oracle": sjf_oracle,
+    "tiresias": tiresias,
+    "qssf": qssf,
+}
+# Those that order by a job's (true or expected) run time: the input must say it.
+NEEDS_RUN_TIME = frozenset({"sjf-oracle", "qssf"})
+
+
+@dataclass(frozen=True)
+class PreemptRule:
+    """gq's preemption ([preemption] of the daemon): a running job is exempt for `exempt`
+    seconds after each start; `checkpoints`: job id -> when it last saved (epoch seconds)."""
+
+    exempt: float = 600.0
+    checkpoints: Mapping[int, float] = field(default_factory=dict)
+
+
+def decide(inp: SchedulerInput, policy: str = "gq", explain: bool = True,
+           preempt: PreemptRule | None = None) -> Plan:
+    """What to start, reserve, hold back and stop now (see the module docstring)."""
+    try:
+        choose = POLICIES[policy]
+    except KeyError:
+        raise ValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}") from None
+    queue = inp.pending
+    held = throttled(queue.limited.values(), inp.running) if queue.limited else {}
+    removed = [queue.remove(job_id) for job_id in held]
+    try:
+        plan = choose(inp, explain)
+    finally:
+        for job in removed:
+            queue.add(job)
+    if held:
+        plan.reasons.update(held)
+        plan.held_back = held
+    if preempt is not None and policy == "gq":
+        _preempt_for_waiting(inp, plan, preempt)
+    return plan
+
+
+def wants_preemption(inp: SchedulerInput) -> bool:
+    """Whether a pass could preempt at all: a preemptible job runs, and work of a higher tier
+    waits (cheap; the daemon reads checkpoint times only then)."""
+    ranks = [j.priority.rank for j in inp.running if j.state is JobState.RUNNING
+             and j.preemptible]
+    return bool(ranks) and any(r < max(ranks) for r in inp.pending.tiers())
+
+
+def _preempt_for_waiting(inp: SchedulerInput, plan: Plan, rule: PreemptRule) -> None:
+    candidates = [j for j in inp.running if j.state is JobState.RUNNING and j.preemptible]
+    if not candidates:
+        return
+    lowest = max(j.priority.rank for j in candidates)
+    # In queue order: the plan records reasons in the order the pass read the queue.
+    waiting = [inp.pending.jobs[i] for i, r in plan.reasons.items() if r == Reason.RESOURCES]
+    if not any(j.priority.rank < lowest for j in waiting):
+        return
+    allowed = None
+    if len(inp.hosts) == 1:
+        allowed = {j.id: allowed_cards(inp, j, inp.hosts[0]) for j in waiting}
+    decided = plan_preemptions(inp.host, waiting, inp.running, inp.now, rule.exempt,
+                               rule.checkpoints, allowed=allowed)
+    plan.preemptions, plan.preempt_notes = decided.preemptions, decided.notes
