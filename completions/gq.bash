@@ -71,8 +71,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="jobs:update" ;;
         "wait")
             _gq_subs=""
-            _gq_flags="--help -h"
-            _gq_valued="  "
+            _gq_flags="--timeout --help -h"
+            _gq_valued=" --timeout "
             _gq_arg="jobs:wait" ;;
         "gpus")
             _gq_subs=""

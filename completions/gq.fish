@@ -58,7 +58,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg jobs:update
         case 'wait'
             set -g __gq_subs
-            set -g __gq_valued
+            set -g __gq_valued --timeout
             set -g __gq_arg jobs:wait
         case 'gpus'
             set -g __gq_subs
@@ -340,6 +340,7 @@ complete -c gq -n '__gq_at \'requeue\'' -x -a '(__gq_ask jobs requeue)'
 complete -c gq -n '__gq_at \'update\'' -l priority -s p -x -a 'high normal low' -d 'the new tier: high, normal or low'
 complete -c gq -n '__gq_at \'update\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'update\'' -x -a '(__gq_ask jobs update)'
+complete -c gq -n '__gq_at \'wait\'' -l timeout -x -d 'give up after DUR (e.g. 90s, 2h) with exit status 124'
 complete -c gq -n '__gq_at \'wait\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'wait\'' -x -a '(__gq_ask jobs wait)'
 complete -c gq -n '__gq_at \'gpus\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'

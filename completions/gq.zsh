@@ -86,8 +86,8 @@ _gq_cmd() {  # the facts of one command path
         "wait")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=()
+            _gq_opts=('--timeout:give up after DUR (e.g. 90s, 2h) with exit status 124' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--timeout)
             _gq_arg='jobs:wait' ;;
         "gpus")
             _gq_subs=()

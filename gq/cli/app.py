@@ -210,20 +210,26 @@ def update(
 
 
 @app.command("wait")
-def wait(ids: Ids) -> int:
-    """Block until the jobs end; exit with the (first failing) job's exit code."""
+def wait(
+    ids: Ids,
+    timeout: Annotated[Optional[str], typer.Option(
+        "--timeout", help="give up after DUR (e.g. 90s, 2h) with exit status 124",
+        metavar="DUR", show_default=False)] = None,
+) -> int:
+    """Block until the jobs end; exit with the (first failing) job's exit code, 3 when a job
+    can no longer start (its dependency failed, or a limit it can never meet: gq why says what
+    to do), 124 when --timeout runs out first."""
+    from gq.cli.arrays_view import fold_waited, wait_status
     from gq.cli.client import wait_for_jobs
+    from gq.units import parse_duration
 
-    from gq.cli.arrays_view import fold_waited
-
-    jobs = wait_for_jobs(ids)
+    try:
+        seconds = None if timeout is None else parse_duration(timeout, allow_zero=True)
+    except ValueError as e:
+        raise GqError(f"--timeout {e}", BAD_INPUT) from None
+    jobs = wait_for_jobs(ids, timeout=seconds)
     print("\n".join(fold_waited(jobs)))
-    code = 0
-    for j in jobs:
-        exit_code = j["exit_code"]
-        if code == 0 and j["state"] != "completed":
-            code = exit_code if exit_code not in (None, 0) else 1
-    return code
+    return wait_status(jobs)
 
 
 @app.command("gpus")

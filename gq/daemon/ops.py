@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 from typing import Any
 
 from gq import __version__
@@ -17,6 +18,7 @@ from gq.daemon.identity import NoAccount, identity_of
 from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
+from gq.daemon.startable import never_starts, op_wait, refuse_never  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
@@ -119,6 +121,9 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
     args = arrays.expand_dependencies(daemon.store, args, resolve)
     job = build_job(args, caller, limits, resolve, daemon.clock())
+    never = refuse_never(daemon, job)
+    if never is not None:
+        raise BadInput(f"-p {job.priority} -g {job.gpus}: {never}")
     job.notify = check_notify(args, daemon.config.notify)
     parts = arrays.elements(args, job.command)
     if parts is not None:
@@ -208,7 +213,13 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
 def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
     forecast = daemon.forecasts.get(job.id)
-    why = why_sentence(job, daemon.shortfalls.get(job.id), forecast,
+    shortfall = daemon.shortfalls.get(job.id)
+    never = never_starts(daemon, job) if job.reason == Reason.QUOTA_LIMIT else None
+    if never is not None:  # the limits changed since it was queued
+        shortfall = (f"{never[0]}, so it can never start under the current limits: "
+                     + (f"`gq update {job.id} -p normal` lets it start" if never[1] else
+                        f"`gq cancel {job.id}` and submit it with fewer GPUs"))
+    why = why_sentence(job, shortfall, forecast,
                        daemon.config.preemption.max_requeues)
     return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why,
             "expected_start": iso(forecast.start) if forecast else None}
@@ -264,6 +275,9 @@ def _set_tier(daemon: Daemon, caller: Caller, job: Job, tier: Tier) -> tuple[boo
         return False, f"is {job.state}; only a pending or held job's tier can change"
     if job.priority == tier:
         return True, f"already {tier}"
+    never = refuse_never(daemon, replace(job, priority=tier))
+    if never is not None:
+        return False, f"not {tier}: {never}"
     # A job that took its tier's default preemptibility takes the new tier's; one submitted
     # with the other choice (--preemptible, --no-preemptible) keeps it.
     preemptible_tiers = daemon.config.preemption.preemptible
@@ -328,17 +342,6 @@ def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
         )
         return True, "requeued"
     return False, f"is {job.state}; nothing to requeue"
-
-
-async def op_wait(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    jobs = load_jobs(daemon, caller, args.get("ids"))
-    for job in jobs:
-        while True:
-            current = daemon.store.get_job(job.id)
-            if current.state in ENDED_STATES and not daemon.store.is_holding(job.id):
-                break
-            await daemon.wait_for_end(job.id)
-    return [job_json(daemon.store.get_job(job.id)) for job in jobs]
 
 
 def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
