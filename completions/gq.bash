@@ -5,7 +5,7 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon reserve peers completion config"
+            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo burn sim daemon reserve peers completion config"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -98,6 +98,11 @@ _gq_cmd() {  # the facts of one command path
             _gq_subs=""
             _gq_flags="--no-tui --seconds --help -h"
             _gq_valued=" --seconds "
+            _gq_arg="none" ;;
+        "burn")
+            _gq_subs=""
+            _gq_flags="--mem --util --seconds --leak --help -h"
+            _gq_valued=" --mem --util --seconds "
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""

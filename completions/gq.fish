@@ -5,7 +5,7 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo sim daemon reserve peers completion config
+            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo burn sim daemon reserve peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
@@ -79,6 +79,10 @@ function __gq_cmd --argument-names path  # the facts of one command path
         case 'demo'
             set -g __gq_subs
             set -g __gq_valued --seconds
+            set -g __gq_arg none
+        case 'burn'
+            set -g __gq_subs
+            set -g __gq_valued --mem --util --seconds
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
@@ -239,6 +243,7 @@ complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting car
 complete -c gq -n '__gq_at \'\'' -a stats -d 'The lab\'s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders'
 complete -c gq -n '__gq_at \'\'' -a top -d 'The interactive terminal UI: every card\'s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)'
 complete -c gq -n '__gq_at \'\'' -a demo -d 'A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top'
+complete -c gq -n '__gq_at \'\'' -a burn -d 'A stand-in for a training job on simulated cards (GQ_SIM_GPUS): holds memory and utilisation on the cards in CUDA_VISIBLE_DEVICES, e.g. gq submit -- gq burn --mem 10G'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
 complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)'
 complete -c gq -n '__gq_at \'\'' -a reserve -d 'Reserve cards for a user, group or account over a window (admins): no one else\'s job that would run into it starts on them'
@@ -360,6 +365,11 @@ complete -c gq -n '__gq_at \'top\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'demo\'' -l no-tui -d 'run the scenario without the UI and print what happens'
 complete -c gq -n '__gq_at \'demo\'' -l seconds -x -d 'with --no-tui: how long to watch'
 complete -c gq -n '__gq_at \'demo\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'burn\'' -l mem -x -d 'memory held on every visible card'
+complete -c gq -n '__gq_at \'burn\'' -l util -x -d 'utilisation added to every visible card'
+complete -c gq -n '__gq_at \'burn\'' -l seconds -x -d 'how long to run'
+complete -c gq -n '__gq_at \'burn\'' -l leak -d 'leave the memory held after exit, as zombie memory'
+complete -c gq -n '__gq_at \'burn\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -l cluster -x -d 'HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G'
 complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy all' -d 'gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all'
 complete -c gq -n '__gq_at \'sim\'' -l format -x -a 'auto alibaba philly gq' -d 'auto (from the header), alibaba, philly or gq'

@@ -25,4 +25,6 @@ def test_the_demo_shows_sharing_preemption_an_idle_notebook_and_a_stray_then_cle
     assert re.search(r"offender \(idle\): job 3: mean utilisation 0%", out)
     assert "the cards (gq gpus)" in out and "The queue (gq ls)" in out
     assert out.rstrip().endswith("removed)")
+    # What it prints runs as written after the README install (tests/test_burn.py runs it).
+    assert "-- gq burn --mem 70G --util 95" in out and "python -m" not in out
     assert not home.exists()

@@ -325,6 +325,30 @@ def demo(
     return run_demo(tui=not no_tui, seconds=seconds)
 
 
+@app.command("burn")
+def burn(
+    mem: Annotated[str, typer.Option("--mem", help="memory held on every visible card",
+                                     metavar="SIZE")] = "1G",
+    util: Annotated[int, typer.Option("--util", help="utilisation added to every visible card",
+                                      metavar="PCT", min=0, max=100)] = 100,
+    seconds: Annotated[Optional[float], typer.Option(
+        "--seconds", help="how long to run  [default: until stopped]", metavar="S", min=0,
+        show_default=False)] = None,
+    leak: Annotated[bool, typer.Option("--leak", help="leave the memory held after exit, as "
+                                       "zombie memory")] = False,
+) -> int:
+    """A stand-in for a training job on simulated cards (GQ_SIM_GPUS): holds memory and
+    utilisation on the cards in CUDA_VISIBLE_DEVICES, e.g. gq submit -- gq burn --mem 10G."""
+    from gq.sim.burn import run as run_burn
+    from gq.units import parse_size
+
+    try:
+        size = parse_size(mem)
+    except ValueError as e:
+        raise GqError(f"--mem {e}", BAD_INPUT) from None
+    return run_burn(size, util, seconds, leak)
+
+
 from gq.cli.peers_cmd import peers_app  # noqa: E402 (gq peers: gq/cli/peers_cmd.py)
 
 app.add_typer(peers_app, name="peers")
