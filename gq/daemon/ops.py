@@ -18,10 +18,11 @@ from gq.daemon.identity import NoAccount, identity_of
 from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
-from gq.daemon.startable import never_starts, op_wait, refuse_never  # noqa: F401
+from gq.daemon.explain import explain, op_why  # noqa: F401 (an operation: see OPS)
+from gq.daemon.startable import op_wait, refuse_never  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
-from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
+from gq.daemon.views import brief_json, gpu_json, job_json
 from gq.model import ACTIVE_STATES, ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
     op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
@@ -180,8 +181,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job = daemon.store.get_job(job_id)
     out = job_json(job)
     forecast = daemon.forecasts.get(job.id)
-    out["why"] = why_sentence(job, daemon.shortfalls.get(job.id), forecast,
-                              daemon.config.preemption.max_requeues)
+    out["why"] = explain(daemon, job)
     out["expected_start"] = _expected_start(daemon, job.id)
     score = daemon.scores.get(job.id) if job.state in (JobState.PENDING, JobState.HELD) else None
     out["score"] = None if score is None else {
@@ -204,25 +204,12 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
         for e in daemon.store.events(job_id)
     ]
     out["output_truncated"] = any(e["detail"] == TRUNCATED for e in out["events"])
+    if job.array is not None:  # `gq logs ARRAY` reads each element's
+        out["array_jobs"] = daemon.store.array_members(job.array.id)
     if daemon.authority.may_act(caller, job):  # the environment is the owner's (and admins')
         out["env"] = job.env
         out["notify"] = job.notify and {"command": job.notify.command, "mail": job.notify.mail}
     return out
-
-
-def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
-    job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
-    forecast = daemon.forecasts.get(job.id)
-    shortfall = daemon.shortfalls.get(job.id)
-    never = never_starts(daemon, job) if job.reason == Reason.QUOTA_LIMIT else None
-    if never is not None:  # the limits changed since it was queued
-        shortfall = (f"{never[0]}, so it can never start under the current limits: "
-                     + (f"`gq update {job.id} -p normal` lets it start" if never[1] else
-                        f"`gq cancel {job.id}` and submit it with fewer GPUs"))
-    why = why_sentence(job, shortfall, forecast,
-                       daemon.config.preemption.max_requeues)
-    return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why,
-            "expected_start": iso(forecast.start) if forecast else None}
 
 
 def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
