@@ -5,7 +5,7 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo burn sim daemon reserve peers completion config"
+            _gq_subs="submit add ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats top demo burn sim daemon reserve peers completion config"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -21,13 +21,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="command" ;;
         "ls")
             _gq_subs=""
-            _gq_flags="--all -a --user -u --state -s --start --expand -e --all-hosts --json --help -h"
-            _gq_valued=" --user -u --state -s "
+            _gq_flags="--all -a --user -u --state -s --last --since --start --expand -e --all-hosts --json --help -h"
+            _gq_valued=" --user -u --state -s --last --since "
+            _gq_arg="none" ;;
+        "clean")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
             _gq_arg="none" ;;
         "ps")
             _gq_subs=""
-            _gq_flags="--all -a --user -u --state -s --start --expand -e --all-hosts --json --help -h"
-            _gq_valued=" --user -u --state -s "
+            _gq_flags="--all -a --user -u --state -s --last --since --start --expand -e --all-hosts --json --help -h"
+            _gq_valued=" --user -u --state -s --last --since "
             _gq_arg="none" ;;
         "show")
             _gq_subs=""

@@ -5,7 +5,7 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats top demo burn sim daemon reserve peers completion config
+            set -g __gq_subs submit add ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats top demo burn sim daemon reserve peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
@@ -18,11 +18,15 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg command
         case 'ls'
             set -g __gq_subs
-            set -g __gq_valued --user -u --state -s
+            set -g __gq_valued --user -u --state -s --last --since
+            set -g __gq_arg none
+        case 'clean'
+            set -g __gq_subs
+            set -g __gq_valued
             set -g __gq_arg none
         case 'ps'
             set -g __gq_subs
-            set -g __gq_valued --user -u --state -s
+            set -g __gq_valued --user -u --state -s --last --since
             set -g __gq_arg none
         case 'show'
             set -g __gq_subs
@@ -227,7 +231,8 @@ complete -c gq -n __gq_in_command -x -a '(__fish_complete_subcommand --commandli
 
 complete -c gq -n '__gq_at \'\'' -a submit -d 'Queue a job and print its id'
 complete -c gq -n '__gq_at \'\'' -a add -d 'Alias of submit'
-complete -c gq -n '__gq_at \'\'' -a ls -d 'List jobs: pending and running ones, or all with --all'
+complete -c gq -n '__gq_at \'\'' -a ls -d 'List jobs: pending and running ones, and your jobs that ended in the last day ([daemon] show_ended) until `gq clean`'
+complete -c gq -n '__gq_at \'\'' -a clean -d 'Take your ended jobs off `gq ls` (they stay in gq ls --all, gq show and gq stats)'
 complete -c gq -n '__gq_at \'\'' -a ps -d 'Alias of ls'
 complete -c gq -n '__gq_at \'\'' -a show -d 'Everything known about one job, with its history'
 complete -c gq -n '__gq_at \'\'' -a why -d 'Why a job waits (or how it ended), in words'
@@ -309,17 +314,22 @@ complete -c gq -n '__gq_at \'add\'' -l hold -d 'queue the job held: it waits for
 complete -c gq -n '__gq_at \'add\'' -l json -d 'print the job as JSON'
 complete -c gq -n '__gq_at \'add\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'add\'' -F -a '(__fish_complete_command)'
-complete -c gq -n '__gq_at \'ls\'' -l all -s a -d 'also ended jobs'
+complete -c gq -n '__gq_at \'ls\'' -l all -s a -d 'also ended jobs, however old'
 complete -c gq -n '__gq_at \'ls\'' -l user -s u -x -a '(__fish_complete_users)' -d 'only this user\'s'
 complete -c gq -n '__gq_at \'ls\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
+complete -c gq -n '__gq_at \'ls\'' -l last -x -d 'with --all: the last N jobs submitted'
+complete -c gq -n '__gq_at \'ls\'' -l since -x -d 'with --all: jobs active in the last DUR (e.g. 2h, 7d)'
 complete -c gq -n '__gq_at \'ls\'' -l start -d 'show when pending jobs with a reservation are expected to start'
 complete -c gq -n '__gq_at \'ls\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
 complete -c gq -n '__gq_at \'ls\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
 complete -c gq -n '__gq_at \'ls\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'ls\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'ps\'' -l all -s a -d 'also ended jobs'
+complete -c gq -n '__gq_at \'clean\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'ps\'' -l all -s a -d 'also ended jobs, however old'
 complete -c gq -n '__gq_at \'ps\'' -l user -s u -x -a '(__fish_complete_users)' -d 'only this user\'s'
 complete -c gq -n '__gq_at \'ps\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
+complete -c gq -n '__gq_at \'ps\'' -l last -x -d 'with --all: the last N jobs submitted'
+complete -c gq -n '__gq_at \'ps\'' -l since -x -d 'with --all: jobs active in the last DUR (e.g. 2h, 7d)'
 complete -c gq -n '__gq_at \'ps\'' -l start -d 'show when pending jobs with a reservation are expected to start'
 complete -c gq -n '__gq_at \'ps\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
 complete -c gq -n '__gq_at \'ps\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'

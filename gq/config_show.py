@@ -67,6 +67,7 @@ _GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
     ("daemon", "max_connections_per_user"): lambda c: c.access.max_connections,
     ("daemon", "max_request"): lambda c: _size(c.access.max_request),
     ("daemon", "idle_timeout"): lambda c: _duration(c.access.idle_timeout),
+    ("daemon", "show_ended"): lambda c: _duration(c.show_ended),
     ("scheduler", "default_time"): lambda c: {
         "": _duration(c.default_time),
         **{t: _duration(v) for t, v in sorted(c.default_time_by_tier.items())}},

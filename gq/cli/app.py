@@ -101,10 +101,14 @@ app.command("add", context_settings={"allow_interspersed_args": False},
 
 @app.command("ls")
 def ls(
-    all: Annotated[bool, typer.Option("--all", "-a", help="also ended jobs")] = False,
+    all: Annotated[bool, typer.Option("--all", "-a", help="also ended jobs, however old")] = False,
     user: Annotated[Optional[str], typer.Option("--user", "-u", help="only this user's")] = None,
     state: Annotated[Optional[list[str]], typer.Option("--state", "-s", help="only jobs in "
                      "this state (repeatable)")] = None,
+    last: Annotated[Optional[int], typer.Option("--last", help="with --all: the last N jobs "
+                    "submitted", metavar="N", min=1, show_default=False)] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="with --all: jobs active in "
+                     "the last DUR (e.g. 2h, 7d)", metavar="DUR", show_default=False)] = None,
     start: Annotated[bool, typer.Option("--start", help="show when pending jobs with a "
                      "reservation are expected to start")] = False,
     expand: Annotated[bool, typer.Option("--expand", "-e", help="one line per element of an "
@@ -112,19 +116,40 @@ def ls(
     all_hosts: AllHosts = None,
     json: Json = False,
 ) -> None:
-    """List jobs: pending and running ones, or all with --all. Pending ones show a reason.
-    An array is one line, with its elements counted by state (see --expand)."""
+    """List jobs: pending and running ones, and your jobs that ended in the last day ([daemon]
+    show_ended) until `gq clean`; all with --all. Pending ones show a reason. An array is one
+    line, with its elements counted by state (see --expand)."""
     from gq.cli.peers_cmd import hosts_arg, split_hosts
 
-    jobs = split_hosts(call("list", all=all, user=user, states=state or [], brief=not json,
-                            hosts=hosts_arg(all_hosts)), "jobs")
+    window = _ls_window(all, last, since)
+    jobs = split_hosts(call("list", all=all or bool(window), user=user, states=state or [],
+                            brief=not json, hosts=hosts_arg(all_hosts), recent=not json,
+                            **window), "jobs")
     if json:
         return output.print_json(jobs)
     from gq.cli.arrays_view import table_rows
 
     headers, rows = table_rows(jobs, with_start=start, expand=expand,
-                               listed_all=all or bool(state))
-    print(output.table(headers, rows))
+                               listed_all=all or bool(state) or bool(window))
+    print(output.table(headers, rows, paint=output.state_painter(headers)))
+
+
+def _ls_window(all: bool, last: int | None, since: str | None) -> dict:
+    from gq.units import parse_duration
+
+    window: dict = {} if last is None else {"last": last}
+    if since is not None:
+        try:
+            window["since"] = parse_duration(since)
+        except ValueError as e:
+            raise GqError(f"--since {e}", BAD_INPUT) from None
+    return window
+
+
+@app.command("clean")
+def clean() -> None:
+    """Take your ended jobs off `gq ls` (they stay in gq ls --all, gq show and gq stats)."""
+    print(f"cleared {call('clean')['cleared']} ended job(s) from gq ls")
 
 
 app.command("ps", help="Alias of ls.")(ls)

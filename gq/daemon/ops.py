@@ -19,16 +19,17 @@ from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.explain import explain, op_why  # noqa: F401 (an operation: see OPS)
+from gq.daemon.listing import expected_start, op_clean, op_list  # noqa: F401 (operations)
 from gq.daemon.startable import op_wait, refuse_never  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
-from gq.daemon.views import brief_json, gpu_json, job_json
-from gq.model import ACTIVE_STATES, ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
+from gq.daemon.views import gpu_json, job_json
+from gq.model import ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
     op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
 )
 from gq.protocol import VERSION, BadInput, GqError
-from gq.units import format_duration, iso
+from gq.units import format_duration
 
 
 def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") -> int:
@@ -142,47 +143,12 @@ def _submitted(daemon: Daemon, job_id: int) -> dict:
     return {**job_json(job), "array_jobs": daemon.store.array_members(job.array.id)}
 
 
-def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    states, user = None, args.get("user") or None
-    if user is not None and not isinstance(user, str):
-        raise BadInput("--user: expected a user name")
-    if args.get("states"):
-        try:
-            if not isinstance(args["states"], list):
-                raise ValueError
-            states = [JobState(s) for s in args["states"]]
-        except (ValueError, TypeError):
-            names = ", ".join(s.value for s in JobState)
-            raise BadInput(f"--state: expected one of {names}") from None
-    elif not args.get("all"):
-        states = ACTIVE_STATES
-    user = args.get("user") or None
-    if not daemon.authority.sees_all(caller):  # [access] queue = "own"
-        user = caller.user
-    brief = bool(args.get("brief"))  # the table of `gq ls`: no command, cwd or environment
-    if brief and states is ACTIVE_STATES:  # all in the store's memory: no rows to read
-        active = daemon.store.queue() + daemon.store.holding_jobs()
-        jobs = sorted({j.id: j for j in active if j.state in ACTIVE_STATES
-                       and (user is None or j.user == user)}.values(), key=lambda j: j.id)
-    else:
-        jobs = daemon.store.jobs(states=states, user=user, light=brief)
-    view = brief_json if brief else job_json
-    return [{**view(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs
-            if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
-
-
-def _expected_start(daemon: Daemon, job_id: int) -> str | None:
-    forecast = daemon.forecasts.get(job_id)
-    return iso(forecast.start) if forecast else None
-
-
 def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job_id = resolve_id(daemon, caller, args.get("id", ""))
     job = daemon.store.get_job(job_id)
     out = job_json(job)
-    forecast = daemon.forecasts.get(job.id)
     out["why"] = explain(daemon, job)
-    out["expected_start"] = _expected_start(daemon, job.id)
+    out["expected_start"] = expected_start(daemon, job.id)
     score = daemon.scores.get(job.id) if job.state in (JobState.PENDING, JobState.HELD) else None
     out["score"] = None if score is None else {
         "total": round(score.total, 4),

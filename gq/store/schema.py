@@ -326,3 +326,11 @@ def m012_slurm_jobs(db: Database) -> None:
         )
         """
     )
+
+
+@migrations()
+def m013_cleared(db: Database) -> None:
+    # `gq ls` lists jobs that ended recently (docs/cli.md), read by the time they ended, until
+    # their user clears them (`gq clean`): the time of each user's last clean.
+    db.execute("CREATE INDEX jobs_ended_at ON jobs(ended_at)")
+    db.execute("CREATE TABLE cleared (user TEXT PRIMARY KEY, at REAL NOT NULL)")
