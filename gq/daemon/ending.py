@@ -3,9 +3,12 @@ out-of-memory deaths recognised and retried, and stopped runs requeued or held."
 
 from __future__ import annotations
 
+import signal
+
 from gq.daemon import shim as requests
 from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.oom import cuda_oom_line, grown_mem, run_stderr
+from gq.daemon.views import job_label
 from gq.model import Job, JobState, Reason
 from gq.units import format_duration, format_size
 
@@ -104,6 +107,8 @@ class Ending:
                                              record.get("stderr_offset"),
                                              job.uid if self.layout.system else None)):
             new, reason, detail = JobState.OOM, _oom_reason(job), oom[:500]
+        elif record.get("warned") and not record.get("error"):
+            new, reason = JobState.TIMEOUT, _ended_on_warning(job, record)
         else:
             new, reason = JobState.FAILED, _failure_reason(record)
         self.store.transition(job.id, new, now, reason=reason, detail=detail, ended_at=ended_at,
@@ -158,6 +163,22 @@ def _oom_reason(job: Job) -> str:
     if job.mem:
         text += f" (--mem {format_size(job.mem)})"
     return text
+
+
+def _ended_on_warning(job: Job, record: dict) -> str:
+    """A job that ended, not cleanly, after its time-limit signal: it ran out of time as its
+    --signal planned, usually having saved a checkpoint; say so, and how it goes on."""
+    how = f" (killed by {_signal_name(record['signal'])})" if record.get("signal") else ""
+    return (f"it ended{how} after its time-limit signal {job.signal}, "
+            f"{format_duration(job.signal_before or 0)} before the limit; if it saved a "
+            f"checkpoint, `gq requeue {job_label(job)}` continues it")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _failure_reason(record: dict) -> str | None:
