@@ -59,7 +59,7 @@ def run(home: Path | None, system: bool = False) -> int:
     from gq.config import load_config
     from gq.daemon.core import Daemon
     from gq.daemon.server import serve
-    from gq.gpu import open_backend
+    from gq.gpu import SIM_ENV, open_backend
     from gq.store.backup import check_database
 
     logging.basicConfig(
@@ -90,6 +90,9 @@ def run(home: Path | None, system: bool = False) -> int:
     if system:
         log.info("system daemon for every user: socket %s, settings %s%s", layout.socket,
                  layout.config, "" if config.path else " (absent: defaults)")
+    if backend.kind == "sim" and not os.environ.get(SIM_ENV, "").strip():
+        log.info("simulated cards as this home last had them (%s/sim/spec); %s=off for real "
+                 "ones", home, SIM_ENV)
     if getattr(backend, "reason", None):  # no card backend: say why (troubleshooting.md)
         log.warning("no GPUs: %s", backend.reason)
 
