@@ -115,7 +115,7 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config "
             _gq_arg="files" ;;
         "daemon")
-            _gq_subs="run start stop restore status"
+            _gq_subs="run start stop reload restart restore status"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -130,6 +130,16 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued="  "
             _gq_arg="none" ;;
         "daemon stop")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "daemon reload")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "daemon restart")
             _gq_subs=""
             _gq_flags="--help -h"
             _gq_valued="  "

@@ -93,7 +93,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config
             set -g __gq_arg files
         case 'daemon'
-            set -g __gq_subs run start stop restore status
+            set -g __gq_subs run start stop reload restart restore status
             set -g __gq_valued
             set -g __gq_arg none
         case 'daemon run'
@@ -105,6 +105,14 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_valued
             set -g __gq_arg none
         case 'daemon stop'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'daemon reload'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'daemon restart'
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg none
@@ -394,6 +402,8 @@ complete -c gq -n '__gq_at \'sim\'' -r -F
 complete -c gq -n '__gq_at \'daemon\'' -a run -d 'Run the daemon in the foreground (logs to stderr)'
 complete -c gq -n '__gq_at \'daemon\'' -a start -d 'Start your own daemon in the background, if it is not running'
 complete -c gq -n '__gq_at \'daemon\'' -a stop -d 'Stop the daemon'
+complete -c gq -n '__gq_at \'daemon\'' -a reload -d 'Apply config.toml again without touching running jobs (as SIGHUP does), listing what changed'
+complete -c gq -n '__gq_at \'daemon\'' -a restart -d 'Stop the daemon and start it again, to apply everything in config.toml (running jobs keep running and are re-adopted)'
 complete -c gq -n '__gq_at \'daemon\'' -a restore -d 'Put a backup in place of a damaged database (the daemon must be stopped)'
 complete -c gq -n '__gq_at \'daemon\'' -a status -d 'Whether the daemon runs, where, with which cards'
 complete -c gq -n '__gq_at \'daemon\'' -l help -s h -d 'show the help and exit'
@@ -401,6 +411,8 @@ complete -c gq -n '__gq_at \'daemon run\'' -l system -d 'as root: the one daemon
 complete -c gq -n '__gq_at \'daemon run\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon start\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon stop\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon reload\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon restart\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon restore\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon restore\'' -r -F
 complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'

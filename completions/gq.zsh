@@ -138,8 +138,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host --preempt --config)
             _gq_arg='files' ;;
         "daemon")
-            _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start your own daemon in the background, if it is not running' 'stop:Stop the daemon' 'restore:Put a backup in place of a damaged database (the daemon must be stopped)' 'status:Whether the daemon runs, where, with which cards')
-            _gq_names=(run start stop restore status)
+            _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start your own daemon in the background, if it is not running' 'stop:Stop the daemon' 'reload:Apply config.toml again without touching running jobs (as SIGHUP does), listing what changed' 'restart:Stop the daemon and start it again, to apply everything in config.toml (running jobs keep running and are re-adopted)' 'restore:Put a backup in place of a damaged database (the daemon must be stopped)' 'status:Whether the daemon runs, where, with which cards')
+            _gq_names=(run start stop reload restart restore status)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
@@ -156,6 +156,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=()
             _gq_arg='none' ;;
         "daemon stop")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "daemon reload")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "daemon restart")
             _gq_subs=()
             _gq_names=()
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')

@@ -498,6 +498,30 @@ def daemon_stop() -> None:
     print(f"stopped (pid {pid}); {result['running_jobs']} running job(s) keep running")
 
 
+@daemon_app.command("reload")
+def daemon_reload() -> None:
+    """Apply config.toml again without touching running jobs (as SIGHUP does), listing what
+    changed; a file that does not load is refused and the old settings kept."""
+    from gq.cli.client import connect
+
+    with connect(auto_start=False) as conn:
+        result = conn.call("reload")
+    applied = result["changes"]
+    print(f"reloaded {result['file']}: "
+          + (f"{len(applied)} change(s) applied" if applied else "no changes applied"))
+    for line in applied + result["at_restart"]:
+        print(f"  {line}")
+
+
+@daemon_app.command("restart")
+def daemon_restart() -> None:
+    """Stop the daemon and start it again, to apply everything in config.toml (running jobs
+    keep running and are re-adopted)."""
+    from gq.cli.daemon_ctl import restart
+
+    print(restart())
+
+
 @daemon_app.command("restore")
 def daemon_restore(backup: Annotated[Optional[str], typer.Argument(
         help="a backup file  [default: the newest in $GQ_HOME/backups]", metavar="BACKUP",

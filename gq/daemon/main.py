@@ -53,6 +53,16 @@ def bind_socket(layout: Layout) -> socket.socket:
     return sock
 
 
+def _reload_on_hangup(daemon) -> None:
+    """SIGHUP, as sshd and nginx take it: `gq daemon reload` without a client."""
+    from gq.daemon.reload import reload
+
+    try:
+        reload(daemon)  # logs each change
+    except GqError as e:
+        log.error("reload refused: %s", e.message)
+
+
 def run(home: Path | None, system: bool = False) -> int:
     """`gq daemon run [--system]`: serve in the foreground until SIGTERM/SIGINT or `gq daemon
     stop`."""
@@ -100,6 +110,7 @@ def run(home: Path | None, system: bool = False) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, daemon.loop_stop.set)
+        loop.add_signal_handler(signal.SIGHUP, _reload_on_hangup, daemon)
         await serve(daemon, sock)
 
     try:

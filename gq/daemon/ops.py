@@ -19,6 +19,7 @@ from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.explain import explain, op_why  # noqa: F401 (an operation: see OPS)
+from gq.daemon.reload import op_reload  # noqa: F401 (an operation: see OPS)
 from gq.daemon.listing import expected_start, op_clean, op_list  # noqa: F401 (operations)
 from gq.daemon.startable import op_wait, refuse_never  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
