@@ -6,7 +6,7 @@ _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
             _gq_subs="submit add ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats top demo burn sim daemon reserve peers completion config"
-            _gq_flags="--help -h"
+            _gq_flags="--version -V --help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "submit")

@@ -27,6 +27,22 @@ daemon_app = typer.Typer(help="The per-host daemon (the CLI starts a daemon of y
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(reserve_app, name="reserve")
 
+def _version(value: bool) -> None:
+    if value:
+        from gq import __version__
+
+        print(f"gq {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", "-V", help="print gq's version and exit",
+                                          is_eager=True, callback=_version)] = False,
+) -> None:
+    """A GPU job queue for shared lab workstations."""
+
+
 Ids = Annotated[list[str], typer.Argument(
     help="job ids; an array's id is all its elements, 12_3 element 3 of array 12; @ is your "
     "last submit", metavar="ID...")]
