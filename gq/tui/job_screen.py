@@ -34,7 +34,8 @@ def detail_rows(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
         cards = "GPU " + ",".join(map(str, job["gpu_ids"]))
     else:
         cards = f"{job['gpus']} card{'s' * (job['gpus'] != 1)}"
-    mem = "whole cards" if job.get("mem") is None else f"{format_size(job['mem'])} per card"
+    mem = ("-" if job.get("gpus") == 0 else "whole cards" if job.get("mem") is None
+           else f"{format_size(job['mem'])} per card")
     rows = [
         ("state", job["state"] + (f" ({job['reason']})" if job.get("reason") else "")),
         ("tier", job["priority"] + (", preemptible" if job.get("preemptible") else "")),
