@@ -195,11 +195,16 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued="  "
             _gq_arg="hosts" ;;
         "completion")
-            _gq_subs="install script"
+            _gq_subs="install rc script"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "completion install")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="words:bash zsh fish" ;;
+        "completion rc")
             _gq_subs=""
             _gq_flags="--help -h"
             _gq_valued="  "

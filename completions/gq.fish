@@ -157,10 +157,14 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_valued
             set -g __gq_arg hosts
         case 'completion'
-            set -g __gq_subs install script
+            set -g __gq_subs install rc script
             set -g __gq_valued
             set -g __gq_arg none
         case 'completion install'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg words:bash zsh fish
+        case 'completion rc'
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg words:bash zsh fish
@@ -463,10 +467,13 @@ complete -c gq -n '__gq_at \'peers check\'' -l json -d 'print JSON (a stable sch
 complete -c gq -n '__gq_at \'peers check\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'peers check\'' -x -a '(__gq_ask hosts)'
 complete -c gq -n '__gq_at \'completion\'' -a install -d 'Install the completion scripts where each shell looks for them (for your user)'
+complete -c gq -n '__gq_at \'completion\'' -a rc -d 'Print the lines a shell\'s startup file needs for the installed completion to load, if any, e.g. gq completion rc bash >> ~/.bashrc (install.sh prints them last)'
 complete -c gq -n '__gq_at \'completion\'' -a script -d 'Print one shell\'s completion script, e.g. source <(gq completion script bash)'
 complete -c gq -n '__gq_at \'completion\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'completion install\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'completion install\'' -x -a 'bash zsh fish'
+complete -c gq -n '__gq_at \'completion rc\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'completion rc\'' -x -a 'bash zsh fish'
 complete -c gq -n '__gq_at \'completion script\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'completion script\'' -x -a 'bash zsh fish'
 complete -c gq -n '__gq_at \'config\'' -a show -d 'The settings the daemon runs with, and where each came from: a line of its file, the default, or this machine'

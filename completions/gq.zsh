@@ -234,12 +234,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=()
             _gq_arg='hosts' ;;
         "completion")
-            _gq_subs=('install:Install the completion scripts where each shell looks for them (for your user)' 'script:Print one shell'\''s completion script, e.g. source <(gq completion script bash)')
-            _gq_names=(install script)
+            _gq_subs=('install:Install the completion scripts where each shell looks for them (for your user)' 'rc:Print the lines a shell'\''s startup file needs for the installed completion to load, if any, e.g. gq completion rc bash >> ~/.bashrc (install.sh prints them last)' 'script:Print one shell'\''s completion script, e.g. source <(gq completion script bash)')
+            _gq_names=(install rc script)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
         "completion install")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='words:bash zsh fish' ;;
+        "completion rc")
             _gq_subs=()
             _gq_names=()
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')

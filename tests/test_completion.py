@@ -237,6 +237,34 @@ def test_completion_never_starts_a_daemon_and_says_nothing_without_one(tmp_path)
 # ---- installing ---------------------------------------------------------------------------
 
 
+def test_gq_completion_rc_prints_the_lines_a_new_shell_still_needs(queue):
+    env = queue["env"]
+    subprocess.run(["gq", "completion", "install"], env=env, capture_output=True, timeout=60,
+                   check=True)
+
+    def rc(shell: str) -> list[str]:
+        return subprocess.run(["gq", "completion", "rc", shell], env=env, capture_output=True,
+                              text=True, timeout=60, check=True).stdout.splitlines()
+
+    zsh = rc("zsh")
+    assert zsh == ["fpath=($HOME/.local/share/zsh/site-functions $fpath)",
+                   "autoload -U compinit && compinit"]
+    loader = any(os.path.exists(p) for p in ("/usr/share/bash-completion/bash_completion",
+                                             "/etc/bash_completion"))
+    bash = rc("bash")
+    assert bash == ([] if loader else
+                    ["source $HOME/.local/share/bash-completion/completions/gq"])
+    # Without bash-completion, the line alone makes bash complete gq.
+    source = "source $HOME/.local/share/bash-completion/completions/gq"
+    probe = subprocess.run(["bash", "--norc", "-c", f"{source}; complete -p gq"], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0 and "gq" in probe.stdout
+    assert rc("fish") == []
+    if shutil.which("zsh"):
+        found = run_zsh(zsh[0], "", ["gq can"], env)
+        assert set(found[0]) == {"cancel"}
+
+
 def test_gq_completion_install_puts_each_script_where_its_shell_looks(queue):
     env, home = queue["env"], Path(queue["env"]["HOME"])
     proc = subprocess.run(["gq", "completion", "install"], env=env, capture_output=True,

@@ -455,6 +455,19 @@ def completion_install(shells: Shells = None) -> None:
     print("\n".join(install(shells or list(SHELLS))))
 
 
+@completion_app.command("rc")
+def completion_rc(shell: Annotated[str, typer.Argument(
+        help="bash, zsh or fish", metavar="SHELL", show_default=False)]) -> None:
+    """Print the lines a shell's startup file needs for the installed completion to load, if
+    any, e.g. gq completion rc bash >> ~/.bashrc (install.sh prints them last)."""
+    from gq.cli.completion import SHELLS, rc_lines
+
+    if shell not in SHELLS:
+        raise GqError(f"{shell}: expected one of {', '.join(SHELLS)}", BAD_INPUT)
+    for line in rc_lines(shell):
+        print(line)
+
+
 @completion_app.command("script")
 def completion_script(shell: Annotated[str, typer.Argument(
         help="bash, zsh or fish", metavar="SHELL", show_default=False)]) -> None:
