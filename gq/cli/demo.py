@@ -215,11 +215,15 @@ def _end_processes_of(home: Path) -> str:
 
 
 def run_demo(tui: bool, seconds: float) -> int:
+    interrupted_by = [signal.SIGINT]
+
     def on_sigterm(signum: int, frame: object) -> None:
+        interrupted_by[0] = signal.SIGTERM
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_sigterm)
     demo = Demo(say=print if not tui else _quiet)
+    code = 0
     try:
         demo.start()
         if tui:
@@ -234,11 +238,11 @@ def run_demo(tui: bool, seconds: float) -> int:
             player.start()
             watch(demo, seconds)
     except KeyboardInterrupt:
-        pass
+        code = 128 + interrupted_by[0]  # as a shell reports it: 130 for Ctrl-C, 143 for TERM
     finally:
         demo.say = print
         demo.close()
-    return 0
+    return code
 
 
 def _quiet(line: str) -> None:
