@@ -277,7 +277,8 @@ _gq_ask() {  # $1: the word so far, then what to ask: "jobs cancel", "hosts"
 _gq_offer() {  # $1: a kind of value, $2: the word so far
     case $1 in
         words:*) mapfile -t COMPREPLY < <(compgen -W "${1#words:}" -- "$2") ;;
-        jobs:*) mapfile -t COMPREPLY < <(_gq_ask "$2" jobs "${1#jobs:}") ;;
+        jobs:*) compopt -o nosort 2>/dev/null  # in the daemon's order: 39 before 353
+                mapfile -t COMPREPLY < <(_gq_ask "$2" jobs "${1#jobs:}") ;;
         hosts) mapfile -t COMPREPLY < <(_gq_ask "$2" hosts) ;;
         users) mapfile -t COMPREPLY < <(compgen -u -- "$2") ;;
         dirs) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$2") ;;

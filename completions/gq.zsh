@@ -317,7 +317,7 @@ _gq_jobs() {  # ids from the daemon, each described by its name and state
     for line in "${(@f)$(${words[1]} __complete "$@" "$PREFIX" 2>/dev/null)}"; do
         [[ -n $line ]] && ids+=("${line%%$'\t'*}:${line#*$'\t'}")
     done
-    _describe -t jobs "${1/jobs/job}" ids
+    _describe -V -t jobs "${1/jobs/job}" ids  # unsorted: in the daemon's order
 }
 
 _gq_offer() {  # $1: a kind of value
