@@ -6,11 +6,12 @@ from collections import Counter
 
 from gq.daemon import arrays
 from gq.daemon.core import Daemon
+from gq.daemon.ending import PREEMPTED_FOR
 from gq.daemon.startable import never_starts
 from gq.daemon.submission import Caller
 from gq.daemon.views import job_label, why_sentence
 from gq.model import Job, JobState, Reason
-from gq.units import iso
+from gq.units import format_duration, iso
 
 WAITING = (JobState.PENDING, JobState.HELD)
 
@@ -18,14 +19,33 @@ WAITING = (JobState.PENDING, JobState.HELD)
 def explain(daemon: Daemon, job: Job) -> str:
     """One job's sentence, from the last scheduling pass."""
     shortfall = daemon.shortfalls.get(job.id)
+    forecast = daemon.forecasts.get(job.id)
+    stopping = _stopping_for(daemon, job)
+    if stopping:  # it starts when they are gone: a reservation elsewhere is beside the point
+        ids = ",".join(job_label(v) for v in stopping)
+        cards = ",".join(str(i) for i in sorted({i for v in stopping for i in v.gpu_ids}))
+        grace = format_duration(max(daemon.grace_of(v) for v in stopping))
+        said = (f"job(s) {ids}, preempted for it, are stopping on GPU {cards or 'none'}: it "
+                f"starts once they have (SIGKILL after at most {grace}, their grace)")
+        shortfall = f"{shortfall}; {said}" if shortfall and "preempting job(s)" not in (
+            shortfall) else said
+        forecast = None
     never = never_starts(daemon, job) if job.reason == Reason.QUOTA_LIMIT else None
     if never is not None:  # the limits changed since it was queued
         name = job_label(job)
         shortfall = (f"{never[0]}, so it can never start under the current limits: "
                      + (f"`gq update {name} -p normal` lets it start" if never[1] else
                         f"`gq cancel {name}` and submit it with fewer GPUs"))
-    return why_sentence(job, shortfall, daemon.forecasts.get(job.id),
-                        daemon.config.preemption.max_requeues)
+    return why_sentence(job, shortfall, forecast, daemon.config.preemption.max_requeues)
+
+
+def _stopping_for(daemon: Daemon, job: Job) -> list[Job]:
+    """The jobs being preempted for this waiting one (their reason names it)."""
+    if job.state != JobState.PENDING:
+        return []
+    mark = f"{PREEMPTED_FOR} {job.id} ("
+    return [j for j in daemon.store.holding_jobs()
+            if j.state == JobState.PREEMPTING and (j.reason or "").startswith(mark)]
 
 
 def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
