@@ -142,3 +142,19 @@ def test_a_cpu_only_job_holds_no_card_memory():
     job = replace({j.id: j for j in tui_data.host().jobs}[12], gpus=0, gpu_ids=())
     cells = row_text(job, columns(120, hosts=False), tui_data.NOW, False).plain.split()
     assert cells[5] == "-" and "whole" not in cells
+
+
+def test_the_job_screen_lists_what_the_job_really_runs():
+    from rich.console import Console
+
+    from gq.tui.job_screen import processes_renderable
+
+    job = tui_data.show(12)
+    console = Console(width=100, record=True)
+    console.print(processes_renderable(job))
+    lines = console.export_text().splitlines()
+    assert lines[0].split() == ["PID", "GPU", "MEM", "COMMAND"]
+    assert lines[1].split() == ["4100", "0", "70G", "python", f"{job['name']}.py", "--rank", "0"]
+    assert str(processes_renderable({**job, "processes": []})) == (
+        "no processes of it on the cards (yet)")
+    assert str(processes_renderable({**job, "state": "pending"})) == ""

@@ -23,7 +23,9 @@ from gq.daemon.reload import op_reload  # noqa: F401 (an operation: see OPS)
 from gq.daemon.listing import expected_start, op_clean, op_list  # noqa: F401 (operations)
 from gq.daemon.startable import op_wait, refuse_never  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
-from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
+from gq.daemon.telemetry_ops import (  # noqa: F401 (operations: see OPS)
+    op_offenders, op_samples, op_stats, processes_json, usage_json,
+)
 from gq.daemon.views import gpu_json, job_json
 from gq.model import ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
@@ -162,6 +164,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "short": daemon.config.fairshare.weight_short},
     }
     out["usage"] = usage_json(daemon, job)
+    out["processes"] = processes_json(daemon, job)
     out["account"] = daemon.config.accounts.members.get(job.user)  # None: in no account
     out["stdout"] = str(daemon.layout.stdout(job_id, job.user))
     out["stderr"] = str(daemon.layout.stderr(job_id, job.user))

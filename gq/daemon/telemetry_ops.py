@@ -146,3 +146,20 @@ def usage_json(daemon: Daemon, job: Job) -> dict[str, Any] | None:
         return None
     return {"run": "last", "peak_mem_by_gpu": json.loads(row["peaks"] or "{}"),
             "util_mean": row["util_mean"], "samples": None}
+
+
+def processes_json(daemon: Daemon, job: Job) -> list[dict[str, Any]]:
+    """The job's processes on its cards, as nvitop lists them: pid, card, memory (None:
+    unknown) and command line; from the last card reading, for `gq show` and gq top."""
+    if not daemon.store.is_holding(job.id):
+        return []
+    out = []
+    for card in daemon.cards:
+        for proc in card.processes or ():
+            owner = daemon.owners.get(proc.pid)
+            if (owner is None or owner.job_id != job.id or not owner.alive
+                    or owner.by_environment):  # as gq gpus counts them: its tree only
+                continue
+            out.append({"pid": proc.pid, "gpu": card.index, "used_memory": proc.used_memory,
+                        "command": owner.command})
+    return out
