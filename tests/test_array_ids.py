@@ -24,5 +24,6 @@ def test_why_and_logs_answer_for_the_whole_array_and_name_elements_n_m(host):
     logs = host.gq("logs", str(array)).stdout
     assert logs == "".join(f"==> {array}_{i} (completed) <==\nelement {i}\n" for i in range(4))
     assert host.gq("logs", f"{array}_2").stdout == "element 2\n"
+    assert f"job  {array}_2 (sh)" in host.gq("show", f"{array}_2").stdout
     ended = host.gq("why", f"{array}_2").stdout
     assert ended.startswith(f"Job {array}_2 ended as completed"), ended

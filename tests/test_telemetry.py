@@ -264,7 +264,8 @@ def test_show_lists_the_jobs_processes_on_its_cards(host):
     (proc,) = shown
     assert proc["gpu"] == host.job(job)["gpu_ids"][0] and proc["used_memory"] == 3 * GIB
     assert "gq.sim.burn --mem 3G" in proc["command"]
-    assert f"{proc['pid']}" in (host.home / "sim" / "procs" / f"{proc['pid']}.json").name
+    shown_text = host.gq("show", str(job)).stdout
+    assert f"  pid {proc['pid']}  GPU {proc['gpu']}  3G  " in shown_text
     host.gq("cancel", str(job))
     host.wait_ended(job)
     assert host.job(job)["processes"] == []

@@ -134,7 +134,8 @@ def ls(
 ) -> None:
     """List jobs: pending and running ones, and your jobs that ended in the last day ([daemon]
     show_ended) until `gq clean`; all with --all. Pending ones show a reason. An array is one
-    line, with its elements counted by state (see --expand)."""
+    line, with its elements counted by state (see --expand). --json without --all lists the
+    pending and running ones only, as scripts expect."""
     from gq.cli.peers_cmd import hosts_arg, split_hosts
 
     window = _ls_window(all, last, since)
