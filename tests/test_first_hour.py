@@ -26,6 +26,7 @@ def test_version():
     (["sh", "-c", "echo hi"], "sh"),
     (["./train.sh"], "train.sh"),
     (["sleep", "600"], "sleep"),
+    (["/home/ann/.local/bin/gq", "burn", "--mem", "10G"], "burn"),
     (["python"], "python"),
 ])
 def test_the_default_name_is_the_script_as_slurm_names_it(command, name):

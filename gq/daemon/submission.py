@@ -194,6 +194,8 @@ def default_name(command: list[str]) -> str:
     """The script an interpreter runs (`train.py`), the module of `python -m pkg.mod`
     (`pkg.mod`), else the program (`sh` for `sh -c '...'`)."""
     program = os.path.basename(command[0]) or command[0]
+    if program == "gq" and len(command) > 1:  # gq burn: burn
+        return command[1]
     if not _INTERPRETERS.fullmatch(program):
         return program
     words = iter(command[1:])
