@@ -264,15 +264,35 @@ echo "gq $version installed: $link -> $venv/bin/gq"
 # A daemon started before an upgrade keeps running the old code until it is restarted.
 if status=$("$venv/bin/gq" daemon status 2>/dev/null); then
     echo "A gq daemon from before this install is still running ($status)."
-    echo "Restart it to use this version: gq daemon stop (its running jobs keep running)."
+    echo "Restart it to use this version: gq daemon restart (its running jobs keep running)."
 fi
+# Last, where it is seen: the lines the user's shell still needs (gq on PATH, Tab completion
+# where the shell does not find it by itself), exactly as they go into its startup file.
+login_shell=$(basename "${SHELL:-/bin/bash}")
+case "$login_shell" in
+    zsh) rc='~/.zshrc' ;;
+    fish) rc='~/.config/fish/config.fish' ;;
+    *) login_shell=bash; rc='~/.bashrc' ;;
+esac
+finish=()
 case ":$PATH:" in
     *":$bin_dir:"*) ;;
     *)
-        # Spelled with $HOME when it is under it, so the line can be copied into ~/.bashrc.
         shown=$bin_dir
         case "$bin_dir" in "$HOME"/*) shown="\$HOME${bin_dir#"$HOME"}" ;; esac
-        echo "$bin_dir is not on your PATH. Add this line to your ~/.bashrc (or ~/.profile):"
-        echo "    export PATH=\"$shown:\$PATH\""
+        if [ "$login_shell" = fish ]; then
+            finish+=("fish_add_path $shown")
+        else
+            finish+=("export PATH=\"$shown:\$PATH\"")
+        fi
         ;;
 esac
+while IFS= read -r line; do
+    [ -n "$line" ] && finish+=("$line")
+done < <("$venv/bin/gq" completion rc "$login_shell" 2>/dev/null || true)
+if [ "${#finish[@]}" -gt 0 ]; then
+    echo "To finish, add these lines to your $rc (gq and its Tab completion), then open a new terminal:"
+    printf '    %s\n' "${finish[@]}"
+else
+    echo "gq and its Tab completion are ready in a new terminal."
+fi

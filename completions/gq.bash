@@ -5,8 +5,8 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo sim daemon reserve peers completion config"
-            _gq_flags="--help -h"
+            _gq_subs="submit add ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo burn sim daemon reserve peers completion config"
+            _gq_flags="--version -V --help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "submit")
@@ -21,13 +21,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="command" ;;
         "ls")
             _gq_subs=""
-            _gq_flags="--all -a --user -u --state -s --start --expand -e --all-hosts --json --help -h"
-            _gq_valued=" --user -u --state -s "
+            _gq_flags="--all -a --user -u --state -s --last --since --start --expand -e --all-hosts --json --help -h"
+            _gq_valued=" --user -u --state -s --last --since "
+            _gq_arg="none" ;;
+        "clean")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
             _gq_arg="none" ;;
         "ps")
             _gq_subs=""
-            _gq_flags="--all -a --user -u --state -s --start --expand -e --all-hosts --json --help -h"
-            _gq_valued=" --user -u --state -s "
+            _gq_flags="--all -a --user -u --state -s --last --since --start --expand -e --all-hosts --json --help -h"
+            _gq_valued=" --user -u --state -s --last --since "
             _gq_arg="none" ;;
         "show")
             _gq_subs=""
@@ -71,8 +76,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="jobs:update" ;;
         "wait")
             _gq_subs=""
-            _gq_flags="--help -h"
-            _gq_valued="  "
+            _gq_flags="--timeout --help -h"
+            _gq_valued=" --timeout "
             _gq_arg="jobs:wait" ;;
         "gpus")
             _gq_subs=""
@@ -114,13 +119,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_flags="--no-tui --seconds --help -h"
             _gq_valued=" --seconds "
             _gq_arg="none" ;;
+        "burn")
+            _gq_subs=""
+            _gq_flags="--mem --util --seconds --leak --help -h"
+            _gq_valued=" --mem --util --seconds "
+            _gq_arg="none" ;;
         "sim")
             _gq_subs=""
             _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --config --jobs --tiers --share-util-max --json --help -h"
             _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs --tiers --share-util-max "
             _gq_arg="files" ;;
         "daemon")
-            _gq_subs="run start stop restore status"
+            _gq_subs="run start stop reload restart restore status"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -135,6 +145,16 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued="  "
             _gq_arg="none" ;;
         "daemon stop")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "daemon reload")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="none" ;;
+        "daemon restart")
             _gq_subs=""
             _gq_flags="--help -h"
             _gq_valued="  "
@@ -190,11 +210,16 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued="  "
             _gq_arg="hosts" ;;
         "completion")
-            _gq_subs="install script"
+            _gq_subs="install rc script"
             _gq_flags="--help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
         "completion install")
+            _gq_subs=""
+            _gq_flags="--help -h"
+            _gq_valued="  "
+            _gq_arg="words:bash zsh fish" ;;
+        "completion rc")
             _gq_subs=""
             _gq_flags="--help -h"
             _gq_valued="  "
@@ -267,7 +292,8 @@ _gq_ask() {  # $1: the word so far, then what to ask: "jobs cancel", "hosts"
 _gq_offer() {  # $1: a kind of value, $2: the word so far
     case $1 in
         words:*) mapfile -t COMPREPLY < <(compgen -W "${1#words:}" -- "$2") ;;
-        jobs:*) mapfile -t COMPREPLY < <(_gq_ask "$2" jobs "${1#jobs:}") ;;
+        jobs:*) compopt -o nosort 2>/dev/null  # in the daemon's order: 39 before 353
+                mapfile -t COMPREPLY < <(_gq_ask "$2" jobs "${1#jobs:}") ;;
         hosts) mapfile -t COMPREPLY < <(_gq_ask "$2" hosts) ;;
         users) mapfile -t COMPREPLY < <(compgen -u -- "$2") ;;
         dirs) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$2") ;;

@@ -5,7 +5,7 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo sim daemon reserve peers completion config
+            set -g __gq_subs submit add ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo burn sim daemon reserve peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
@@ -18,11 +18,15 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg command
         case 'ls'
             set -g __gq_subs
-            set -g __gq_valued --user -u --state -s
+            set -g __gq_valued --user -u --state -s --last --since
+            set -g __gq_arg none
+        case 'clean'
+            set -g __gq_subs
+            set -g __gq_valued
             set -g __gq_arg none
         case 'ps'
             set -g __gq_subs
-            set -g __gq_valued --user -u --state -s
+            set -g __gq_valued --user -u --state -s --last --since
             set -g __gq_arg none
         case 'show'
             set -g __gq_subs
@@ -58,7 +62,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg jobs:update
         case 'wait'
             set -g __gq_subs
-            set -g __gq_valued
+            set -g __gq_valued --timeout
             set -g __gq_arg jobs:wait
         case 'gpus'
             set -g __gq_subs
@@ -92,12 +96,16 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_subs
             set -g __gq_valued --seconds
             set -g __gq_arg none
+        case 'burn'
+            set -g __gq_subs
+            set -g __gq_valued --mem --util --seconds
+            set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
             set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs --tiers --share-util-max
             set -g __gq_arg files
         case 'daemon'
-            set -g __gq_subs run start stop restore status
+            set -g __gq_subs run start stop reload restart restore status
             set -g __gq_valued
             set -g __gq_arg none
         case 'daemon run'
@@ -109,6 +117,14 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_valued
             set -g __gq_arg none
         case 'daemon stop'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'daemon reload'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg none
+        case 'daemon restart'
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg none
@@ -153,10 +169,14 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_valued
             set -g __gq_arg hosts
         case 'completion'
-            set -g __gq_subs install script
+            set -g __gq_subs install rc script
             set -g __gq_valued
             set -g __gq_arg none
         case 'completion install'
+            set -g __gq_subs
+            set -g __gq_valued
+            set -g __gq_arg words:bash zsh fish
+        case 'completion rc'
             set -g __gq_subs
             set -g __gq_valued
             set -g __gq_arg words:bash zsh fish
@@ -235,7 +255,8 @@ complete -c gq -n __gq_in_command -x -a '(__fish_complete_subcommand --commandli
 
 complete -c gq -n '__gq_at \'\'' -a submit -d 'Queue a job and print its id'
 complete -c gq -n '__gq_at \'\'' -a add -d 'Alias of submit'
-complete -c gq -n '__gq_at \'\'' -a ls -d 'List jobs: pending and running ones, or all with --all'
+complete -c gq -n '__gq_at \'\'' -a ls -d 'List jobs: pending and running ones, and your jobs that ended in the last day ([daemon] show_ended) until `gq clean`'
+complete -c gq -n '__gq_at \'\'' -a clean -d 'Take your ended jobs off `gq ls` (they stay in gq ls --all, gq show and gq stats)'
 complete -c gq -n '__gq_at \'\'' -a ps -d 'Alias of ls'
 complete -c gq -n '__gq_at \'\'' -a show -d 'Everything known about one job, with its history'
 complete -c gq -n '__gq_at \'\'' -a why -d 'Why a job waits (or how it ended), in words'
@@ -254,12 +275,14 @@ complete -c gq -n '__gq_at \'\'' -a mcp -d 'Serve gq to coding agents: a Model C
 complete -c gq -n '__gq_at \'\'' -a fairshare -d 'Fair share, as Slurm\'s sshare: each account\'s and user\'s share, decayed usage and the factor their waiting jobs get, so you can tell why one job goes before another'
 complete -c gq -n '__gq_at \'\'' -a top -d 'The interactive terminal UI: every card\'s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)'
 complete -c gq -n '__gq_at \'\'' -a demo -d 'A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top'
+complete -c gq -n '__gq_at \'\'' -a burn -d 'A stand-in for a training job on simulated cards (GQ_SIM_GPUS): holds memory and utilisation on the cards in CUDA_VISIBLE_DEVICES, e.g. gq submit -- gq burn --mem 10G'
 complete -c gq -n '__gq_at \'\'' -a sim -d 'Replay a job trace offline on a described cluster, with the daemon\'s policy code'
 complete -c gq -n '__gq_at \'\'' -a daemon -d 'The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)'
 complete -c gq -n '__gq_at \'\'' -a reserve -d 'Reserve cards for a user, group or account over a window (admins): no one else\'s job that would run into it starts on them'
 complete -c gq -n '__gq_at \'\'' -a peers -d 'SSH-reachable hosts that also run gq (docs/peers.md)'
 complete -c gq -n '__gq_at \'\'' -a completion -d 'Shell completion for bash, zsh and fish'
 complete -c gq -n '__gq_at \'\'' -a config -d 'The daemon\'s settings (config.toml)'
+complete -c gq -n '__gq_at \'\'' -l version -s V -d 'print gq\'s version and exit'
 complete -c gq -n '__gq_at \'\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'submit\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)'
 complete -c gq -n '__gq_at \'submit\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
@@ -275,10 +298,10 @@ complete -c gq -n '__gq_at \'submit\'' -l signal -x -a 'USR1 USR2 TERM INT HUP Q
 complete -c gq -n '__gq_at \'submit\'' -l signal-group -d 'send the checkpoint signal to the job\'s whole process group, not its main process'
 complete -c gq -n '__gq_at \'submit\'' -l grace -x -d 'time between the checkpoint signal and SIGKILL'
 complete -c gq -n '__gq_at \'submit\'' -l retry-oom -x -d 'after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem'
-complete -c gq -n '__gq_at \'submit\'' -l after -x -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
-complete -c gq -n '__gq_at \'submit\'' -l afterok -x -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
-complete -c gq -n '__gq_at \'submit\'' -l afternotok -x -a '(__gq_ask jobs after)' -d 'start after these jobs end other than completed'
-complete -c gq -n '__gq_at \'submit\'' -l name -s n -x -d 'a label (default: the command\'s name)'
+complete -c gq -n '__gq_at \'submit\'' -l after -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
+complete -c gq -n '__gq_at \'submit\'' -l afterok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
+complete -c gq -n '__gq_at \'submit\'' -l afternotok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end other than completed'
+complete -c gq -n '__gq_at \'submit\'' -l name -s n -x -d 'a label (default: the script, train.py for python train.py'
 complete -c gq -n '__gq_at \'submit\'' -l cwd -x -a '(__fish_complete_directories)' -d 'working directory'
 complete -c gq -n '__gq_at \'submit\'' -l env -x -d 'set a variable in the job (repeatable)'
 complete -c gq -n '__gq_at \'submit\'' -l array -x -d 'queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2'
@@ -304,10 +327,10 @@ complete -c gq -n '__gq_at \'add\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT
 complete -c gq -n '__gq_at \'add\'' -l signal-group -d 'send the checkpoint signal to the job\'s whole process group, not its main process'
 complete -c gq -n '__gq_at \'add\'' -l grace -x -d 'time between the checkpoint signal and SIGKILL'
 complete -c gq -n '__gq_at \'add\'' -l retry-oom -x -d 'after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem'
-complete -c gq -n '__gq_at \'add\'' -l after -x -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
-complete -c gq -n '__gq_at \'add\'' -l afterok -x -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
-complete -c gq -n '__gq_at \'add\'' -l afternotok -x -a '(__gq_ask jobs after)' -d 'start after these jobs end other than completed'
-complete -c gq -n '__gq_at \'add\'' -l name -s n -x -d 'a label (default: the command\'s name)'
+complete -c gq -n '__gq_at \'add\'' -l after -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
+complete -c gq -n '__gq_at \'add\'' -l afterok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
+complete -c gq -n '__gq_at \'add\'' -l afternotok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end other than completed'
+complete -c gq -n '__gq_at \'add\'' -l name -s n -x -d 'a label (default: the script, train.py for python train.py'
 complete -c gq -n '__gq_at \'add\'' -l cwd -x -a '(__fish_complete_directories)' -d 'working directory'
 complete -c gq -n '__gq_at \'add\'' -l env -x -d 'set a variable in the job (repeatable)'
 complete -c gq -n '__gq_at \'add\'' -l array -x -d 'queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2'
@@ -319,17 +342,22 @@ complete -c gq -n '__gq_at \'add\'' -l hold -d 'queue the job held: it waits for
 complete -c gq -n '__gq_at \'add\'' -l json -d 'print the job as JSON'
 complete -c gq -n '__gq_at \'add\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'add\'' -F -a '(__fish_complete_command)'
-complete -c gq -n '__gq_at \'ls\'' -l all -s a -d 'also ended jobs'
+complete -c gq -n '__gq_at \'ls\'' -l all -s a -d 'also ended jobs, however old'
 complete -c gq -n '__gq_at \'ls\'' -l user -s u -x -a '(__fish_complete_users)' -d 'only this user\'s'
 complete -c gq -n '__gq_at \'ls\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
+complete -c gq -n '__gq_at \'ls\'' -l last -x -d 'with --all: the last N jobs submitted'
+complete -c gq -n '__gq_at \'ls\'' -l since -x -d 'with --all: jobs active in the last DUR (e.g. 2h, 7d)'
 complete -c gq -n '__gq_at \'ls\'' -l start -d 'show when pending jobs with a reservation are expected to start'
 complete -c gq -n '__gq_at \'ls\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
 complete -c gq -n '__gq_at \'ls\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
 complete -c gq -n '__gq_at \'ls\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'ls\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'ps\'' -l all -s a -d 'also ended jobs'
+complete -c gq -n '__gq_at \'clean\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'ps\'' -l all -s a -d 'also ended jobs, however old'
 complete -c gq -n '__gq_at \'ps\'' -l user -s u -x -a '(__fish_complete_users)' -d 'only this user\'s'
 complete -c gq -n '__gq_at \'ps\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
+complete -c gq -n '__gq_at \'ps\'' -l last -x -d 'with --all: the last N jobs submitted'
+complete -c gq -n '__gq_at \'ps\'' -l since -x -d 'with --all: jobs active in the last DUR (e.g. 2h, 7d)'
 complete -c gq -n '__gq_at \'ps\'' -l start -d 'show when pending jobs with a reservation are expected to start'
 complete -c gq -n '__gq_at \'ps\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
 complete -c gq -n '__gq_at \'ps\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
@@ -337,26 +365,27 @@ complete -c gq -n '__gq_at \'ps\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'ps\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'show\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'show\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'show\'' -x -a '(__gq_ask jobs show)'
+complete -c gq -n '__gq_at \'show\'' -x -k -a '(__gq_ask jobs show)'
 complete -c gq -n '__gq_at \'why\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'why\'' -x -a '(__gq_ask jobs why)'
+complete -c gq -n '__gq_at \'why\'' -x -k -a '(__gq_ask jobs why)'
 complete -c gq -n '__gq_at \'logs\'' -l follow -s f -d 'keep printing until the job ends'
 complete -c gq -n '__gq_at \'logs\'' -l err -d 'standard error instead of output'
 complete -c gq -n '__gq_at \'logs\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'logs\'' -x -a '(__gq_ask jobs logs)'
+complete -c gq -n '__gq_at \'logs\'' -x -k -a '(__gq_ask jobs logs)'
 complete -c gq -n '__gq_at \'cancel\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'cancel\'' -x -a '(__gq_ask jobs cancel)'
+complete -c gq -n '__gq_at \'cancel\'' -x -k -a '(__gq_ask jobs cancel)'
 complete -c gq -n '__gq_at \'hold\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'hold\'' -x -a '(__gq_ask jobs hold)'
+complete -c gq -n '__gq_at \'hold\'' -x -k -a '(__gq_ask jobs hold)'
 complete -c gq -n '__gq_at \'release\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'release\'' -x -a '(__gq_ask jobs release)'
+complete -c gq -n '__gq_at \'release\'' -x -k -a '(__gq_ask jobs release)'
 complete -c gq -n '__gq_at \'requeue\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'requeue\'' -x -a '(__gq_ask jobs requeue)'
+complete -c gq -n '__gq_at \'requeue\'' -x -k -a '(__gq_ask jobs requeue)'
 complete -c gq -n '__gq_at \'update\'' -l priority -s p -x -a 'high normal low' -d 'the new tier: high, normal or low'
 complete -c gq -n '__gq_at \'update\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'update\'' -x -a '(__gq_ask jobs update)'
+complete -c gq -n '__gq_at \'update\'' -x -k -a '(__gq_ask jobs update)'
+complete -c gq -n '__gq_at \'wait\'' -l timeout -x -d 'give up after DUR (e.g. 90s, 2h) with exit status 124'
 complete -c gq -n '__gq_at \'wait\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'wait\'' -x -a '(__gq_ask jobs wait)'
+complete -c gq -n '__gq_at \'wait\'' -x -k -a '(__gq_ask jobs wait)'
 complete -c gq -n '__gq_at \'gpus\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
 complete -c gq -n '__gq_at \'gpus\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'gpus\'' -l help -s h -d 'show the help and exit'
@@ -381,6 +410,11 @@ complete -c gq -n '__gq_at \'top\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'demo\'' -l no-tui -d 'run the scenario without the UI and print what happens'
 complete -c gq -n '__gq_at \'demo\'' -l seconds -x -d 'with --no-tui: how long to watch'
 complete -c gq -n '__gq_at \'demo\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'burn\'' -l mem -x -d 'memory held on every visible card'
+complete -c gq -n '__gq_at \'burn\'' -l util -x -d 'utilisation added to every visible card'
+complete -c gq -n '__gq_at \'burn\'' -l seconds -x -d 'how long to run'
+complete -c gq -n '__gq_at \'burn\'' -l leak -d 'leave the memory held after exit, as zombie memory'
+complete -c gq -n '__gq_at \'burn\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -l cluster -x -d 'HOSTSxCARDS, cards as in GQ_SIM_GPUS: 3x8x80G, 2x8xH100/2 [default: 4x8x80G'
 complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy sjf-oracle tiresias qssf all' -d 'gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), sjf-oracle (shortest true run time first), tiresias (least attained service, preempting), qssf (smallest expected cards x time, learned per user), or all'
 complete -c gq -n '__gq_at \'sim\'' -l format -x -a 'auto alibaba philly gq' -d 'auto (from the header), alibaba, philly or gq'
@@ -398,6 +432,8 @@ complete -c gq -n '__gq_at \'sim\'' -r -F
 complete -c gq -n '__gq_at \'daemon\'' -a run -d 'Run the daemon in the foreground (logs to stderr)'
 complete -c gq -n '__gq_at \'daemon\'' -a start -d 'Start your own daemon in the background, if it is not running'
 complete -c gq -n '__gq_at \'daemon\'' -a stop -d 'Stop the daemon'
+complete -c gq -n '__gq_at \'daemon\'' -a reload -d 'Apply config.toml again without touching running jobs (as SIGHUP does), listing what changed'
+complete -c gq -n '__gq_at \'daemon\'' -a restart -d 'Stop the daemon and start it again, to apply everything in config.toml (running jobs keep running and are re-adopted)'
 complete -c gq -n '__gq_at \'daemon\'' -a restore -d 'Put a backup in place of a damaged database (the daemon must be stopped)'
 complete -c gq -n '__gq_at \'daemon\'' -a status -d 'Whether the daemon runs, where, with which cards'
 complete -c gq -n '__gq_at \'daemon\'' -l help -s h -d 'show the help and exit'
@@ -405,6 +441,8 @@ complete -c gq -n '__gq_at \'daemon run\'' -l system -d 'as root: the one daemon
 complete -c gq -n '__gq_at \'daemon run\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon start\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon stop\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon reload\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'daemon restart\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon restore\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'daemon restore\'' -r -F
 complete -c gq -n '__gq_at \'daemon status\'' -l json -d 'print JSON (a stable schema)'
@@ -426,7 +464,7 @@ complete -c gq -n '__gq_at \'reserve ls\'' -l all -s a -d 'also those that have 
 complete -c gq -n '__gq_at \'reserve ls\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'reserve ls\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'reserve rm\'' -l help -s h -d 'show the help and exit'
-complete -c gq -n '__gq_at \'reserve rm\'' -x -a '(__gq_ask jobs rm)'
+complete -c gq -n '__gq_at \'reserve rm\'' -x -k -a '(__gq_ask jobs rm)'
 complete -c gq -n '__gq_at \'peers\'' -a add -d 'Add a peer: connect over SSH, check its host key and that gq runs there (or, with --slurm, that Slurm answers), remember it'
 complete -c gq -n '__gq_at \'peers\'' -a rm -d 'Forget a peer'
 complete -c gq -n '__gq_at \'peers\'' -a ls -d 'Peers, whether they answer, and what was last seen of each'
@@ -454,10 +492,13 @@ complete -c gq -n '__gq_at \'peers check\'' -l json -d 'print JSON (a stable sch
 complete -c gq -n '__gq_at \'peers check\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'peers check\'' -x -a '(__gq_ask hosts)'
 complete -c gq -n '__gq_at \'completion\'' -a install -d 'Install the completion scripts where each shell looks for them (for your user)'
+complete -c gq -n '__gq_at \'completion\'' -a rc -d 'Print the lines a shell\'s startup file needs for the installed completion to load, if any, e.g. gq completion rc bash >> ~/.bashrc (install.sh prints them last)'
 complete -c gq -n '__gq_at \'completion\'' -a script -d 'Print one shell\'s completion script, e.g. source <(gq completion script bash)'
 complete -c gq -n '__gq_at \'completion\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'completion install\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'completion install\'' -x -a 'bash zsh fish'
+complete -c gq -n '__gq_at \'completion rc\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'completion rc\'' -x -a 'bash zsh fish'
 complete -c gq -n '__gq_at \'completion script\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'completion script\'' -x -a 'bash zsh fish'
 complete -c gq -n '__gq_at \'config\'' -a show -d 'The settings the daemon runs with, and where each came from: a line of its file, the default, or this machine'

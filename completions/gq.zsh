@@ -6,34 +6,40 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, or all with --all' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'update:Change the tier of pending or held jobs (your own)' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders' 'triage:Why a run died, from its log: the failure class, the lines it rests on, what to do' 'mcp:Serve gq to coding agents: a Model Context Protocol server on stdio, with gq'\''s read commands and actions as tools, as you (docs/agents.md)' 'fairshare:Fair share, as Slurm'\''s sshare: each account'\''s and user'\''s share, decayed usage and the factor their waiting jobs get, so you can tell why one job goes before another' 'top:The interactive terminal UI: every card'\''s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)' 'demo:A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'reserve:Reserve cards for a user, group or account over a window (admins): no one else'\''s job that would run into it starts on them' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
-            _gq_names=(submit add ls ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo sim daemon reserve peers completion config)
-            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_subs=('submit:Queue a job and print its id' 'add:Alias of submit' 'ls:List jobs: pending and running ones, and your jobs that ended in the last day ([daemon] show_ended) until `gq clean`' 'clean:Take your ended jobs off `gq ls` (they stay in gq ls --all, gq show and gq stats)' 'ps:Alias of ls' 'show:Everything known about one job, with its history' 'why:Why a job waits (or how it ended), in words' 'logs:Output of a job' 'cancel:Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them' 'hold:Keep pending jobs from starting until released' 'release:Let held jobs start' 'requeue:Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR' 'update:Change the tier of pending or held jobs (your own)' 'wait:Block until the jobs end' 'gpus:Cards: memory held by each job and by processes outside gq, utilisation' 'offenders:Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action' 'stats:The lab'\''s numbers: health indicators against their targets, utilisation, allocation, waits by tier, outcomes, GPU-hours by user and account, idle GPU-hours, offenders' 'triage:Why a run died, from its log: the failure class, the lines it rests on, what to do' 'mcp:Serve gq to coding agents: a Model Context Protocol server on stdio, with gq'\''s read commands and actions as tools, as you (docs/agents.md)' 'fairshare:Fair share, as Slurm'\''s sshare: each account'\''s and user'\''s share, decayed usage and the factor their waiting jobs get, so you can tell why one job goes before another' 'top:The interactive terminal UI: every card'\''s memory by job, the queue and the offenders (keys: docs/top.md, or ? inside)' 'demo:A simulated 4-GPU host in a temporary GQ_HOME with a realistic mixed workload, shown in gq top' 'burn:A stand-in for a training job on simulated cards (GQ_SIM_GPUS): holds memory and utilisation on the cards in CUDA_VISIBLE_DEVICES, e.g. gq submit -- gq burn --mem 10G' 'sim:Replay a job trace offline on a described cluster, with the daemon'\''s policy code' 'daemon:The per-host daemon (the CLI starts a daemon of your own on first use, unless the host runs a system daemon for everyone)' 'reserve:Reserve cards for a user, group or account over a window (admins): no one else'\''s job that would run into it starts on them' 'peers:SSH-reachable hosts that also run gq (docs/peers.md)' 'completion:Shell completion for bash, zsh and fish' 'config:The daemon'\''s settings (config.toml)')
+            _gq_names=(submit add ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo burn sim daemon reserve peers completion config)
+            _gq_opts=('--version:print gq'\''s version and exit' '-V:print gq'\''s version and exit' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
         "submit")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)' '-g:GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--pool:run on the cards of this pool ([pools.NAME] of the host)' '--interactive:a short interactive job: goes ahead of batch work, in the interactive pool' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the command'\''s name)' '-n:a label (default: the command'\''s name)' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--host:run on a peer (gq peers ls)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)' '-g:GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--pool:run on the cards of this pool ([pools.NAME] of the host)' '--interactive:a short interactive job: goes ahead of batch work, in the interactive pool' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the script, train.py for python train.py' '-n:a label (default: the script, train.py for python train.py' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--host:run on a peer (gq peers ls)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host)
             _gq_arg='command' ;;
         "add")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)' '-g:GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--pool:run on the cards of this pool ([pools.NAME] of the host)' '--interactive:a short interactive job: goes ahead of batch work, in the interactive pool' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the command'\''s name)' '-n:a label (default: the command'\''s name)' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--host:run on a peer (gq peers ls)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_opts=('--gpus:GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)' '-g:GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)' '--mem:GPU memory per GPU, e.g. 20G' '-m:GPU memory per GPU, e.g. 20G' '--cpus:host CPU cores' '-c:host CPU cores' '--ram:host memory, e.g. 32G' '--priority:high | normal | low' '-p:high | normal | low' '--time:wall-time limit, e.g. 90m, 2h, 1d12h' '-t:wall-time limit, e.g. 90m, 2h, 1d12h' '--pool:run on the cards of this pool ([pools.NAME] of the host)' '--interactive:a short interactive job: goes ahead of batch work, in the interactive pool' '--preemptible:may be stopped and requeued for higher-tier work' '--no-preemptible:never stop it for other work, whatever its tier' '--signal:checkpoint signal, sent to the job'\''s main process on preemption and DUR before the --time limit, e.g. USR1@5m' '--signal-group:send the checkpoint signal to the job'\''s whole process group, not its main process' '--grace:time between the checkpoint signal and SIGKILL' '--retry-oom:after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem' '--after:start after these jobs end, any outcome' '--afterok:start after these jobs complete' '--afternotok:start after these jobs end other than completed' '--name:a label (default: the script, train.py for python train.py' '-n:a label (default: the script, train.py for python train.py' '--cwd:working directory' '--env:set a variable in the job (repeatable)' '--array:queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2' '--sweep:queue one job per combination of values (repeatable: the cartesian product), {KEY} in the command replaced by each value' '--notify:run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE' '--mail:mail USER when the job ends (needs sendmail)' '--host:run on a peer (gq peers ls)' '--hold:queue the job held: it waits for `gq release`' '--json:print the job as JSON' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host)
             _gq_arg='command' ;;
         "ls")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--all:also ended jobs' '-a:also ended jobs' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--all-hosts:every host: this one and its peers (gq peers), remote jobs as HOST:ID' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=(--user -u --state -s)
+            _gq_opts=('--all:also ended jobs, however old' '-a:also ended jobs, however old' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--last:with --all: the last N jobs submitted' '--since:with --all: jobs active in the last DUR (e.g. 2h, 7d)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--all-hosts:every host: this one and its peers (gq peers), remote jobs as HOST:ID' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--user -u --state -s --last --since)
+            _gq_arg='none' ;;
+        "clean")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
             _gq_arg='none' ;;
         "ps")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--all:also ended jobs' '-a:also ended jobs' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--all-hosts:every host: this one and its peers (gq peers), remote jobs as HOST:ID' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=(--user -u --state -s)
+            _gq_opts=('--all:also ended jobs, however old' '-a:also ended jobs, however old' '--user:only this user'\''s' '-u:only this user'\''s' '--state:only jobs in this state (repeatable)' '-s:only jobs in this state (repeatable)' '--last:with --all: the last N jobs submitted' '--since:with --all: jobs active in the last DUR (e.g. 2h, 7d)' '--start:show when pending jobs with a reservation are expected to start' '--expand:one line per element of an array or sweep, instead of one per array' '-e:one line per element of an array or sweep, instead of one per array' '--all-hosts:every host: this one and its peers (gq peers), remote jobs as HOST:ID' '--json:print JSON (a stable schema)' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--user -u --state -s --last --since)
             _gq_arg='none' ;;
         "show")
             _gq_subs=()
@@ -86,8 +92,8 @@ _gq_cmd() {  # the facts of one command path
         "wait")
             _gq_subs=()
             _gq_names=()
-            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
-            _gq_valued=()
+            _gq_opts=('--timeout:give up after DUR (e.g. 90s, 2h) with exit status 124' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--timeout)
             _gq_arg='jobs:wait' ;;
         "gpus")
             _gq_subs=()
@@ -137,6 +143,12 @@ _gq_cmd() {  # the facts of one command path
             _gq_opts=('--no-tui:run the scenario without the UI and print what happens' '--seconds:with --no-tui: how long to watch' '--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=(--seconds)
             _gq_arg='none' ;;
+        "burn")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--mem:memory held on every visible card' '--util:utilisation added to every visible card' '--seconds:how long to run' '--leak:leave the memory held after exit, as zombie memory' '--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=(--mem --util --seconds)
+            _gq_arg='none' ;;
         "sim")
             _gq_subs=()
             _gq_names=()
@@ -144,8 +156,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=(--cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs --tiers --share-util-max)
             _gq_arg='files' ;;
         "daemon")
-            _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start your own daemon in the background, if it is not running' 'stop:Stop the daemon' 'restore:Put a backup in place of a damaged database (the daemon must be stopped)' 'status:Whether the daemon runs, where, with which cards')
-            _gq_names=(run start stop restore status)
+            _gq_subs=('run:Run the daemon in the foreground (logs to stderr)' 'start:Start your own daemon in the background, if it is not running' 'stop:Stop the daemon' 'reload:Apply config.toml again without touching running jobs (as SIGHUP does), listing what changed' 'restart:Stop the daemon and start it again, to apply everything in config.toml (running jobs keep running and are re-adopted)' 'restore:Put a backup in place of a damaged database (the daemon must be stopped)' 'status:Whether the daemon runs, where, with which cards')
+            _gq_names=(run start stop reload restart restore status)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
@@ -162,6 +174,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=()
             _gq_arg='none' ;;
         "daemon stop")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "daemon reload")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='none' ;;
+        "daemon restart")
             _gq_subs=()
             _gq_names=()
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
@@ -228,12 +252,18 @@ _gq_cmd() {  # the facts of one command path
             _gq_valued=()
             _gq_arg='hosts' ;;
         "completion")
-            _gq_subs=('install:Install the completion scripts where each shell looks for them (for your user)' 'script:Print one shell'\''s completion script, e.g. source <(gq completion script bash)')
-            _gq_names=(install script)
+            _gq_subs=('install:Install the completion scripts where each shell looks for them (for your user)' 'rc:Print the lines a shell'\''s startup file needs for the installed completion to load, if any, e.g. gq completion rc bash >> ~/.bashrc (install.sh prints them last)' 'script:Print one shell'\''s completion script, e.g. source <(gq completion script bash)')
+            _gq_names=(install rc script)
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
             _gq_valued=()
             _gq_arg='none' ;;
         "completion install")
+            _gq_subs=()
+            _gq_names=()
+            _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
+            _gq_valued=()
+            _gq_arg='words:bash zsh fish' ;;
+        "completion rc")
             _gq_subs=()
             _gq_names=()
             _gq_opts=('--help:show the help and exit' '-h:show the help and exit')
@@ -305,7 +335,7 @@ _gq_jobs() {  # ids from the daemon, each described by its name and state
     for line in "${(@f)$(${words[1]} __complete "$@" "$PREFIX" 2>/dev/null)}"; do
         [[ -n $line ]] && ids+=("${line%%$'\t'*}:${line#*$'\t'}")
     done
-    _describe -t jobs "${1/jobs/job}" ids
+    _describe -V -t jobs "${1/jobs/job}" ids  # unsorted: in the daemon's order
 }
 
 _gq_offer() {  # $1: a kind of value

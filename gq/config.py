@@ -83,6 +83,7 @@ class Config:
     host_ram: int | None
     kill_wait: float = 30.0  # seconds between SIGTERM and SIGKILL on cancel, as Slurm's KillWait
     tick: float = 1.0  # seconds between the daemon's housekeeping rounds
+    show_ended: float = 24 * 3600.0  # how long `gq ls` keeps listing a job after it ended
     default_time: float = 24 * 3600.0  # how long a job without --time is assumed to run
     default_time_by_tier: dict[str, float] = field(default_factory=dict)
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
@@ -106,7 +107,7 @@ class Config:
 _KNOWN = {
     "host": {"cpus", "ram"},
     "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout",
-               "max_submit_jobs", "max_submit_bytes", "max_waiting_per_user"},
+               "max_submit_jobs", "max_submit_bytes", "max_waiting_per_user", "show_ended"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
                   "weight_age", "weight_short", "share_util_max"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
@@ -220,6 +221,8 @@ def _apply(config: Config, data: dict) -> None:
         config.kill_wait = _duration("[daemon] kill_wait", daemon["kill_wait"])
     if "tick" in daemon:
         config.tick = _duration("[daemon] tick", daemon["tick"])
+    if "show_ended" in daemon:
+        config.show_ended = _duration("[daemon] show_ended", daemon["show_ended"], allow_zero=True)
     apply_scheduler(config, sched, limits)
     if "preemption" in data:
         config.preemption = _preemption(data["preemption"], config.preemption)

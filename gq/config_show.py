@@ -70,6 +70,7 @@ _GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
     ("daemon", "max_submit_jobs"): lambda c: c.access.max_submit_jobs,
     ("daemon", "max_submit_bytes"): lambda c: _size(c.access.max_submit_bytes),
     ("daemon", "max_waiting_per_user"): lambda c: c.access.max_waiting_per_user,
+    ("daemon", "show_ended"): lambda c: _duration(c.show_ended),
     ("scheduler", "default_time"): lambda c: {
         "": _duration(c.default_time),
         **{t: _duration(v) for t, v in sorted(c.default_time_by_tier.items())}},

@@ -193,6 +193,9 @@ def test_ls_folds_an_array_into_one_line_and_expand_unfolds_it(host):
     gate.touch()
     wait_for(lambda: "2 completed" in host.gq("ls", "--all").stdout, what="two elements to end")
     assert "8 held, 2 completed" in host.gq("ls", "--all").stdout
+    folded = host.gq("ls").stdout.splitlines()[-1]  # recently ended elements are listed
+    assert folded.startswith(f"{array}_[0-9%3] ") and "8 held, 2 completed" in folded
+    host.gq("clean")
     folded = host.gq("ls").stdout.splitlines()[-1]
     assert folded.startswith(f"{array}_[2-9%3] ") and "8 held, 2 ended" in folded
     expanded = host.gq("ls", "--expand").stdout.splitlines()

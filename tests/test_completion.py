@@ -213,8 +213,8 @@ def test_completing_job_ids_imports_nothing_heavy(queue):
             "print(json.dumps(sorted(sys.modules)), file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", code], env=queue["env"], capture_output=True,
                           text=True, check=True)
-    assert proc.stdout.splitlines() == [f"{queue['array']}\tsweep, array of 3: 3 held",
-                                        f"{queue['held']}\ttrain, held"]
+    assert proc.stdout.splitlines() == [f"{queue['held']}\ttrain, held",
+                                        f"{queue['array']}\tsweep, array of 3: 3 held"]
     loaded = set(json.loads(proc.stderr))
     heavy = {"typer", "click", "rich", "textual", "sqlite3", "sqlite_utils", "psutil",
              "subprocess", "asyncio", "dataclasses", "gq.cli.app", "gq.daemon"}
@@ -235,6 +235,34 @@ def test_completion_never_starts_a_daemon_and_says_nothing_without_one(tmp_path)
 
 
 # ---- installing ---------------------------------------------------------------------------
+
+
+def test_gq_completion_rc_prints_the_lines_a_new_shell_still_needs(queue):
+    env = queue["env"]
+    subprocess.run(["gq", "completion", "install"], env=env, capture_output=True, timeout=60,
+                   check=True)
+
+    def rc(shell: str) -> list[str]:
+        return subprocess.run(["gq", "completion", "rc", shell], env=env, capture_output=True,
+                              text=True, timeout=60, check=True).stdout.splitlines()
+
+    zsh = rc("zsh")
+    assert zsh == ["fpath=($HOME/.local/share/zsh/site-functions $fpath)",
+                   "autoload -U compinit && compinit"]
+    loader = any(os.path.exists(p) for p in ("/usr/share/bash-completion/bash_completion",
+                                             "/etc/bash_completion"))
+    bash = rc("bash")
+    assert bash == ([] if loader else
+                    ["source $HOME/.local/share/bash-completion/completions/gq"])
+    # Without bash-completion, the line alone makes bash complete gq.
+    source = "source $HOME/.local/share/bash-completion/completions/gq"
+    probe = subprocess.run(["bash", "--norc", "-c", f"{source}; complete -p gq"], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0 and "gq" in probe.stdout
+    assert rc("fish") == []
+    if shutil.which("zsh"):
+        found = run_zsh(zsh[0], "", ["gq can"], env)
+        assert set(found[0]) == {"cancel"}
 
 
 def test_gq_completion_install_puts_each_script_where_its_shell_looks(queue):
@@ -263,3 +291,27 @@ def test_gq_completion_install_puts_each_script_where_its_shell_looks(queue):
     shown = subprocess.run(["gq", "completion", "script", "fish"], env=env, capture_output=True,
                            text=True, timeout=60, check=True).stdout
     assert shown == SCRIPTS["fish"].read_text()
+
+
+def test_job_ids_come_in_number_order_and_the_shells_keep_it(queue):
+    """39 before 353: the daemon answers in number order, and each shell keeps that order
+    rather than sorting the ids as text."""
+    env = queue["env"]
+    more = [int(subprocess.run(["gq", "submit", "--hold", "--", "true"], env=env, text=True,
+                               capture_output=True, timeout=60, check=True).stdout)
+            for _ in range(10)]
+    assert max(more) >= 10
+    offered = subprocess.run(["gq", "__complete", "jobs", "cancel", ""], env=env, text=True,
+                             capture_output=True, timeout=60, check=True).stdout
+    ids = [int(line.split("\t")[0]) for line in offered.splitlines()]
+    assert ids == sorted(ids) and set(more) <= set(ids)
+    # bash sorts what it shows unless told not to: the script tells it, for job ids.
+    told = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c",
+         f"source {SCRIPTS['bash']}; compopt() {{ echo \"compopt $*\"; }}; "
+         "COMP_WORDS=(gq cancel ''); COMP_CWORD=2; COMP_LINE='gq cancel '; COMP_POINT=10; "
+         "_gq; printf '%s\\n' \"${COMPREPLY[@]}\""],
+        env=env, capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    assert told[0] == "compopt -o nosort" and [int(i) for i in told[1:]] == ids
+    assert "_describe -V -t jobs" in SCRIPTS["zsh"].read_text()
+    assert "-x -k -a '(__gq_ask jobs cancel)'" in SCRIPTS["fish"].read_text()

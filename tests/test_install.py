@@ -53,9 +53,17 @@ def gq_home():
 def test_install_sh_installs_a_working_gq_and_upgrades_in_place(tmp_path, gq_home):
     home, venv, bin_dir = tmp_path / "home", tmp_path / "venv", tmp_path / "bin"
     home.mkdir()
-    env = _env(home, GQ_VENV=str(venv), GQ_BIN_DIR=str(bin_dir))
+    env = _env(home, GQ_VENV=str(venv), GQ_BIN_DIR=str(bin_dir), SHELL="/bin/bash")
     had_build_dir = (ROOT / "build").exists()
     first = _run(["bash", str(INSTALL)], env, cwd=tmp_path)
+    # Last, exactly what a new bash still needs: gq on PATH, and completion without
+    # bash-completion.
+    loader = any(os.path.exists(p) for p in ("/usr/share/bash-completion/bash_completion",
+                                             "/etc/bash_completion"))
+    assert first.stdout.splitlines()[-2 if loader else -3:] == [
+        "To finish, add these lines to your ~/.bashrc (gq and its Tab completion), then open a "
+        "new terminal:", f'    export PATH="{bin_dir}:$PATH"'] + (
+        [] if loader else ["    source $HOME/.local/share/bash-completion/completions/gq"])
     gq = bin_dir / "gq"
     assert gq.is_symlink() and gq.resolve() == (venv / "bin" / "gq").resolve()
     assert f"gq {gq_version} installed" in first.stdout

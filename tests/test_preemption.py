@@ -281,3 +281,17 @@ def test_cancel_during_the_grace_stops_the_job_at_once(make_host):
     assert time.monotonic() - asked < 2 + 5  # the kill wait, not what is left of 60s
     assert (ended["state"], ended["exit_code"]) == ("cancelled", 137)
     assert host.wait_ended(high)["state"] == "completed"
+
+
+def test_why_of_a_job_a_preemption_will_start_names_the_stopping_jobs_not_a_reservation(
+        make_host):
+    host = host_with(make_host, "1x80G", exempt="0s")
+    low = host.submit("-p", "low", "--grace", "60s", *STUBBORN)
+    wait_for(lambda: "ready" in host.log(low), what="the job to ignore SIGTERM")
+    high = host.submit("-p", "high", "--", "true")
+    host.wait_state(low, "preempting")
+    host.wait_reason(high, "Resources")
+    why = host.gq("why", str(high)).stdout
+    assert (f"job(s) {low}, preempted for it, are stopping on GPU 0: it starts once they have "
+            "(SIGKILL after at most 1m00s, their grace)") in why, why
+    assert "Expected to start" not in why

@@ -256,3 +256,16 @@ def test_mem_auto_learns_from_completed_runs_and_submit_warns_far_from_history(m
     assert "no completed run" in other_dir.stderr
     as_json = host.gq("submit", "--json", "-m", "auto", *command)
     assert '"notes": [' in as_json.stdout
+
+
+def test_show_lists_the_jobs_processes_on_its_cards(host):
+    job = host.submit("--mem", "10G", "--", *BURN, "--mem", "3G", "--util", "50")
+    shown = wait_for(lambda: host.job(job)["processes"], what="the burn on its card")
+    (proc,) = shown
+    assert proc["gpu"] == host.job(job)["gpu_ids"][0] and proc["used_memory"] == 3 * GIB
+    assert "gq.sim.burn --mem 3G" in proc["command"]
+    shown_text = host.gq("show", str(job)).stdout
+    assert f"  pid {proc['pid']}  GPU {proc['gpu']}  3G  " in shown_text
+    host.gq("cancel", str(job))
+    host.wait_ended(job)
+    assert host.job(job)["processes"] == []

@@ -95,3 +95,32 @@ def test_the_oom_reason_gives_the_measured_peak(host):
     ended = host.wait_ended(job)
     assert (ended["state"], ended["reason"]) == ("oom", "out of GPU memory, peak 12G "
                                                         "(--mem 20G)")
+
+
+# Saves on USR1 and exits 138 (128 + SIGUSR1), as a trainer's signal handler often does.
+SAVES_AND_EXITS = ["--", sys.executable, "-c", """
+import os, signal, sys, time
+def save(signum, frame):
+    open(os.path.join(os.environ['GQ_CHECKPOINT_DIR'], 'step'), 'w').write('7')
+    sys.exit(138)
+signal.signal(signal.SIGUSR1, save)
+print('restart', os.environ['GQ_RESTART_COUNT'], flush=True)
+if os.environ['GQ_RESTART_COUNT'] != '0':
+    sys.exit(0)
+while True:
+    time.sleep(1)
+"""]
+
+
+def test_an_exit_after_the_time_limit_signal_reads_as_timeout_with_the_way_on(host):
+    job = host.submit("--time", "1m", "--signal", "USR1@59s", *SAVES_AND_EXITS)
+    ended = host.wait_ended(job, timeout=30)
+    assert (ended["state"], ended["exit_code"]) == ("timeout", 138)
+    assert ended["reason"] == (f"it ended after its time-limit signal SIGUSR1, 59s before the "
+                               f"limit; if it saved a checkpoint, `gq requeue {job}` continues it")
+    why = host.gq("why", str(job)).stdout
+    assert why.startswith(f"Job {job} ended as timeout with exit code 138 (it ended after its "
+                          "time-limit signal SIGUSR1")
+    host.gq("requeue", str(job))
+    assert host.wait_ended(job, timeout=30)["state"] == "completed"
+    assert host.log(job).split() == ["restart", "0", "restart", "1"]

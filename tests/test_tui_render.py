@@ -126,3 +126,35 @@ def test_gq_top_reads_the_daemon_other_commands_talk_to(tmp_path, monkeypatch):
     assert local.socket_path == daemon_socket()[0] and str(tmp_path) in local.socket_path
     mine = next(iter(make_app(home=str(tmp_path / "mine"), poll=False).sources.values()))
     assert mine.socket_path == socket_path(str(tmp_path / "mine"))
+
+
+def test_offender_kinds_are_spelled_as_gq_offenders_does_and_kept_apart():
+    from gq.tui.panels import offence_text
+    from gq.tui.snapshot import OffenceRow
+
+    row = OffenceRow("over_declared", 40, "ann", None, (1,), None, "peak 3G of 40G", "", "")
+    assert offence_text(row, tui_data.NOW).plain.startswith("over-declared job 40 ann")
+
+
+def test_a_cpu_only_job_holds_no_card_memory():
+    from dataclasses import replace
+
+    job = replace({j.id: j for j in tui_data.host().jobs}[12], gpus=0, gpu_ids=())
+    cells = row_text(job, columns(120, hosts=False), tui_data.NOW, False).plain.split()
+    assert cells[5] == "-" and "whole" not in cells
+
+
+def test_the_job_screen_lists_what_the_job_really_runs():
+    from rich.console import Console
+
+    from gq.tui.job_screen import processes_renderable
+
+    job = tui_data.show(12)
+    console = Console(width=100, record=True)
+    console.print(processes_renderable(job))
+    lines = console.export_text().splitlines()
+    assert lines[0].split() == ["PID", "GPU", "MEM", "COMMAND"]
+    assert lines[1].split() == ["4100", "0", "70G", "python", f"{job['name']}.py", "--rank", "0"]
+    assert str(processes_renderable({**job, "processes": []})) == (
+        "no processes of it on the cards (yet)")
+    assert str(processes_renderable({**job, "state": "pending"})) == ""

@@ -99,7 +99,10 @@ def show(job_id: int) -> dict:
     return {**j, "why": f"Job {job_id} is running on lab1, GPU {','.join(map(str, j['gpu_ids']))}.",
             "stdout": f"/logs/{job_id}.out", "stderr": f"/logs/{job_id}.err", "events": [],
             "usage": {"run": "current", "peak_mem_by_gpu": {"0": 70 * G}, "util_mean": 93.4,
-                      "samples": 120}}
+                      "samples": 120},
+            "processes": [{"pid": 4100 + i, "gpu": g, "used_memory": 70 * G,
+                           "command": f"python {j['name']}.py --rank {i}"}
+                          for i, g in enumerate(j["gpu_ids"])]}
 
 
 def job_points(job_id: int) -> tuple:

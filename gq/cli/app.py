@@ -9,6 +9,7 @@ import typer
 
 from gq.cli import output
 from gq.cli.client import call, submit_job
+from gq.cli.daemon_cmd import daemon_app
 from gq.cli.reserve_cmd import reserve_app
 from gq.protocol import BAD_INPUT, GqError
 
@@ -21,11 +22,24 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,  # gq's own scripts (gq completion) answer without importing Typer
 )
-daemon_app = typer.Typer(help="The per-host daemon (the CLI starts a daemon of your own on first "
-                         "use, unless the host runs a system daemon for everyone).",
-                         no_args_is_help=True)
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(reserve_app, name="reserve")
+
+def _version(value: bool) -> None:
+    if value:
+        from gq import __version__
+
+        print(f"gq {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", "-V", help="print gq's version and exit",
+                                          is_eager=True, callback=_version)] = False,
+) -> None:
+    """A GPU job queue for shared lab workstations."""
+
 
 Ids = Annotated[list[str], typer.Argument(
     help="job ids; an array's id is all its elements, 12_3 element 3 of array 12; @ is your "
@@ -101,10 +115,14 @@ app.command("add", context_settings={"allow_interspersed_args": False},
 
 @app.command("ls")
 def ls(
-    all: Annotated[bool, typer.Option("--all", "-a", help="also ended jobs")] = False,
+    all: Annotated[bool, typer.Option("--all", "-a", help="also ended jobs, however old")] = False,
     user: Annotated[Optional[str], typer.Option("--user", "-u", help="only this user's")] = None,
     state: Annotated[Optional[list[str]], typer.Option("--state", "-s", help="only jobs in "
                      "this state (repeatable)")] = None,
+    last: Annotated[Optional[int], typer.Option("--last", help="with --all: the last N jobs "
+                    "submitted", metavar="N", min=1, show_default=False)] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="with --all: jobs active in "
+                     "the last DUR (e.g. 2h, 7d)", metavar="DUR", show_default=False)] = None,
     start: Annotated[bool, typer.Option("--start", help="show when pending jobs with a "
                      "reservation are expected to start")] = False,
     expand: Annotated[bool, typer.Option("--expand", "-e", help="one line per element of an "
@@ -112,19 +130,41 @@ def ls(
     all_hosts: AllHosts = None,
     json: Json = False,
 ) -> None:
-    """List jobs: pending and running ones, or all with --all. Pending ones show a reason.
-    An array is one line, with its elements counted by state (see --expand)."""
+    """List jobs: pending and running ones, and your jobs that ended in the last day ([daemon]
+    show_ended) until `gq clean`; all with --all. Pending ones show a reason. An array is one
+    line, with its elements counted by state (see --expand). --json without --all lists the
+    pending and running ones only, as scripts expect."""
     from gq.cli.peers_cmd import hosts_arg, split_hosts
 
-    jobs = split_hosts(call("list", all=all, user=user, states=state or [], brief=not json,
-                            hosts=hosts_arg(all_hosts)), "jobs")
+    window = _ls_window(all, last, since)
+    jobs = split_hosts(call("list", all=all or bool(window), user=user, states=state or [],
+                            brief=not json, hosts=hosts_arg(all_hosts), recent=not json,
+                            **window), "jobs")
     if json:
         return output.print_json(jobs)
     from gq.cli.arrays_view import table_rows
 
     headers, rows = table_rows(jobs, with_start=start, expand=expand,
-                               listed_all=all or bool(state))
-    print(output.table(headers, rows))
+                               listed_all=all or bool(state) or bool(window))
+    print(output.table(headers, rows, paint=output.state_painter(headers)))
+
+
+def _ls_window(all: bool, last: int | None, since: str | None) -> dict:
+    from gq.units import parse_duration
+
+    window: dict = {} if last is None else {"last": last}
+    if since is not None:
+        try:
+            window["since"] = parse_duration(since)
+        except ValueError as e:
+            raise GqError(f"--since {e}", BAD_INPUT) from None
+    return window
+
+
+@app.command("clean")
+def clean() -> None:
+    """Take your ended jobs off `gq ls` (they stay in gq ls --all, gq show and gq stats)."""
+    print(f"cleared {call('clean')['cleared']} ended job(s) from gq ls")
 
 
 app.command("ps", help="Alias of ls.")(ls)
@@ -210,20 +250,26 @@ def update(
 
 
 @app.command("wait")
-def wait(ids: Ids) -> int:
-    """Block until the jobs end; exit with the (first failing) job's exit code."""
+def wait(
+    ids: Ids,
+    timeout: Annotated[Optional[str], typer.Option(
+        "--timeout", help="give up after DUR (e.g. 90s, 2h) with exit status 124",
+        metavar="DUR", show_default=False)] = None,
+) -> int:
+    """Block until the jobs end; exit with the (first failing) job's exit code, 3 when a job
+    can no longer start (its dependency failed, or a limit it can never meet: gq why says what
+    to do), 124 when --timeout runs out first."""
+    from gq.cli.arrays_view import fold_waited, wait_status
     from gq.cli.client import wait_for_jobs
+    from gq.units import parse_duration
 
-    from gq.cli.arrays_view import fold_waited
-
-    jobs = wait_for_jobs(ids)
+    try:
+        seconds = None if timeout is None else parse_duration(timeout, allow_zero=True)
+    except ValueError as e:
+        raise GqError(f"--timeout {e}", BAD_INPUT) from None
+    jobs = wait_for_jobs(ids, timeout=seconds)
     print("\n".join(fold_waited(jobs)))
-    code = 0
-    for j in jobs:
-        exit_code = j["exit_code"]
-        if code == 0 and j["state"] != "completed":
-            code = exit_code if exit_code not in (None, 0) else 1
-    return code
+    return wait_status(jobs)
 
 
 @app.command("gpus")
@@ -356,6 +402,30 @@ def demo(
     return run_demo(tui=not no_tui, seconds=seconds)
 
 
+@app.command("burn")
+def burn(
+    mem: Annotated[str, typer.Option("--mem", help="memory held on every visible card",
+                                     metavar="SIZE")] = "1G",
+    util: Annotated[int, typer.Option("--util", help="utilisation added to every visible card",
+                                      metavar="PCT", min=0, max=100)] = 100,
+    seconds: Annotated[Optional[float], typer.Option(
+        "--seconds", help="how long to run  [default: until stopped]", metavar="S", min=0,
+        show_default=False)] = None,
+    leak: Annotated[bool, typer.Option("--leak", help="leave the memory held after exit, as "
+                                       "zombie memory")] = False,
+) -> int:
+    """A stand-in for a training job on simulated cards (GQ_SIM_GPUS): holds memory and
+    utilisation on the cards in CUDA_VISIBLE_DEVICES, e.g. gq submit -- gq burn --mem 10G."""
+    from gq.sim.burn import run as run_burn
+    from gq.units import parse_size
+
+    try:
+        size = parse_size(mem)
+    except ValueError as e:
+        raise GqError(f"--mem {e}", BAD_INPUT) from None
+    return run_burn(size, util, seconds, leak)
+
+
 from gq.cli.peers_cmd import peers_app  # noqa: E402 (gq peers: gq/cli/peers_cmd.py)
 
 app.add_typer(peers_app, name="peers")
@@ -434,6 +504,19 @@ def completion_install(shells: Shells = None) -> None:
     print("\n".join(install(shells or list(SHELLS))))
 
 
+@completion_app.command("rc")
+def completion_rc(shell: Annotated[str, typer.Argument(
+        help="bash, zsh or fish", metavar="SHELL", show_default=False)]) -> None:
+    """Print the lines a shell's startup file needs for the installed completion to load, if
+    any, e.g. gq completion rc bash >> ~/.bashrc (install.sh prints them last)."""
+    from gq.cli.completion import SHELLS, rc_lines
+
+    if shell not in SHELLS:
+        raise GqError(f"{shell}: expected one of {', '.join(SHELLS)}", BAD_INPUT)
+    for line in rc_lines(shell):
+        print(line)
+
+
 @completion_app.command("script")
 def completion_script(shell: Annotated[str, typer.Argument(
         help="bash, zsh or fish", metavar="SHELL", show_default=False)]) -> None:
@@ -443,90 +526,6 @@ def completion_script(shell: Annotated[str, typer.Argument(
     if shell not in SHELLS:
         raise GqError(f"{shell}: expected one of {', '.join(SHELLS)}", BAD_INPUT)
     sys.stdout.write(script(shell))
-
-
-@daemon_app.command("run")
-def daemon_run(
-    system: Annotated[bool, typer.Option("--system", help="as root: the one daemon of every "
-                      "user of this host (state in /var/lib/gq, socket /run/gq/gq.sock, "
-                      "settings in /etc/gq/config.toml; see docs/admin.md)")] = False,
-) -> int:
-    """Run the daemon in the foreground (logs to stderr)."""
-    from pathlib import Path
-
-    from gq.daemon.main import run
-    from gq.paths import gq_home
-
-    return run(None if system else Path(gq_home()), system=system)
-
-
-@daemon_app.command("start")
-def daemon_start() -> None:
-    """Start your own daemon in the background, if it is not running."""
-    from gq.cli.client import start_daemon, try_connect
-    from gq.paths import daemon_socket
-
-    path, home = daemon_socket()
-    conn = try_connect(path)
-    if conn is not None:
-        with conn:
-            info = conn.call("ping")
-        print(f"already running (pid {info['pid']}, {info['home']})")
-        return
-    if home is None:
-        raise GqError(f"this host is set up for a system daemon ({path}), which systemd starts "
-                      "(systemctl start gq); set GQ_HOME to run a daemon of your own")
-    print(f"started (pid {start_daemon(home)}, {home})")
-
-
-@daemon_app.command("stop")
-def daemon_stop() -> None:
-    """Stop the daemon. Running jobs keep running; the next daemon re-adopts them."""
-    from gq.cli.client import connect
-
-    with connect(auto_start=False) as conn:
-        pid = conn.call("ping")["pid"]
-        result = conn.call("shutdown")
-    from gq.cli.daemon_ctl import wait_gone
-
-    wait_gone(pid)
-    print(f"stopped (pid {pid}); {result['running_jobs']} running job(s) keep running")
-
-
-@daemon_app.command("restore")
-def daemon_restore(backup: Annotated[Optional[str], typer.Argument(
-        help="a backup file  [default: of those in $GQ_HOME/backups with the most jobs, the "
-             "newest]", metavar="BACKUP",
-        show_default=False)] = None) -> None:
-    """Put a backup in place of a damaged database (the daemon must be stopped); the damaged
-    file is kept beside it."""
-    from gq.cli.daemon_ctl import restore_backup
-
-    print(restore_backup(backup))
-
-
-@daemon_app.command("status")
-def daemon_status(json: Json = False) -> int:
-    """Whether the daemon runs, where, with which cards."""
-    from gq.cli.client import try_connect
-    from gq.paths import daemon_socket
-
-    path, home = daemon_socket()
-    conn = try_connect(path)
-    if conn is None:
-        print(f"not running ({home or f'the system daemon, {path}'})")
-        return 3
-    with conn:
-        info = conn.call("ping")
-    if json:
-        output.print_json(info)
-    else:
-        who = "the system daemon for every user, " if info.get("system") else ""
-        print(f"running: {who}pid {info['pid']}, {info['home']}, gq {info['version']}, "
-              f"{info['gpus']} {info['backend']} GPU(s) on {info['host']}")
-        for warning in info.get("warnings", []):
-            print(f"warning: {warning}")
-    return 0
 
 
 config_app = typer.Typer(help="The daemon's settings (config.toml).", no_args_is_help=True)

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from gq.cli.output import job_rows
+from gq.model import ENDED_STATES
 
 ORDER = ("running", "preempting", "pending", "held", "completed", "failed", "cancelled",
          "timeout", "oom", "lost")
@@ -117,6 +118,27 @@ def fold_waited(jobs: list[dict[str, Any]]) -> list[str]:
             lines.append(f"array {array['id']}: {counts([g['state'] for g in group])}{extra}")
             continue
         code = j["exit_code"]
-        lines.append(f"job {label(j)}: {j['state']}"
-                     + (f" (exit {code})" if code is not None else ""))
+        if j.get("never_starts"):
+            lines.append(f"job {label(j)}: {j['state']} ({j['reason']}), can no longer start: "
+                         f"gq why {label(j)}")
+        elif j["state"] not in ENDED:
+            lines.append(f"job {label(j)}: still {j['state']} (--timeout ran out)")
+        else:
+            lines.append(f"job {label(j)}: {j['state']}"
+                         + (f" (exit {code})" if code is not None else ""))
     return lines
+
+
+ENDED = {str(s) for s in ENDED_STATES}
+EXIT_NEVER_STARTS, EXIT_TIMED_OUT = 3, 124
+
+
+def wait_status(jobs: list[dict[str, Any]]) -> int:
+    """gq wait's exit status: 0 when all completed; else the first failing job's exit code (1
+    without one); 3 when a job can no longer start; 124 when --timeout ran out first."""
+    if any(j["state"] not in ENDED for j in jobs):
+        return EXIT_NEVER_STARTS if any(j.get("never_starts") for j in jobs) else EXIT_TIMED_OUT
+    for j in jobs:
+        if j["state"] != "completed":
+            return j["exit_code"] if j["exit_code"] not in (None, 0) else 1
+    return 0

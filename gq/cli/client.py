@@ -159,13 +159,19 @@ def last_line(path: str) -> str:
     return lines[-1] if lines else "(empty log)"
 
 
-def wait_for_jobs(ids: list[str], grace: float = 5.0) -> list[dict]:
-    """Block until the jobs end, riding out daemon restarts (jobs outlive their daemon)."""
+def wait_for_jobs(ids: list[str], grace: float = 5.0, timeout: float | None = None
+                  ) -> list[dict]:
+    """Block until the jobs end or can no longer start, or `timeout` passes, riding out daemon
+    restarts (jobs outlive their daemon)."""
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
     conn = connect(timeout=None)
     while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
             with conn:
-                return conn.call("wait", ids=ids)
+                return conn.call("wait", ids=ids, **({} if left is None else {"timeout": left}))
         except (DaemonGone, ConnectionResetError):
             pass
         conn = reconnect(grace, timeout=None)

@@ -167,6 +167,24 @@ def _zsh_hint(path: Path) -> str:
             "(then: autoload -U compinit && compinit)")
 
 
+def rc_lines(shell: str) -> list[str]:
+    """What a new `shell` still needs in its startup file for the installed script to load
+    (none where the shell finds it by itself)."""
+    path = install_path(shell)
+    if shell == "bash":
+        return [] if _bash_hint(path) is None else [f"source {_shown(path)}"]
+    if shell == "zsh":
+        return [f"fpath=({_shown(path.parent)} $fpath)", "autoload -U compinit && compinit"]
+    return []
+
+
+def _shown(path: Path) -> str:
+    """Spelled with $HOME when under it, so that the line can be copied as it is."""
+    home = str(Path.home())
+    text = str(path)
+    return "$HOME" + text[len(home):] if text.startswith(home + "/") else text
+
+
 def install(shells: list[str]) -> list[str]:
     """Write each shell's script; return one line per shell saying where, and what is left."""
     lines = []

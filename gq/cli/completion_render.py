@@ -57,7 +57,8 @@ _gq_ask() {  # $1: the word so far, then what to ask: "jobs cancel", "hosts"
 _gq_offer() {  # $1: a kind of value, $2: the word so far
     case $1 in
         words:*) mapfile -t COMPREPLY < <(compgen -W "${1#words:}" -- "$2") ;;
-        jobs:*) mapfile -t COMPREPLY < <(_gq_ask "$2" jobs "${1#jobs:}") ;;
+        jobs:*) compopt -o nosort 2>/dev/null  # in the daemon's order: 39 before 353
+                mapfile -t COMPREPLY < <(_gq_ask "$2" jobs "${1#jobs:}") ;;
         hosts) mapfile -t COMPREPLY < <(_gq_ask "$2" hosts) ;;
         users) mapfile -t COMPREPLY < <(compgen -u -- "$2") ;;
         dirs) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -d -- "$2") ;;
@@ -159,7 +160,7 @@ _gq_jobs() {  # ids from the daemon, each described by its name and state
     for line in "${(@f)$(${words[1]} __complete "$@" "$PREFIX" 2>/dev/null)}"; do
         [[ -n $line ]] && ids+=("${line%%$'\t'*}:${line#*$'\t'}")
     done
-    _describe -t jobs "${1/jobs/job}" ids
+    _describe -V -t jobs "${1/jobs/job}" ids  # unsorted: in the daemon's order
 }
 
 _gq_offer() {  # $1: a kind of value
@@ -312,7 +313,7 @@ def _fish_kind(kind: str) -> str:
     if kind.startswith("words:"):
         return f"-x -a {_fish_sq(kind[6:])}"
     if kind.startswith("jobs:"):
-        return f"-x -a '(__gq_ask jobs {kind[5:]})'"
+        return f"-x -k -a '(__gq_ask jobs {kind[5:]})'"  # -k: in the daemon's order
     return _FISH_KINDS[kind]
 
 

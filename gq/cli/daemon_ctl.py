@@ -35,6 +35,31 @@ def _zombie(pid: int) -> bool:
     return bool(tasks)
 
 
+def restart() -> str:
+    """`gq daemon restart`: stop this user's daemon (if it runs) and start a new one."""
+    from gq.cli.client import start_daemon, try_connect
+    from gq.paths import daemon_socket
+    from gq.protocol import GqError
+
+    path, home = daemon_socket()
+    if home is None:
+        raise GqError(f"this host runs a system daemon ({path}), which systemd restarts "
+                      "(systemctl restart gq); set GQ_HOME to run a daemon of your own")
+    conn = try_connect(path)
+    old = None
+    if conn is not None:
+        with conn:
+            old = conn.call("ping")["pid"]
+            running = conn.call("shutdown")["running_jobs"]
+        if not wait_gone(old):
+            raise GqError(f"the daemon (pid {old}) did not stop within 10s; see "
+                          f"{home}/daemon.log")
+    pid = start_daemon(home)
+    if old is None:
+        return f"started (pid {pid}, {home}); none was running"
+    return f"restarted (pid {old} -> {pid}, {home}); {running} running job(s) kept running"
+
+
 def restore_backup(chosen: str | None) -> str:
     """`gq daemon restore`: put a backup in place of gq.db while no daemon runs."""
     from pathlib import Path

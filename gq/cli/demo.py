@@ -40,7 +40,14 @@ idle_window = "10s"
 stray_after = "5s"
 over_declared_after = "30s"
 """
-BURN = [sys.executable, "-m", "gq.sim.burn"]
+def _gq_command() -> list[str]:
+    """This installation's `gq`, by its full path: the demo's jobs run it, and what the demo
+    prints (`gq burn ...`) is what a user can copy, from any directory."""
+    script = Path(sys.executable).with_name("gq")
+    return [str(script)] if os.access(script, os.X_OK) else [sys.executable, "-m", "gq"]
+
+
+BURN = [*_gq_command(), "burn"]
 PREEMPT_AT = 8.0  # seconds into the demo: the urgent high-tier job arrives
 
 
@@ -142,7 +149,7 @@ class Demo:
             _burn("6G", 30), env=env, cwd=self.work, start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.say(f"{self.elapsed():5.1f}s  started a stray process (pid {self.stray.pid}) on "
-                 f"GPU {cards[0]}, outside gq: python -m gq.sim.burn --mem 6G --util 30")
+                 f"GPU {cards[0]}, outside gq: {_shown(_burn('6G', 30))}")
 
     # ---- cleaning up ----
     def close(self) -> None:
@@ -167,7 +174,8 @@ class Demo:
 
 
 def _shown(command: list[str]) -> str:
-    words = ["python", *command[1:]] if command[0] == sys.executable else command
+    n = len(BURN) - 1
+    words = ["gq", *command[n:]] if command[:n] == BURN[:n] else command
     return " ".join(map(shlex.quote, words))
 
 
@@ -207,11 +215,15 @@ def _end_processes_of(home: Path) -> str:
 
 
 def run_demo(tui: bool, seconds: float) -> int:
+    interrupted_by = [signal.SIGINT]
+
     def on_sigterm(signum: int, frame: object) -> None:
+        interrupted_by[0] = signal.SIGTERM
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_sigterm)
     demo = Demo(say=print if not tui else _quiet)
+    code = 0
     try:
         demo.start()
         if tui:
@@ -226,11 +238,11 @@ def run_demo(tui: bool, seconds: float) -> int:
             player.start()
             watch(demo, seconds)
     except KeyboardInterrupt:
-        pass
+        code = 128 + interrupted_by[0]  # as a shell reports it: 130 for Ctrl-C, 143 for TERM
     finally:
         demo.say = print
         demo.close()
-    return 0
+    return code
 
 
 def _quiet(line: str) -> None:

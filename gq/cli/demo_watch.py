@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gq.cli.arrays_view import label
 from gq.protocol import GqError
 
 POLL = 0.25  # seconds between looks
@@ -26,7 +27,7 @@ def _change(job: dict[str, Any], before: dict[str, Any] | None) -> str | None:
         return None
     if before is not None and state == before["state"] and state not in ("pending", "held"):
         return None
-    name = f"job {job['id']} {job['name']}"
+    name = f"job {label(job)} {job['name']}"  # 4_1, as gq ls names an element
     if state == "running":
         cards = ",".join(map(str, job["gpu_ids"])) or "no GPU"
         share = "whole cards" if job["mem"] is None else f"{job['mem'] >> 30}G per card"
@@ -57,7 +58,8 @@ def watch(demo, seconds: float) -> None:
             line = _change(job, before)
             if line and before and before["state"] in ("running", "preempting") and (
                     job["state"] in ("pending", "preempting")):
-                line += _preempted_by(demo, job["id"])
+                why = _preempted_by(demo, job["id"])
+                line += "" if why[2:] in line else why  # said once, not twice
             if line:
                 demo.say(f"{demo.elapsed():5.1f}s  {line}")
             seen[job["id"]] = job
@@ -65,8 +67,10 @@ def watch(demo, seconds: float) -> None:
             if o["id"] not in offences:
                 offences.add(o["id"])
                 who = f"job {o['job_id']}" if o["job_id"] is not None else f"pid {o['pid']}"
-                demo.say(f"{demo.elapsed():5.1f}s  offender ({o['kind']}): {who}: "
-                         f"{o['evidence']} -> {o['suggestion']}")
+                said = o["evidence"] if o["evidence"].startswith(who) else (
+                    f"{who}: {o['evidence']}")
+                demo.say(f"{demo.elapsed():5.1f}s  offender ({o['kind'].replace('_', '-')}): "
+                         f"{said} -> {o['suggestion']}")
         time.sleep(POLL)
     summary(demo)
 

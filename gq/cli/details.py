@@ -13,7 +13,7 @@ def print_job(job: dict[str, Any]) -> None:
     mem = format_size(job["mem"]) + " per GPU" if job["mem"] else (
         "whole cards" if job["gpus"] else "-")
     fields = [
-        ("job", f"{job['id']} ({job['name']})"),
+        ("job", f"{_label(job)} ({job['name']})"),
         ("state", job["state"] + (f" ({job['reason']})" if job["reason"] else "")),
         ("why", job["why"]),
         ("user", job["user"]),
@@ -53,6 +53,11 @@ def print_job(job: dict[str, Any]) -> None:
     width = max(len(k) for k, _ in fields)
     for key, value in fields:
         print(f"{key.rjust(width)}  {value}")
+    if job.get("processes"):  # what it really runs on its cards, as nvitop lists it
+        print("\nprocesses on its cards:")
+        for p in job["processes"]:
+            mem = "N/A" if p["used_memory"] is None else format_size(p["used_memory"])
+            print(f"  pid {p['pid']}  GPU {p['gpu']}  {mem}  {p['command']}")
     print("\nhistory:")
     for e in job["events"]:
         change = e["new_state"] if e["old_state"] in (None, e["new_state"]) else (
@@ -69,6 +74,11 @@ def _failure_fields(job: dict[str, Any]) -> list[tuple[str, str]]:
     return [("failure", job["failure"]), ("evidence", evidence[0]),
             *(("", line) for line in evidence[1:]),
             ("what to do", job["failure_suggestion"])]
+
+
+def _label(job: dict[str, Any]) -> str:
+    array = job.get("array")
+    return f"{array['id']}_{array['index']}" if array else str(job["id"])
 
 
 def _preemption_text(job: dict[str, Any]) -> str:

@@ -63,10 +63,29 @@ def show_log(job_id: str, follow: bool, stderr: bool) -> None:
     job = call("show", id=job_id)
     if isinstance(job["id"], str):  # HOST:ID, on a peer
         return _remote_log(job, follow, stderr)
+    array = job.get("array")
+    if array and job_id.strip() in ("@", str(array["id"])):  # all of it, element by element
+        for element in job["array_jobs"]:
+            _one_log(call("show", id=str(element)), follow, stderr, header=True)
+        return
+    _one_log(job, follow, stderr)
+
+
+def _one_log(job: dict, follow: bool, stderr: bool, header: bool = False) -> None:
+    if header:  # as `tail` heads each of several files
+        array = job["array"]
+        print(f"==> {array['id']}_{array['index']} ({job['state']}) <==", flush=True)
+        if job["state"] in ("pending", "held") and not follow:
+            return
     job = _print_log(job, follow, stderr)
     if job.get("output_truncated"):  # said after the output, where the reader looks
-        print(f"gq: job {job['id']}'s output is truncated: the disk holding it filled up "
+        print(f"gq: job {_label(job)}'s output is truncated: the disk holding it filled up "
               "while it ran", file=sys.stderr)
+
+
+def _label(job: dict) -> str:
+    array = job.get("array")
+    return f"{array['id']}_{array['index']}" if array else str(job["id"])
 
 
 def _print_log(job: dict, follow: bool, stderr: bool) -> dict:
@@ -76,12 +95,12 @@ def _print_log(job: dict, follow: bool, stderr: bool) -> dict:
     fd = _open(path, job)
     if fd is None and not follow:
         if job["state"] in ("pending", "held"):
-            raise GqError(f"job {job['id']} has not started yet: no output")
+            raise GqError(f"job {_label(job)} has not started yet: no output")
         return job
     said_waiting = False
     while True:
         if fd is None and not said_waiting and job["state"] in ("pending", "held"):
-            print(f"gq: job {job['id']} is {job['state']} ({job['reason']}); waiting for it "
+            print(f"gq: job {_label(job)} is {job['state']} ({job['reason']}); waiting for it "
                   "to start", file=sys.stderr)
             said_waiting = True
         if fd is None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 from gq.units import format_duration, format_size, parse_iso
 
@@ -14,15 +16,46 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2))
 
 
-def table(headers: list[str], rows: list[list[str]]) -> str:
+def table(headers: list[str], rows: list[list[str]],
+          paint: Callable[[int, str], str] | None = None) -> str:
+    """Columns padded to their widest cell; `paint(column, cell)` may colour a body cell after
+    its padding is counted."""
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
     lines = []
-    for row in [headers, *rows]:
+    for n, row in enumerate([headers, *rows]):
         cells = [c.ljust(w) for c, w in zip(row, widths)]
+        if paint is not None and n:
+            cells = [paint(i, cell) for i, cell in enumerate(cells)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+# An ended job's outcome at a glance, as pueue colours Success and Failed.
+_OUTCOME_COLOURS = {"completed": "32", "failed": "31", "oom": "31", "lost": "31",
+                    "timeout": "33", "cancelled": "33"}
+
+
+def colour_wanted() -> bool:
+    """On a terminal, unless NO_COLOR is set (no-color.org)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def state_painter(headers: list[str]) -> Callable[[int, str], str] | None:
+    """Colours the STATE column's outcome words (an array's counts too), on a terminal."""
+    if not colour_wanted() or "STATE" not in headers:
+        return None
+    column = headers.index("STATE")
+
+    def paint(i: int, cell: str) -> str:
+        if i != column:
+            return cell
+        for word, code in _OUTCOME_COLOURS.items():
+            cell = re.sub(rf"\b{word}\b", f"\033[{code}m{word}\033[0m", cell)
+        return cell
+
+    return paint
 
 
 def job_time(job: dict[str, Any], now: float | None = None) -> str:

@@ -69,7 +69,8 @@ def candidates(daemon, caller, purpose: str, prefix: str) -> list[list[str]]:
         else:
             out.append([str(job_id), f"{first.name}, array of {first.array.size}: "
                                      f"{_counts(jobs)}"])
-    return out[:MAX_OFFERED]
+    # The newest are kept; the shells show them in number order (39 before 353).
+    return sorted(out[:MAX_OFFERED], key=lambda row: int(row[0]))
 
 
 def op_complete(daemon, caller, args: dict) -> list[list[str]]:

@@ -4,10 +4,13 @@ or held."""
 
 from __future__ import annotations
 
+import signal
+
 from gq.daemon import shim as requests
 from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.oom import grown_mem
 from gq.daemon.triage_end import stopped_triage, triage_run
+from gq.daemon.views import job_label
 from gq.model import Job, JobState, Reason
 from gq.triage.rules import GPU_OOM
 from gq.units import format_duration, format_size
@@ -125,6 +128,9 @@ class Ending:
             if triage.failure == GPU_OOM:
                 new, reason = JobState.OOM, _oom_reason(job)
                 detail = triage.evidence[-1][:500] if triage.evidence else None
+            elif record.get("warned") and not record.get("error"):  # saved on the warning?
+                new, reason = JobState.TIMEOUT, _ended_on_warning(job, record)
+                triage = stopped_triage(str(new), reason)
             else:
                 new, reason = JobState.FAILED, _failure_reason(record)
         self.store.transition(job.id, new, now, reason=reason, detail=detail, ended_at=ended_at,
@@ -180,6 +186,22 @@ def _oom_reason(job: Job) -> str:
     if job.mem:
         text += f" (--mem {format_size(job.mem)})"
     return text
+
+
+def _ended_on_warning(job: Job, record: dict) -> str:
+    """A job that ended, not cleanly, after its time-limit signal: it ran out of time as its
+    --signal planned, usually having saved a checkpoint; say so, and how it goes on."""
+    how = f" (killed by {_signal_name(record['signal'])})" if record.get("signal") else ""
+    return (f"it ended{how} after its time-limit signal {job.signal}, "
+            f"{format_duration(job.signal_before or 0)} before the limit; if it saved a "
+            f"checkpoint, `gq requeue {job_label(job)}` continues it")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _failure_reason(record: dict) -> str | None:

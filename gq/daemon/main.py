@@ -75,13 +75,23 @@ def _starting(home: Path):
         raise
 
 
+def _reload_on_hangup(daemon) -> None:
+    """SIGHUP, as sshd and nginx take it: `gq daemon reload` without a client."""
+    from gq.daemon.reload import reload
+
+    try:
+        reload(daemon)  # logs each change
+    except GqError as e:
+        log.error("reload refused: %s", e.message)
+
+
 def run(home: Path | None, system: bool = False) -> int:
     """`gq daemon run [--system]`: serve in the foreground until SIGTERM/SIGINT or `gq daemon
     stop`."""
     from gq.config import check_cards, load_config
     from gq.daemon.core import Daemon
     from gq.daemon.server import serve
-    from gq.gpu import open_backend
+    from gq.gpu import SIM_ENV, open_backend
     from gq.store.precheck import check_database
 
     logging.basicConfig(
@@ -117,6 +127,9 @@ def run(home: Path | None, system: bool = False) -> int:
     if system:
         log.info("system daemon for every user: socket %s, settings %s%s", layout.socket,
                  layout.config, "" if config.path else " (absent: defaults)")
+    if backend.kind == "sim" and not os.environ.get(SIM_ENV, "").strip():
+        log.info("simulated cards as this home last had them (%s/sim/spec); %s=off for real "
+                 "ones", home, SIM_ENV)
     if getattr(backend, "reason", None):  # no card backend: say why (troubleshooting.md)
         log.warning("no GPUs: %s", backend.reason)
     for warning in daemon.warnings:
@@ -126,6 +139,7 @@ def run(home: Path | None, system: bool = False) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, daemon.loop_stop.set)
+        loop.add_signal_handler(signal.SIGHUP, _reload_on_hangup, daemon)
         await serve(daemon, sock)
 
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 from typing import Any
 
 from gq import __version__
@@ -17,20 +18,22 @@ from gq.daemon.identity import NoAccount, identity_of
 from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
+from gq.daemon.explain import explain, op_why  # noqa: F401 (an operation: see OPS)
+from gq.daemon.reload import op_reload  # noqa: F401 (an operation: see OPS)
+from gq.daemon.listing import expected_start, op_clean, op_list  # noqa: F401 (operations)
+from gq.daemon.startable import op_wait, refuse_never  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.submit_limits import check_submit
-from gq.daemon.telemetry_ops import (  # noqa: F401
-    op_fairshare, op_offenders, op_samples, op_stats, usage_json,
+from gq.daemon.telemetry_ops import (  # noqa: F401 (operations: see OPS)
+    op_fairshare, op_offenders, op_samples, op_stats, processes_json, usage_json,
 )
-from gq.daemon.views import (
-    brief_json, failure_json, failure_text, gpu_json, job_json, why_sentence,
-)
-from gq.model import ACTIVE_STATES, ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
+from gq.daemon.views import gpu_json, job_json
+from gq.model import ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
     op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
 )
 from gq.protocol import VERSION, BadInput, GqError
-from gq.units import format_duration, iso
+from gq.units import format_duration
 
 
 def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") -> int:
@@ -128,6 +131,9 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
     args = arrays.expand_dependencies(daemon.store, args, resolve)
     job = build_job(args, caller, limits, resolve, daemon.clock())
+    never = refuse_never(daemon, job)
+    if never is not None:
+        raise BadInput(f"-p {job.priority} -g {job.gpus}: {never}")
     job.notify = check_notify(args, daemon.config.notify)
     parts = arrays.elements(args, job.command)
     waiting = sum(1 for j in daemon.store.queue() if j.uid == caller.uid)
@@ -147,48 +153,12 @@ def _submitted(daemon: Daemon, job_id: int) -> dict:
     return {**job_json(job), "array_jobs": daemon.store.array_members(job.array.id)}
 
 
-def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    states, user = None, args.get("user") or None
-    if user is not None and not isinstance(user, str):
-        raise BadInput("--user: expected a user name")
-    if args.get("states"):
-        try:
-            if not isinstance(args["states"], list):
-                raise ValueError
-            states = [JobState(s) for s in args["states"]]
-        except (ValueError, TypeError):
-            names = ", ".join(s.value for s in JobState)
-            raise BadInput(f"--state: expected one of {names}") from None
-    elif not args.get("all"):
-        states = ACTIVE_STATES
-    user = args.get("user") or None
-    if not daemon.authority.sees_all(caller):  # [access] queue = "own"
-        user = caller.user
-    brief = bool(args.get("brief"))  # the table of `gq ls`: no command, cwd or environment
-    if brief and states is ACTIVE_STATES:  # all in the store's memory: no rows to read
-        active = daemon.store.queue() + daemon.store.holding_jobs()
-        jobs = sorted({j.id: j for j in active if j.state in ACTIVE_STATES
-                       and (user is None or j.user == user)}.values(), key=lambda j: j.id)
-    else:
-        jobs = daemon.store.jobs(states=states, user=user, light=brief)
-    view = brief_json if brief else job_json
-    return [{**view(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs
-            if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
-
-
-def _expected_start(daemon: Daemon, job_id: int) -> str | None:
-    forecast = daemon.forecasts.get(job_id)
-    return iso(forecast.start) if forecast else None
-
-
 def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job_id = resolve_id(daemon, caller, args.get("id", ""))
     job = daemon.store.get_job(job_id)
     out = job_json(job)
-    forecast = daemon.forecasts.get(job.id)
-    out["why"] = why_sentence(job, daemon.shortfalls.get(job.id), forecast,
-                              daemon.config.preemption.max_requeues)
-    out["expected_start"] = _expected_start(daemon, job.id)
+    out["why"] = explain(daemon, job)
+    out["expected_start"] = expected_start(daemon, job.id)
     score = daemon.scores.get(job.id) if job.state in (JobState.PENDING, JobState.HELD) else None
     out["score"] = None if score is None else {
         "total": round(score.total, 4),
@@ -201,6 +171,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "short": daemon.config.fairshare.weight_short},
     }
     out["usage"] = usage_json(daemon, job)
+    out["processes"] = processes_json(daemon, job)
     out["account"] = daemon.config.accounts.members.get(job.user)  # None: in no account
     out["stdout"] = str(daemon.layout.stdout(job_id, job.user))
     out["stderr"] = str(daemon.layout.stderr(job_id, job.user))
@@ -210,19 +181,12 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
         for e in daemon.store.events(job_id)
     ]
     out["output_truncated"] = any(e["detail"] == TRUNCATED for e in out["events"])
+    if job.array is not None:  # `gq logs ARRAY` reads each element's
+        out["array_jobs"] = daemon.store.array_members(job.array.id)
     if daemon.authority.may_act(caller, job):  # the environment is the owner's (and admins')
         out["env"] = job.env
         out["notify"] = job.notify and {"command": job.notify.command, "mail": job.notify.mail}
     return out
-
-
-def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
-    job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
-    forecast = daemon.forecasts.get(job.id)
-    why = why_sentence(job, daemon.shortfalls.get(job.id), forecast,
-                       daemon.config.preemption.max_requeues) + failure_text(job)
-    return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why,
-            "expected_start": iso(forecast.start) if forecast else None, **failure_json(job)}
 
 
 def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
@@ -276,6 +240,9 @@ def _set_tier(daemon: Daemon, caller: Caller, job: Job, tier: Tier) -> tuple[boo
         return False, f"is {job.state}; only a pending or held job's tier can change"
     if job.priority == tier:
         return True, f"already {tier}"
+    never = refuse_never(daemon, replace(job, priority=tier))
+    if never is not None:
+        return False, f"not {tier}: {never}"
     # A job that took its tier's default preemptibility takes the new tier's; one submitted
     # with the other choice (--preemptible, --no-preemptible) keeps it.
     preemptible_tiers = daemon.config.preemption.preemptible
@@ -342,17 +309,6 @@ def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
         )
         return True, "requeued"
     return False, f"is {job.state}; nothing to requeue"
-
-
-async def op_wait(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    jobs = load_jobs(daemon, caller, args.get("ids"))
-    for job in jobs:
-        while True:
-            current = daemon.store.get_job(job.id)
-            if current.state in ENDED_STATES and not daemon.store.is_holding(job.id):
-                break
-            await daemon.wait_for_end(job.id)
-    return [job_json(daemon.store.get_job(job.id)) for job in jobs]
 
 
 def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:

@@ -135,6 +135,7 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
             spec["exit_path"],
             {"exit_code": code, "signal": sig, "ended_at": time.time(),
              "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
+             "warned": bool(job.get("warned")),
              "stderr_offset": err_offset, "stdout_offset": out_offset, "pid": job.get("pid"),
              "error": error,
              "log_full": disk_is_full(os.path.dirname(spec["stdout"]))},
@@ -157,6 +158,7 @@ def _supervise(spec: ShimSpec, job: dict[str, int]) -> tuple[str | None, float]:
             return stop, LAST_WORDS  # the grace is over
         if warn_at is not None and now >= warn_at:
             _checkpoint_signal(spec, job)
+            job["warned"] = 1  # an end after this is the time limit's doing (gq/daemon/ending.py)
             warn_at = None
         wake = min((t for t in (warn_at, deadline) if t is not None), default=None)
         if wake is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +110,37 @@ def check_preemption(args: dict[str, Any], gpus: int, time_limit: float | None,
     return out
 
 
+# Programs that run a script named by their first argument: the job is named for the script,
+# as Slurm names a batch job for its script (`python train.py` is `train.py`).
+_INTERPRETERS = re.compile(r"(python|pypy)[\d.]*|(ba|z|da|k)?sh|perl|ruby|node|Rscript|julia|"
+                           r"torchrun|deepspeed|accelerate|uv|poetry")
+_TAKES_VALUE = {"-W", "-X", "-o", "-O", "--nproc_per_node", "--nproc-per-node", "--nnodes",
+                "--num_processes", "--num_gpus", "--config_file"}
+
+
+def default_name(command: list[str]) -> str:
+    """The script an interpreter runs (`train.py`), the module of `python -m pkg.mod`
+    (`pkg.mod`), else the program (`sh` for `sh -c '...'`)."""
+    program = os.path.basename(command[0]) or command[0]
+    if program == "gq" and len(command) > 1:  # gq burn: burn
+        return command[1]
+    if not _INTERPRETERS.fullmatch(program):
+        return program
+    words = iter(command[1:])
+    for word in words:
+        if word in ("-m", "--module"):
+            return next(words, program)
+        if word == "-c" or word == "--":
+            return program
+        if word in ("run", "launch") and program in ("uv", "poetry", "accelerate"):
+            continue
+        if word in _TAKES_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return os.path.basename(word) or program
+    return program
+
+
 def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, now: float,
               cwd_here: bool = True) -> Job:
     """`resolve(text, flag)` turns '12' or '@' into an existing job id, or raises BadInput.
@@ -117,7 +149,7 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
     if args.get("name"):
         name = check_name(args["name"])
     else:
-        base = os.path.basename(command[0]) or command[0]
+        base = default_name(command)
         name = "".join(c for c in base if c.isprintable() and c != "/")[:MAX_NAME]
     fields = request_fields(args, host)
     cwd = _utf8(_no_nul(args.get("cwd") or "", "--cwd"), "--cwd")

@@ -167,3 +167,20 @@ def op_fairshare(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
             item["usage_card_hours"] = round(item.pop("usage_card_seconds") / 3600, 3)
     return {"half_life": daemon.config.fairshare.half_life,
             "weight_fairshare": daemon.config.fairshare.weight_fairshare, "accounts": rows}
+
+
+def processes_json(daemon: Daemon, job: Job) -> list[dict[str, Any]]:
+    """The job's processes on its cards, as nvitop lists them: pid, card, memory (None:
+    unknown) and command line; from the last card reading, for `gq show` and gq top."""
+    if not daemon.store.is_holding(job.id):
+        return []
+    out = []
+    for card in daemon.cards:
+        for proc in card.processes or ():
+            owner = daemon.owners.get(proc.pid)
+            if (owner is None or owner.job_id != job.id or not owner.alive
+                    or owner.by_environment):  # as gq gpus counts them: its tree only
+                continue
+            out.append({"pid": proc.pid, "gpu": card.index, "used_memory": proc.used_memory,
+                        "command": owner.command})
+    return out

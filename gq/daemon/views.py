@@ -111,20 +111,27 @@ def _limit_setting(shortfall: str) -> str:
     return "[limits]"
 
 
+def job_label(job: Job) -> str:
+    """How users name a job: `12_3` for element 3 of array 12 (the element's own job id is
+    internal), else its id."""
+    return f"{job.array.id}_{job.array.index}" if job.array else str(job.id)
+
+
 def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | None = None,
                  max_requeues: int | None = None) -> str:
     """From the last scheduling pass: `shortfall`, what keeps a waiting job; `forecast`, its
     reservation, if it has one. `max_requeues`: of [preemption], to say why a job is held."""
+    name = job_label(job)
     if (job.state == JobState.HELD and max_requeues is not None
             and job.preemptions > max_requeues):
-        return (f"Job {job.id} is held: it was preempted {job.preemptions} times, more than "
-                f"[preemption] max_requeues = {max_requeues}; `gq release {job.id}` queues it "
+        return (f"Job {name} is held: it was preempted {job.preemptions} times, more than "
+                f"[preemption] max_requeues = {max_requeues}; `gq release {name}` queues it "
                 "again.")
     if job.state == JobState.PENDING or job.state == JobState.HELD:
         template = _REASON_TEXT.get(job.reason or "", "it waits for the next scheduling pass")
         deps = ",".join(str(i) for ids in job.deps.values() for i in ids)
         array, limit = (job.array.id, job.array.limit) if job.array else (None, None)
-        text = template.format(need=describe_need(job), deps=deps, id=job.id, array=array,
+        text = template.format(need=describe_need(job), deps=deps, id=name, array=array,
                                limit=limit)
         if job.reason == Reason.RESOURCES and shortfall:
             text += f"; short of {shortfall}"
@@ -136,14 +143,14 @@ def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | No
             cards = ",".join(map(str, forecast.gpu_ids)) or "no GPU"
             text += (f". Expected to start by {iso(forecast.start)} (GPU {cards} reserved), "
                      "if running jobs end by their time limits")
-        return f"Job {job.id} is {job.state} ({job.reason}): {text}."
+        return f"Job {name} is {job.state} ({job.reason}): {text}."
     if job.state in (JobState.RUNNING, JobState.PREEMPTING):
         cards = ",".join(str(i) for i in job.gpu_ids) or "no cards (CPU-only)"
         why = f" ({job.reason})" if job.state == JobState.PREEMPTING and job.reason else ""
-        return f"Job {job.id} is {job.state}{why} on {job.host}, GPU {cards}."
+        return f"Job {name} is {job.state}{why} on {job.host}, GPU {cards}."
     ended = f" with exit code {job.exit_code}" if job.exit_code is not None else ""
     why = f" ({job.reason})" if job.reason else ""
-    return f"Job {job.id} ended as {job.state}{ended}{why}."
+    return f"Job {name} ended as {job.state}{ended}{why}."
 
 
 def failure_text(job: Job) -> str:

@@ -13,17 +13,37 @@ SIM_ENV = "GQ_SIM_GPUS"
 __all__ = ["CardBackend", "NoCards", "open_backend", "SIM_ENV"]
 
 
+# The layout of the simulated cards a daemon last ran with, in its home's sim/ directory: a
+# daemon started later without GQ_SIM_GPUS (a fresh shell) keeps the same cards, so that jobs
+# running on them are re-adopted onto cards that exist. GQ_SIM_GPUS=off forgets it.
+SPEC_FILE = "spec"
+OFF = ("off", "none")
+
+
 def open_backend(home: Path, env: Mapping[str, str] | None = None) -> CardBackend:
     """The backend a daemon with state directory `home` should use.
 
-    GQ_SIM_GPUS wins so that tests and demos behave the same on a machine that has real cards.
-    pynvml and psutil are imported only here, inside the branch that needs them: the CLI imports
-    this package on every command and must stay light.
+    GQ_SIM_GPUS wins so that tests and demos behave the same on a machine that has real cards;
+    without it, the simulated cards this home last had. pynvml and psutil are imported only
+    here, inside the branch that needs them: the CLI imports this package on every command and
+    must stay light.
     """
     env = os.environ if env is None else env
     spec = env.get(SIM_ENV, "").strip()
+    remembered = home / "sim" / SPEC_FILE
+    if spec.lower() in OFF:
+        remembered.unlink(missing_ok=True)
+        return _open_nvml()
+    if not spec and remembered.is_file():
+        spec = remembered.read_text().strip()
     if spec:
-        return _open_sim(spec, home)
+        backend = _open_sim(spec, home)
+        if not remembered.is_file() or remembered.read_text().strip() != spec:
+            # Written only when it changed: a restart on a full disk must not need room.
+            tmp = remembered.with_name(SPEC_FILE + ".tmp")
+            tmp.write_text(spec + "\n")
+            os.replace(tmp, remembered)
+        return backend
     return _open_nvml()
 
 

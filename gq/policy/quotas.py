@@ -112,3 +112,14 @@ class QuotaBook:
                 return (f"account {account} may hold at most {alim.max_share:.0%} of the cards "
                         "(its dominant share: cards, card memory or cores)")
         return None
+
+
+def never_within_limits(job: Job, limits: Limits, n_cards: int,
+                        accounts: Accounts = Accounts()) -> str | None:
+    """The limit that keeps `job` from ever starting, even with nothing else running, in words;
+    None when some state of the queue lets it start. Submit and `gq update` refuse such a job,
+    and `gq why` says so of one that the configuration has since left behind."""
+    if not job.gpus:
+        return None
+    empty = QuotaBook(limits, [], n_cards, accounts)  # no weigh: a max_share is not judged
+    return None if empty.unlimited else empty.breaks(job, job.gpus)

@@ -1,6 +1,6 @@
 """A stand-in for a training job: holds memory and utilisation on the simulated cards it can see.
 
-    python -m gq.sim.burn --mem 10G --util 80 --seconds 5 [--leak]
+    gq burn --mem 10G --util 80 --seconds 5 [--leak]    (also: python -m gq.sim.burn ...)
 
 It registers itself in the simulator's state directory (GQ_SIM_DIR, else $GQ_HOME/sim) on every
 card in CUDA_VISIBLE_DEVICES, and fails the way PyTorch does when a card has too little room.
@@ -27,13 +27,20 @@ class BurnError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    return run(args.mem, args.util, args.seconds, args.leak)
+
+
+def run(mem: int, util: int = 100, seconds: float | None = None, leak: bool = False) -> int:
+    """Hold `mem` bytes and `util`% on each visible card for `seconds` (None: until stopped)."""
     from gq.gpu import sim
+
+    args = argparse.Namespace(mem=mem, util=util, seconds=seconds, leak=leak)
 
     try:
         state_dir = sim.sim_dir_from_env()
         cards = _visible_cards(state_dir, os.environ.get("CUDA_VISIBLE_DEVICES"))
     except BurnError as e:
-        print(f"gq.sim.burn: {e}", file=sys.stderr)
+        print(f"gq: burn: {e}", file=sys.stderr)
         return EXIT_USAGE
     with _state_lock(state_dir):
         oom = _out_of_memory(state_dir, cards, args.mem)

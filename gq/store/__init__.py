@@ -13,6 +13,7 @@ from sqlite_utils import Database
 
 from gq.model import ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition, clone
 from gq.store.history import History
+from gq.store.cleared import Cleared
 from gq.store.offences import Offences
 from gq.store.reservations import Reservations
 from gq.store.samples import Samples
@@ -56,6 +57,7 @@ class Store:
         record_writer(self.db)
         self.samples = Samples(self.db)
         self.offences = Offences(self.db)
+        self.cleared = Cleared(self.db)
         self.history = History(self.db)
         self.reservations = Reservations(self.db)
         self.slurm_jobs = SlurmJobs(self.db)
@@ -264,9 +266,14 @@ class Store:
         ids: Iterable[int] | None = None,
         limit: int | None = None,
         light: bool = False,
+        ended_after: float | None = None,
     ) -> list[Job]:
-        """Jobs by id. light=True leaves out command, cwd and env (for scheduling passes)."""
+        """Jobs by id. light=True leaves out command, cwd and env (for scheduling passes);
+        `ended_after`: only those active or ended after that time; `limit`: the last so many."""
         where, args = [], []
+        if ended_after is not None:
+            where.append("(ended_at IS NULL OR ended_at > ?)")
+            args.append(ended_after)
         if states is not None:
             states = list(states)
             where.append(f"state IN ({','.join('?' * len(states))})")

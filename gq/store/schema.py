@@ -370,3 +370,11 @@ def record_writer(db: Database) -> None:
 def known_migrations() -> list[str]:
     """Every migration this gq knows, in order: the last one names its schema version."""
     return [m.name for m in migrations.pending(Database(memory=True))]
+
+
+@migrations()
+def m016_cleared(db: Database) -> None:
+    # `gq ls` lists jobs that ended recently (docs/cli.md), read by the time they ended, until
+    # their user clears them (`gq clean`): the time of each user's last clean.
+    db.execute("CREATE INDEX jobs_ended_at ON jobs(ended_at)")
+    db.execute("CREATE TABLE cleared (user TEXT PRIMARY KEY, at REAL NOT NULL)")

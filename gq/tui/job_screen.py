@@ -34,7 +34,8 @@ def detail_rows(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
         cards = "GPU " + ",".join(map(str, job["gpu_ids"]))
     else:
         cards = f"{job['gpus']} card{'s' * (job['gpus'] != 1)}"
-    mem = "whole cards" if job.get("mem") is None else f"{format_size(job['mem'])} per card"
+    mem = ("-" if job.get("gpus") == 0 else "whole cards" if job.get("mem") is None
+           else f"{format_size(job['mem'])} per card")
     rows = [
         ("state", job["state"] + (f" ({job['reason']})" if job.get("reason") else "")),
         ("tier", job["priority"] + (", preemptible" if job.get("preemptible") else "")),
@@ -107,6 +108,24 @@ def history_renderable(points: tuple[dict[str, Any], ...], job: dict[str, Any],
     return Group(*lines)
 
 
+def processes_renderable(job: dict[str, Any]) -> Text | Table:
+    """What the job really runs on its cards, as nvitop lists it: pid, card, memory, command."""
+    procs = job.get("processes")
+    if job.get("state") not in ("running", "preempting") or procs is None:
+        return Text("")
+    if not procs:
+        return Text("no processes of it on the cards (yet)", "dim")
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
+    for name, justify in (("PID", "right"), ("GPU", "right"), ("MEM", "right"),
+                          ("COMMAND", "left")):
+        table.add_column(name, justify=justify, no_wrap=True,
+                         overflow="ellipsis" if name == "COMMAND" else "fold")
+    for p in procs:
+        mem = "N/A" if p.get("used_memory") is None else format_size(p["used_memory"])
+        table.add_row(str(p["pid"]), str(p["gpu"]), mem, p.get("command") or "?")
+    return table
+
+
 class JobScreen(Screen):
     """Opened with Enter (or `l`, for the log alone) on a job of the queue."""
 
@@ -114,6 +133,7 @@ class JobScreen(Screen):
     JobScreen #job-title { height: 1; background: $panel; text-style: bold; }
     JobScreen #job-top { height: auto; max-height: 60%; }
     JobScreen #job-history { height: auto; padding-bottom: 1; }
+    JobScreen #job-processes { height: auto; padding-bottom: 1; }
     JobScreen #job-log-title { height: 1; background: $boost; }
     JobScreen Log { height: 1fr; min-height: 4; }
     JobScreen.-logs-only #job-top { display: none; }
@@ -143,6 +163,7 @@ class JobScreen(Screen):
         with VerticalScroll(id="job-top"):
             yield Static(id="job-why")
             yield Static(id="job-history")
+            yield Static(id="job-processes")
             yield Static(id="job-details")
         yield Static(" stdout", id="job-log-title")
         yield Log(id="job-log", max_lines=5000)
@@ -166,6 +187,7 @@ class JobScreen(Screen):
         self.query_one("#job-why", Static).update(Text(job.get("why") or "", "italic"))
         self.query_one("#job-history", Static).update(
             history_renderable(detail.points, job, width))
+        self.query_one("#job-processes", Static).update(processes_renderable(job))
         if chunk is not None:
             self.add_log(chunk, path)
 

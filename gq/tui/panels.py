@@ -67,7 +67,8 @@ class MemoryMap(Static):
 
 def offence_text(o: OffenceRow, now: float) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"{o.kind:<13}", "bold rgb(230,90,90)")
+    # Spelled as `gq offenders` spells it, and never run into what follows.
+    text.append(f"{o.kind.replace('_', '-'):<13} ", "bold rgb(230,90,90)")
     if o.job_id is not None:
         text.append(f"job {o.job_id}", job_style(o.job_id, bold=True))
         text.append(f" {o.user or '?'}")

@@ -71,6 +71,13 @@ def _reason(job: JobRow, now: float) -> str:
     return text
 
 
+def _mem(job: JobRow) -> tuple[str, str]:
+    """Card memory as `gq ls` shows it: `-` for a CPU-only job, which holds no card."""
+    if job.gpus == 0:
+        return "-", "dim"
+    return ("whole", "dim") if job.mem is None else (format_size(job.mem), "")
+
+
 def row_text(job: JobRow, cols: list[Column], now: float, hosts: bool) -> Text:
     """One job as a line of the queue; times relative to `now`."""
     since = job.since()
@@ -82,7 +89,7 @@ def row_text(job: JobRow, cols: list[Column], now: float, hosts: bool) -> Text:
         (job.tier, TIER_STYLES.get(job.tier, "")),
         (job.state, STATE_STYLES.get(job.state, "")),
         (_cards(job), ""),
-        ("whole" if job.mem is None else format_size(job.mem), "" if job.mem else "dim"),
+        _mem(job),
         (format_duration(None if since is None else max(0.0, now - since)), ""),
         (job.name, ""),
         (_reason(job, now), "dim"),

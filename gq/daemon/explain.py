@@ -1,0 +1,87 @@
+"""`gq why`: why a job waits (or how it ended) in words, and the same for a whole array."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gq.daemon import arrays
+from gq.daemon.core import Daemon
+from gq.daemon.ending import PREEMPTED_FOR
+from gq.daemon.startable import never_starts
+from gq.daemon.submission import Caller
+from gq.daemon.views import failure_json, failure_text, job_label, why_sentence
+from gq.model import Job, JobState, Reason
+from gq.units import format_duration, iso
+
+WAITING = (JobState.PENDING, JobState.HELD)
+
+
+def explain(daemon: Daemon, job: Job) -> str:
+    """One job's sentence, from the last scheduling pass."""
+    shortfall = daemon.shortfalls.get(job.id)
+    forecast = daemon.forecasts.get(job.id)
+    stopping = _stopping_for(daemon, job)
+    if stopping:  # it starts when they are gone: a reservation elsewhere is beside the point
+        ids = ",".join(job_label(v) for v in stopping)
+        cards = ",".join(str(i) for i in sorted({i for v in stopping for i in v.gpu_ids}))
+        grace = format_duration(max(daemon.grace_of(v) for v in stopping))
+        said = (f"job(s) {ids}, preempted for it, are stopping on GPU {cards or 'none'}: it "
+                f"starts once they have (SIGKILL after at most {grace}, their grace)")
+        shortfall = f"{shortfall}; {said}" if shortfall and "preempting job(s)" not in (
+            shortfall) else said
+        forecast = None
+    never = never_starts(daemon, job) if job.reason == Reason.QUOTA_LIMIT else None
+    if never is not None:  # the limits changed since it was queued
+        name = job_label(job)
+        shortfall = (f"{never[0]}, so it can never start under the current limits: "
+                     + (f"`gq update {name} -p normal` lets it start" if never[1] else
+                        f"`gq cancel {name}` and submit it with fewer GPUs"))
+    return why_sentence(job, shortfall, forecast, daemon.config.preemption.max_requeues)
+
+
+def _stopping_for(daemon: Daemon, job: Job) -> list[Job]:
+    """The jobs being preempted for this waiting one (their reason names it)."""
+    if job.state != JobState.PENDING:
+        return []
+    mark = f"{PREEMPTED_FOR} {job.id} ("
+    return [j for j in daemon.store.holding_jobs()
+            if j.state == JobState.PREEMPTING and (j.reason or "").startswith(mark)]
+
+
+def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
+    from gq.daemon.ops import resolve_id
+
+    text = str(args.get("id", "")).strip()
+    job = daemon.store.get_job(resolve_id(daemon, caller, text))
+    members = None if arrays.parse_element(text) or job.array is None else (
+        arrays.whole_array(daemon.store, job.id))
+    if members:  # an array's id: all of it, as wait, cancel and hold take it
+        return why_array(daemon, job.array.id, [daemon.store.get_job(i) for i in members])
+    forecast = daemon.forecasts.get(job.id)
+    return {"id": job.id, "label": job_label(job), "state": str(job.state), "reason": job.reason,
+            "why": explain(daemon, job) + failure_text(job),
+            "expected_start": iso(forecast.start) if forecast else None, **failure_json(job)}
+
+
+def why_array(daemon: Daemon, array_id: int, jobs: list[Job]) -> dict:
+    """The elements counted by state, then one sentence for each different reason to wait,
+    said of the first element it keeps and naming the others it keeps as well."""
+    tally = Counter(str(j.state) for j in jobs)
+    lines = [f"Array {array_id}: {len(jobs)} elements: "
+             + ", ".join(f"{n} {state}" for state, n in tally.most_common()) + "."]
+    by_reason: dict[tuple[str, str | None], list[Job]] = {}
+    for job in jobs:
+        if job.state in WAITING:
+            by_reason.setdefault((str(job.state), job.reason), []).append(job)
+    for group in by_reason.values():
+        line = explain(daemon, group[0])
+        if len(group) > 1:
+            others = [job_label(j) for j in group[1:]]
+            shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5
+                                             else "")
+            line += f" So is {shown}."
+        lines.append(line)
+    forecasts = [daemon.forecasts[j.id].start for j in jobs if j.id in daemon.forecasts]
+    return {"id": array_id, "label": str(array_id), "state": None, "reason": None, "why": "\n".join(lines),
+            "expected_start": iso(min(forecasts)) if forecasts else None,
+            "elements": {str(s): n for s, n in tally.items()}}

@@ -1,0 +1,80 @@
+"""Whether a waiting job can ever start: refusing one that never could, and `gq wait`, which
+ends when a job has ended or can no longer start without someone acting."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from gq.daemon.core import Daemon
+from gq.daemon.submission import Caller
+from gq.daemon.views import job_json
+from gq.model import ENDED_STATES, Job, JobState, Reason, Tier
+from gq.policy.quotas import never_within_limits
+from gq.protocol import BadInput
+
+
+def never_starts(daemon: Daemon, job: Job) -> tuple[str, bool] | None:
+    """Which limit keeps `job` from ever starting here, and whether a lower tier would let it
+    start; None if it can start once the cards are free (gq.policy.quotas)."""
+    def why(job: Job) -> str | None:
+        return never_within_limits(job, daemon.config.limits, len(daemon.cards),
+                                   daemon.config.accounts)
+
+    limit = why(job)
+    if limit is None:
+        return None
+    return limit, job.priority == Tier.HIGH and why(replace(job, priority=Tier.NORMAL)) is None
+
+
+def refuse_never(daemon: Daemon, job: Job) -> str | None:
+    """The one line that refuses a job that could never start; None if it can."""
+    never = never_starts(daemon, job)
+    if never is None:
+        return None
+    return (f"{never[0]}, so it could never start; ask for fewer GPUs"
+            f"{' or a lower tier' if never[1] else ''} (the limits: gq config show)")
+
+
+async def op_wait(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+    """Until each job has ended, or can no longer start without someone acting (its dependency
+    failed, or a limit it can never meet), or `timeout` seconds have passed."""
+    from gq.daemon.ops import load_jobs
+
+    jobs = load_jobs(daemon, caller, args.get("ids"))
+    timeout = args.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or timeout < 0):
+        raise BadInput(f"--timeout {timeout!r}: expected a duration like 10m")
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    for job in jobs:
+        ended = daemon.wait_for_end(job.id)
+        while True:
+            current = daemon.store.get_job(job.id)
+            if current.state in ENDED_STATES and not daemon.store.is_holding(job.id):
+                break
+            if stuck(daemon, current):
+                break
+            left = 1.0 if deadline is None else min(1.0, deadline - loop.time())
+            if left <= 0:
+                break
+            # A stuck job is not an event: look again each second.
+            await asyncio.wait({ended}, timeout=left)
+            if ended.done():
+                ended = daemon.wait_for_end(job.id)
+    out = []
+    for job in jobs:
+        current = daemon.store.get_job(job.id)
+        out.append({**job_json(current), "never_starts": stuck(daemon, current)})
+    return out
+
+
+def stuck(daemon: Daemon, job: Job) -> bool:
+    """A waiting job that no pass will start until someone acts: `gq release`, `gq update`,
+    `gq cancel`, or a change of the limits."""
+    if job.state != JobState.PENDING:
+        return False
+    if job.reason == Reason.DEPENDENCY_NEVER_SATISFIED:
+        return True
+    return job.reason == Reason.QUOTA_LIMIT and never_starts(daemon, job) is not None
