@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from gq.protocol import BadInput
-from gq.units import parse_duration, parse_signal, parse_size
+from gq.units import parse_duration, parse_mem, parse_signal, parse_size
 
 
 class Opt:
@@ -212,7 +212,7 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
         args["cpus"] = _whole("--cpus", values["cpus"])
     if values.get("mem") is not None:
         auto = values["mem"].strip().lower() == "auto"
-        args["mem"] = "auto" if auto else _parsed("--mem", values["mem"], parse_size)
+        args["mem"] = "auto" if auto else _parsed("--mem", values["mem"], parse_mem)
     if values.get("ram") is not None:
         args["ram"] = _parsed("--ram", values["ram"], parse_size)
     if values.get("time") is not None:

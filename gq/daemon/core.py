@@ -13,7 +13,7 @@ from typing import Callable
 
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
-from gq.daemon.attribution import Attributor, Owner, split_memory
+from gq.daemon.attribution import Attributor, Owner, job_memory_by_card, split_memory
 from gq.daemon.authz import Authority
 from gq.daemon.backups import BackupSchedule
 from gq.daemon.diskfull import CutLogs
@@ -65,6 +65,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.unadopted: set[int] = set()  # shims alive but not yet watched
         self.cards: list[Gpu] = []
         self.external: dict[int, int | None] = {}
+        self.job_memory: dict[int, dict[int, int]] = {}  # card -> job -> bytes held now
         self.attributor = Attributor()
         self.owners: dict[int, Owner] = {}  # pid -> who holds each process on the cards
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
@@ -95,6 +96,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.loop = loop
         self.peers.start(loop)
         self.recover()
+        self.read_cards()  # with the shims adopted: the first pass sees whose memory is whose
         self.backups.tick(loop, self.clock())
         self.refresh_usage()
         self.request_pass()
@@ -162,7 +164,9 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         complete = self.loop is not None and not self.unadopted and all(
             j in self.shims for j in holding)
         self.owners = self.attributor.owners(self.cards, shim_pids, remember_outside=complete)
-        self.external, used = split_memory(self.cards, self.owners, set(holding))
+        # Not complete: nothing unmatched is taken for outside gq yet (fail closed).
+        self.external, used = split_memory(self.cards, self.owners, set(holding), complete)
+        self.job_memory = job_memory_by_card(self.cards, self.owners, set(holding))
         for job in holding.values():  # the peak of each run, for out-of-memory reasons
             if used.get(job.id, 0) > (job.peak_mem or 0):
                 self.store.update(job.id, peak_mem=used[job.id])
@@ -188,7 +192,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
 
     def host(self) -> Host:
         cards = tuple(
-            Card(g.index, g.memory_total, self.external.get(g.index, 0), g.island)
+            Card(g.index, g.memory_total, self.external.get(g.index, 0), g.island,
+                 tuple(self.job_memory.get(g.index, {}).items()))
             for g in self.cards
         )
         return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)

@@ -24,6 +24,10 @@ class Card:
     external_used: int | None = 0
     # Cards with the same island are linked (NVLink, same PCIe switch); None = unknown.
     island: int | None = None
+    # What each running gq job's processes hold on it now, measured: (job id, bytes) pairs.
+    # For placement a job occupies the larger of its --mem and this plus a margin
+    # (placement.MEASURED_MARGIN); a job above its --mem keeps new slices off the card.
+    measured: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
