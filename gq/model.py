@@ -160,6 +160,9 @@ class Job:
     pool: str | None = None
     gpus_max: int | None = None
     interactive: bool = False
+    # Cards kept from a waiting job (not stored): those where another job's overrun killed its
+    # last run, while that job runs (gq/daemon/collateral.py).
+    avoid_gpus: frozenset[int] = frozenset()
 
     @property
     def whole_cards(self) -> bool:

@@ -16,6 +16,7 @@ from gq.daemon.arrays import set_array_env
 from gq.daemon.attribution import Attributor, Owner, job_memory_by_card, split_memory
 from gq.daemon.authz import Authority
 from gq.daemon.backups import BackupSchedule
+from gq.daemon.collateral import Collateral
 from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
 from gq.daemon.identity import identity_of, prepare_user_dir
@@ -42,7 +43,7 @@ from gq.store import Store
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Ending, Preempting, Policing):
+class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
     def __init__(
         self,
         layout: Layout,
@@ -71,6 +72,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
                                    keep=config.offenders.longest_idle_window)
         self.start_policing()
+        self.start_collateral()
         # From the last pass: what each waiting job lacks, and when reserved jobs should start.
         self.shortfalls: dict[int, str] = {}
         self.forecasts: dict[int, Forecast] = {}
@@ -96,7 +98,9 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.loop = loop
         self.peers.start(loop)
         self.recover()
-        self.read_cards()  # with the shims adopted: the first pass sees whose memory is whose
+        # With the shims adopted: the first pass and answer see whose memory is whose. Not a
+        # sample: telemetry and policing go on from the first tick, as before a restart.
+        self.read_cards(observe=False)
         self.backups.tick(loop, self.clock())
         self.refresh_usage()
         self.request_pass()
@@ -152,7 +156,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         ]
         self.usage = decayed_usage(intervals, now, half_life)
 
-    def read_cards(self) -> None:
+    def read_cards(self, observe: bool = True) -> None:
         try:
             self.cards = self.backend.read()
         except Exception:  # a card backend must never take the daemon down
@@ -170,7 +174,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         for job in holding.values():  # the peak of each run, for out-of-memory reasons
             if used.get(job.id, 0) > (job.peak_mem or 0):
                 self.store.update(job.id, peak_mem=used[job.id])
-        if self.loop is None:
+        if self.loop is None or not observe:
             return  # not serving yet: the shims of running jobs are not adopted
         now = self.clock()
         if self.telemetry.observe(self.cards, self.owners, holding, self.external, now):
@@ -219,6 +223,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             return
         running = self.store.holding_jobs()
         pending, throttled = hold_back_throttled(pending, running)
+        self.apply_kept_off(pending, running)
         inp = self.scheduler_input(pending, running)
         plan = schedule(inp)
         self.store.set_reasons(plan.reasons | throttled)

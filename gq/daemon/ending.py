@@ -95,7 +95,7 @@ class Ending:
 
     def _record_end(self, job: Job, record: dict | None, ended_at: float, now: float) -> str:
         code = record.get("exit_code") if record else None
-        detail = None
+        detail = overrun = None
         if record is None:
             new, reason = JobState.LOST, "its shim died without recording an exit status"
         elif code == 0:
@@ -104,11 +104,16 @@ class Ending:
                                              record.get("stderr_offset"),
                                              job.uid if self.layout.system else None)):
             new, reason, detail = JobState.OOM, _oom_reason(job), oom[:500]
+            overrun = self.overrun_beside(job)
+            if overrun is not None:
+                reason += f": {overrun.words()}"
         else:
             new, reason = JobState.FAILED, _failure_reason(record)
         self.store.transition(job.id, new, now, reason=reason, detail=detail, ended_at=ended_at,
                               exit_code=code, holding=0)
-        if new == JobState.OOM and job.oom_retries < job.retry_oom:
+        if new == JobState.OOM and overrun is not None:
+            self.requeue_collateral(job, overrun, now)
+        elif new == JobState.OOM and job.oom_retries < job.retry_oom:
             self._retry_with_more_memory(job, now)
         return str(new)
 

@@ -161,8 +161,14 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     else:
         jobs = daemon.store.jobs(states=states, user=user, light=brief)
     view = brief_json if brief else job_json
-    return [{**view(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs
-            if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
+    out = [{**view(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs
+           if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
+    outcomes = daemon.store.array_outcomes(sorted({j["array"]["id"] for j in out
+                                                   if j["array"]}))
+    for j in out:  # the elements not listed, by how they ended: `2 oom`, not `2 ended`
+        if j["array"]:
+            j["array"]["ended"] = outcomes.get(j["array"]["id"], {})
+    return out
 
 
 def _expected_start(daemon: Daemon, job_id: int) -> str | None:

@@ -115,7 +115,7 @@ def _cards_usable_by(job: Job, cap: Capacity, indices, allowed: frozenset[int] |
     out = set()
     for i in indices:
         c = cap.cards.get(i)
-        if c is None or (allowed is not None and i not in allowed):
+        if c is None or (allowed is not None and i not in allowed) or i in job.avoid_gpus:
             continue
         if c.usable and not c.jobs and c.external == 0 if job.mem is None else c.free >= job.mem:
             out.add(i)

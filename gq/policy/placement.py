@@ -156,8 +156,8 @@ class Capacity:
         n = job.gpus if count is None else count
         if n == 0:
             return ()
-        loads = self.cards if allowed is None else {
-            i: c for i, c in self.cards.items() if i in allowed}
+        loads = {i: c for i, c in self.cards.items()
+                 if (allowed is None or i in allowed) and i not in job.avoid_gpus}
         if job.mem is None:
             fitting = [i for i, c in sorted(loads.items())
                        if c.usable and not c.jobs and c.external == 0]

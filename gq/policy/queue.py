@@ -42,7 +42,8 @@ INTERACTIVE_LANE = -1  # ahead of the tiers' ranks (0 is high)
 
 def shape(job: Job) -> tuple:
     """What a job asks for, as placement sees it: resources, pool and elastic range."""
-    return job.gpus, job.mem, job.cpus, job.ram, job.pool, job.gpus_max
+    request = job.gpus, job.mem, job.cpus, job.ram, job.pool, job.gpus_max
+    return (*request, job.avoid_gpus) if job.avoid_gpus else request
 
 
 def lane(job: Job) -> int:
