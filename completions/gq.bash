@@ -66,8 +66,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="jobs:requeue" ;;
         "update")
             _gq_subs=""
-            _gq_flags="--priority -p --help -h"
-            _gq_valued=" --priority -p "
+            _gq_flags="--mem -m --gpus -g --cpus -c --ram --time -t --name -n --priority -p --help -h"
+            _gq_valued=" --mem -m --gpus -g --cpus -c --ram --time -t --name -n --priority -p "
             _gq_arg="jobs:update" ;;
         "wait")
             _gq_subs=""

@@ -54,7 +54,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg jobs:requeue
         case 'update'
             set -g __gq_subs
-            set -g __gq_valued --priority -p
+            set -g __gq_valued --mem -m --gpus -g --cpus -c --ram --time -t --name -n --priority -p
             set -g __gq_arg jobs:update
         case 'wait'
             set -g __gq_subs
@@ -232,7 +232,7 @@ complete -c gq -n '__gq_at \'\'' -a cancel -d 'Stop jobs (SIGTERM to the whole p
 complete -c gq -n '__gq_at \'\'' -a hold -d 'Keep pending jobs from starting until released'
 complete -c gq -n '__gq_at \'\'' -a release -d 'Let held jobs start'
 complete -c gq -n '__gq_at \'\'' -a requeue -d 'Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR'
-complete -c gq -n '__gq_at \'\'' -a update -d 'Change the tier of pending or held jobs (your own)'
+complete -c gq -n '__gq_at \'\'' -a update -d 'Change what pending or held jobs (your own) ask for, with the checks of submit'
 complete -c gq -n '__gq_at \'\'' -a wait -d 'Block until the jobs end'
 complete -c gq -n '__gq_at \'\'' -a gpus -d 'Cards: memory held by each job and by processes outside gq, utilisation'
 complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action'
@@ -337,7 +337,13 @@ complete -c gq -n '__gq_at \'release\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'release\'' -x -a '(__gq_ask jobs release)'
 complete -c gq -n '__gq_at \'requeue\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'requeue\'' -x -a '(__gq_ask jobs requeue)'
-complete -c gq -n '__gq_at \'update\'' -l priority -s p -x -a 'high normal low' -d 'the new tier: high, normal or low'
+complete -c gq -n '__gq_at \'update\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
+complete -c gq -n '__gq_at \'update\'' -l gpus -s g -x -d 'GPUs per job'
+complete -c gq -n '__gq_at \'update\'' -l cpus -s c -x -d 'host CPU cores'
+complete -c gq -n '__gq_at \'update\'' -l ram -x -d 'host memory, e.g. 32G'
+complete -c gq -n '__gq_at \'update\'' -l time -s t -x -d 'wall-time limit, e.g. 90m'
+complete -c gq -n '__gq_at \'update\'' -l name -s n -x -d 'label'
+complete -c gq -n '__gq_at \'update\'' -l priority -s p -x -a 'high normal low' -d 'the tier: high, normal or low'
 complete -c gq -n '__gq_at \'update\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'update\'' -x -a '(__gq_ask jobs update)'
 complete -c gq -n '__gq_at \'wait\'' -l help -s h -d 'show the help and exit'

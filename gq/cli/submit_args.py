@@ -115,6 +115,27 @@ def parse_argv(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
     return values, []
 
 
+def update_args(mem=None, gpus=None, cpus=None, ram=None, time=None, name=None,
+                priority=None) -> dict[str, Any]:
+    """`gq update`'s options, parsed as submit parses them."""
+    args: dict[str, Any] = {}
+    if mem is not None:
+        args["mem"] = _parsed("--mem", mem, parse_mem)
+    if gpus is not None:
+        args["gpus"] = _whole("--gpus", gpus)
+    if cpus is not None:
+        args["cpus"] = _whole("--cpus", cpus)
+    if ram is not None:
+        args["ram"] = _parsed("--ram", ram, parse_size)
+    if time is not None:
+        args["time_limit"] = _parsed("--time", time, parse_duration)
+    if name is not None:
+        args["name"] = name
+    if priority is not None:
+        args["priority"] = priority.lower()
+    return args
+
+
 def _whole(flag: str, text: str) -> int:
     try:
         return int(text)

@@ -18,9 +18,10 @@ from gq.daemon.mem_history import apply_mem_history
 from gq.daemon.notify import check_notify
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
+from gq.daemon.update import op_update  # noqa: F401 (an operation: see OPS)
 from gq.daemon.telemetry_ops import op_offenders, op_samples, op_stats, usage_json  # noqa: F401
 from gq.daemon.views import brief_json, gpu_json, job_json, why_sentence
-from gq.model import ACTIVE_STATES, ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
+from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
     op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
 )
@@ -251,37 +252,6 @@ def op_release(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 
 def op_requeue(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     return _each(daemon, caller, args, _requeue)
-
-
-def op_update(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    """Change the tier of waiting jobs (`gq update ID... -p TIER`), with cancel's ownership
-    check: a job that already runs keeps the tier it started with."""
-    try:
-        tier = Tier(str(args.get("priority")).lower())
-    except ValueError:
-        raise BadInput(f"--priority {args.get('priority')!r}: expected high, normal or low"
-                       ) from None
-    return _each(daemon, caller, args, lambda d, c, job: _set_tier(d, c, job, tier),
-                 "change the tier of")
-
-
-def _set_tier(daemon: Daemon, caller: Caller, job: Job, tier: Tier) -> tuple[bool, str]:
-    if job.state not in WAITING_STATES:
-        return False, f"is {job.state}; only a pending or held job's tier can change"
-    if job.priority == tier:
-        return True, f"already {tier}"
-    # A job that took its tier's default preemptibility takes the new tier's; one submitted
-    # with the other choice (--preemptible, --no-preemptible) keeps it.
-    preemptible_tiers = daemon.config.preemption.preemptible
-    changes: dict = {"priority": str(tier)}
-    now_default = str(tier) in preemptible_tiers
-    if job.preemptible == (str(job.priority) in preemptible_tiers) != now_default:
-        changes["preemptible"] = now_default
-    daemon.store.update(job.id, **changes)
-    daemon.store.note(job.id, daemon.clock(), f"tier {job.priority} -> {tier} by {caller.user}")
-    if "preemptible" in changes:
-        return True, f"tier {tier}, {'' if now_default else 'not '}preemptible"
-    return True, f"tier {tier}"
 
 
 def _each(daemon: Daemon, caller: Caller, args: dict, action, verb: str | None = None
