@@ -83,6 +83,7 @@ class Config:
     default_time: float = 24 * 3600.0  # how long a job without --time is assumed to run
     default_time_by_tier: dict[str, float] = field(default_factory=dict)
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
+    learn_mem: bool = False  # a GPU job without --mem gets --mem auto once it has history
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
@@ -102,7 +103,7 @@ _KNOWN = {
     "host": {"cpus", "ram"},
     "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
-                  "weight_age", "weight_short"},
+                  "weight_age", "weight_short", "learn_mem"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
     "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
     "notify": {"on_finish", "timeout", "sendmail"},
@@ -167,6 +168,11 @@ def apply_scheduler(config: Config, sched: dict, limits: dict) -> None:
         config.default_time = _duration("[scheduler] default_time", sched["default_time"])
     if "reservations" in sched:
         config.reservations = _whole("[scheduler] reservations", sched["reservations"], 0)
+    if "learn_mem" in sched:
+        if not isinstance(sched["learn_mem"], bool):
+            raise ValueError(f"[scheduler] learn_mem = {sched['learn_mem']!r}: expected true or "
+                             "false")
+        config.learn_mem = sched["learn_mem"]
     fs = config.fairshare
     config.fairshare = FairShareConfig(
         half_life=(_duration("[scheduler] half_life", sched["half_life"])

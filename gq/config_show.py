@@ -71,6 +71,7 @@ _GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
         "": _duration(c.default_time),
         **{t: _duration(v) for t, v in sorted(c.default_time_by_tier.items())}},
     ("scheduler", "reservations"): lambda c: c.reservations,
+    ("scheduler", "learn_mem"): lambda c: c.learn_mem,
     ("scheduler", "half_life"): lambda c: _duration(c.fairshare.half_life),
     ("scheduler", "age_cap"): lambda c: _duration(c.fairshare.age_cap),
     ("scheduler", "weight_fairshare"): lambda c: c.fairshare.weight_fairshare,

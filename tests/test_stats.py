@@ -125,7 +125,7 @@ def test_the_command_prints_a_table_json_and_prometheus(make_host):
     assert set(figures) == {"host", "since", "until", "covered_from", "period_seconds", "gpus",
                             "utilization", "allocation", "wait_seconds", "jobs_by_state",
                             "oom", "gpu_hours_by_user", "idle_gpu_hours_by_user", "offenders",
-                            "gpu_hours_by_account", "health"}
+                            "gpu_hours_by_account", "health", "predictions", "learned_mem"}
     assert figures["jobs_by_state"] == {"completed": 1} and figures["gpus"] == 2
     table = host.gq("stats", "--since", "1h").stdout
     assert "ended jobs: completed 1" in table and "MEAN WAIT" in table

@@ -6,7 +6,7 @@ over-budget job's offence escalates at once to its tier's [offenders] over_budge
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gq.model import Job, JobState
 from gq.units import format_size
@@ -94,13 +94,14 @@ class Collateral:
         self.stop(job, JobState.PREEMPTING, f"requeued by gq with {shown} ({why})",
                   mem=new_mem)
 
-    def apply_kept_off(self, pending: list[Job], holding: list[Job]) -> None:
-        """Mark each waiting victim with the cards kept from it, while its killer runs."""
+    def apply_kept_off(self, pending: list[Job], holding: list[Job]) -> list[Job]:
+        """The queue with each waiting victim marked with the cards kept from it, while its
+        killer runs (copies: the store's cached jobs are not to be changed)."""
         running = {j.id for j in holding if j.state == JobState.RUNNING}
         for victim, (killer, cards) in list(self.kept_off.items()):
             if killer not in running:
                 del self.kept_off[victim]
-        for job in pending:
-            kept = self.kept_off.get(job.id)
-            if kept is not None:
-                job.avoid_gpus = kept[1]
+        if not self.kept_off:
+            return pending
+        return [replace(j, avoid_gpus=self.kept_off[j.id][1]) if j.id in self.kept_off else j
+                for j in pending]

@@ -24,6 +24,7 @@ from gq.daemon.notify import Notifier
 from gq.daemon.policing import Policing
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
+from gq.daemon.runtimes import Fingerprints, load_run_times, start_notes
 from gq.daemon.reservations import windows as admin_windows
 from gq.daemon.telemetry import Telemetry
 from gq.daemon.shim import ShimSpec
@@ -77,6 +78,10 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
         self.shortfalls: dict[int, str] = {}
         self.forecasts: dict[int, Forecast] = {}
         self.scores: dict[int, Score] = {}
+        # Each reserved job: whether its expected start is known, and what it rests on.
+        self.start_notes: dict[int, tuple[bool, str]] = {}
+        self.run_times = load_run_times(self.store.history, clock())
+        self.fingerprints = Fingerprints(self.store)
         self.usage: dict[str, float] = {}  # decayed card-seconds per user (refresh_usage)
         self._usage_at = float("-inf")
         self.waiters: dict[int, list[asyncio.Future]] = {}
@@ -220,15 +225,18 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
         pending = self.local_queue()
         if not pending:
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
+            self.start_notes = {}
             return
         running = self.store.holding_jobs()
         pending, throttled = hold_back_throttled(pending, running)
-        self.apply_kept_off(pending, running)
+        pending = self.apply_kept_off(pending, running)
+        self.fingerprints.keep_only({j.id for j in pending} | {j.id for j in running})
         inp = self.scheduler_input(pending, running)
         plan = schedule(inp)
         self.store.set_reasons(plan.reasons | throttled)
         self.shortfalls = plan.shortfalls
         self.forecasts = plan.forecasts
+        self.start_notes = start_notes(inp, plan.forecasts, self.run_times, self.fingerprints)
         self.scores = plan.scores
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
@@ -257,6 +265,7 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
             self.host(), pending, running, outcomes, now,
             default_limit=self.config.default_time,
             tier_limits=self.config.default_time_by_tier,
+            predicted=self.run_times.limits(pending + running, now, self.fingerprints),
             max_reservations=self.config.reservations,
             usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
             score_time=self._usage_at,

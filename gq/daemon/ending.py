@@ -6,6 +6,7 @@ from __future__ import annotations
 from gq.daemon import shim as requests
 from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.oom import cuda_oom_line, grown_mem, run_stderr
+from gq.daemon.runtimes import record_completed
 from gq.model import Job, JobState, Reason
 from gq.units import format_duration, format_size
 
@@ -92,6 +93,8 @@ class Ending:
             self.store.add_run(job, self.card_weight(job), ended_at, label,
                                self.telemetry.run_record(job), share=self.charge(job),
                                account=self.config.accounts.members.get(job.user))
+            if label == "completed":
+                record_completed(self.run_times, job, ended_at)
 
     def _record_end(self, job: Job, record: dict | None, ended_at: float, now: float) -> str:
         code = record.get("exit_code") if record else None

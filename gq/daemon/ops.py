@@ -14,8 +14,9 @@ from gq.daemon.authz import require_owner
 from gq.daemon.core import Daemon
 from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.identity import NoAccount, identity_of
-from gq.daemon.mem_history import apply_mem_history
+from gq.daemon.mem_history import LEARNED, apply_mem_history
 from gq.daemon.notify import check_notify
+from gq.daemon.runtimes import prediction_json
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.update import op_update  # noqa: F401 (an operation: see OPS)
@@ -116,7 +117,8 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         except NoAccount as e:
             raise GqError(f"{e}: jobs run as their submitter") from None
     limits = host_limits(daemon)
-    args, notes = apply_mem_history(daemon.store, args, limits.card_memory)
+    args, notes = apply_mem_history(daemon.store, args, limits.card_memory,
+                                    daemon.config.learn_mem)
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
     args = arrays.expand_dependencies(daemon.store, args, resolve)
     job = build_job(args, caller, limits, resolve, daemon.clock())
@@ -126,6 +128,9 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         job.id = arrays.insert_elements(daemon.store, job, *parts, key=key)[0]
     else:
         job.id = daemon.store.insert_job(job, job.submitted_at, key)
+    for note in notes:
+        if note.startswith(LEARNED):  # what gq stats counts as a learned request
+            daemon.store.note(job.id, job.submitted_at, note)
     daemon.request_pass()
     return {**_submitted(daemon, job.id), "notes": notes}
 
@@ -162,7 +167,8 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     else:
         jobs = daemon.store.jobs(states=states, user=user, light=brief)
     view = brief_json if brief else job_json
-    out = [{**view(j), "expected_start": _expected_start(daemon, j.id)} for j in jobs
+    out = [{**view(j), "expected_start": _expected_start(daemon, j.id),
+            "expected_start_basis": _start_basis(daemon, j.id)} for j in jobs
            if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
     outcomes = daemon.store.array_outcomes(sorted({j["array"]["id"] for j in out
                                                    if j["array"]}))
@@ -173,8 +179,17 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 
 
 def _expected_start(daemon: Daemon, job_id: int) -> str | None:
+    """When a reserved job should start; None without a reservation, or when the start rests
+    on a default assumption rather than a --time or a learned run time (unknown)."""
     forecast = daemon.forecasts.get(job_id)
-    return iso(forecast.start) if forecast else None
+    known = daemon.start_notes.get(job_id, (True, ""))[0]
+    return iso(forecast.start) if forecast and known else None
+
+
+def _start_basis(daemon: Daemon, job_id: int) -> str | None:
+    """What the expected start rests on, in words ('unknown: ...' when it is not known)."""
+    note = daemon.start_notes.get(job_id)
+    return note[1] if note and job_id in daemon.forecasts else None
 
 
 def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
@@ -183,8 +198,12 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     out = job_json(job)
     forecast = daemon.forecasts.get(job.id)
     out["why"] = why_sentence(job, daemon.shortfalls.get(job.id), forecast,
-                              daemon.config.preemption.max_requeues)
+                              daemon.config.preemption.max_requeues,
+                              daemon.start_notes.get(job.id))
     out["expected_start"] = _expected_start(daemon, job.id)
+    out["expected_start_basis"] = _start_basis(daemon, job.id)
+    out["prediction"] = (prediction_json(daemon.run_times.predict(job, daemon.clock()))
+                         if job.state in ACTIVE_STATES else None)
     score = daemon.scores.get(job.id) if job.state in (JobState.PENDING, JobState.HELD) else None
     out["score"] = None if score is None else {
         "total": round(score.total, 4),
@@ -216,9 +235,10 @@ def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
     forecast = daemon.forecasts.get(job.id)
     why = why_sentence(job, daemon.shortfalls.get(job.id), forecast,
-                       daemon.config.preemption.max_requeues)
+                       daemon.config.preemption.max_requeues, daemon.start_notes.get(job.id))
     return {"id": job.id, "state": str(job.state), "reason": job.reason, "why": why,
-            "expected_start": iso(forecast.start) if forecast else None}
+            "expected_start": _expected_start(daemon, job.id),
+            "expected_start_basis": _start_basis(daemon, job.id)}
 
 
 def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:

@@ -119,7 +119,11 @@ def op_stats(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
         interval=max(config.telemetry.interval, config.tick),
         idle_util={t: config.offenders.rules(t).idle_util for t in ("high", "normal", "low")},
     )
-    return {"host": daemon.hostname, **lab_stats(daemon.store, inp)}
+    from gq.daemon.runtimes import learned_mem_quality, prediction_quality
+
+    return {"host": daemon.hostname, **lab_stats(daemon.store, inp),
+            "predictions": prediction_quality(daemon.store.history, start, until),
+            "learned_mem": learned_mem_quality(daemon.store.history, start, until)}
 
 
 def _bounds(args: dict, now: float) -> tuple[float, float]:

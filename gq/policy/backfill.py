@@ -44,6 +44,7 @@ class Reservation:
     cpu_slack: int
     ram_slack: int | None
     card_slack: dict[int, int] = field(default_factory=dict)
+    after: int | None = None  # the job whose expected end `start` is (None: none)
 
 
 def expected_end(job: Job, now: float, limit: float) -> float:
@@ -97,6 +98,7 @@ def reserve(
             if len(cards_for) < job.gpus or job.cpus > base.cpus_free:
                 continue
             if (r := attempt(start)) is not None:
+                r.after = h.job.id if h.end > now else None
                 return r
         for at in window_ends:  # every holding has ended: only windows keep cards now
             if at >= before:

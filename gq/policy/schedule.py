@@ -151,7 +151,7 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
                                           limit)
                 if r is not None:
                     reservations.append(r)
-                    plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host)
+                    plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host, r.after)
                 changes += 1  # a reservation, or one fewer shape that could take one
         if not explain and changes != tested_at:
             tested_at = changes

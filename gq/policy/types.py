@@ -62,6 +62,9 @@ class SchedulerInput:
     # tier_limits overrides it per tier ("low" work tends to run longer, say).
     default_limit: float = 24 * 3600.0
     tier_limits: dict[str, float] = field(default_factory=dict)
+    # Predicted run times (policy/predict.py) of jobs without --time, by job id: used before
+    # the assumed default for expected ends, reservations and backfill; they stop nothing.
+    predicted: dict[int, float] = field(default_factory=dict)
     # How many of the first jobs that cannot start get a reservation (backfill protects them).
     max_reservations: int = 8
     # Each user's decayed card-seconds (fairshare.decayed_usage), and how to weigh it.
@@ -91,8 +94,14 @@ class SchedulerInput:
         return self.host if isinstance(self.host, tuple) else (self.host,)
 
     def limit_of(self, job: Job) -> float:
-        """The job's time limit, or the one assumed for its tier."""
-        return job.time_limit or self.tier_limits.get(str(job.priority), self.default_limit)
+        """The job's time limit, else its predicted run time, else the one assumed for its
+        tier."""
+        return (job.time_limit or self.predicted.get(job.id)
+                or self.tier_limits.get(str(job.priority), self.default_limit))
+
+    def end_known(self, job: Job) -> bool:
+        """Whether the job's expected end rests on a --time or a prediction, not a default."""
+        return bool(job.time_limit) or job.id in self.predicted
 
     def running_on(self, host: Host) -> list[Job]:
         if len(self.hosts) == 1:
@@ -114,6 +123,9 @@ class Forecast:
     start: float
     gpu_ids: tuple[int, ...]
     host: str = ""
+    # The job whose expected end the start waits for (None: none, or an admin reservation's
+    # end): when that end is only an assumed default, the start is unknown.
+    after: int | None = None
 
 
 @dataclass

@@ -83,6 +83,9 @@ class JobRow:
     started_at: float | None
     expected_start: float | None = None
     array: str | None = None  # "12_3" for element 3 of array 12
+    # What the expected start rests on ("when job 12 ends, like your last 2 runs of
+    # train.py"), or "unknown: ..." when it rests on nothing known.
+    start_basis: str | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -153,6 +156,7 @@ def job_row(host: str, j: dict[str, Any]) -> JobRow:
         submitted_at=epoch(j.get("submitted_at")), started_at=epoch(j.get("started_at")),
         expected_start=epoch(j.get("expected_start")),
         array=f"{array['id']}_{array['index']}" if array else None,
+        start_basis=j.get("expected_start_basis"),
     )
 
 
