@@ -91,6 +91,9 @@ def test_no_card_is_ever_given_more_than_it_holds_measured_plus_reserved(running
 FAST = """
 [telemetry]
 interval = "0.2s"
+
+[offenders]
+over_budget_after = "0s"
 """
 
 
@@ -108,6 +111,12 @@ def test_a_sweep_never_lands_on_a_card_where_a_job_is_over_budget(make_host):
     assert {j: s["state"] for j, s in ended.items()} == {j: "running" for j in sweep}
     over_card = host.job(over)["gpu_ids"][0]
     assert all(over_card not in s["gpu_ids"] for s in ended.values())
+    assert f"{over}:root:10G(holds 25G!)" in host.gq("gpus").stdout
+    offences = wait_for(lambda: host.job(over)["offences"], what="the over-budget offence")
+    assert offences[0]["kind"] == "over_budget"
+    assert "holds 25G on GPU" in offences[0]["evidence"]
+    assert f"`gq cancel {over}`, then the same command with --mem 28G" in (
+        offences[0]["suggestion"])
 
 
 def test_a_restarted_daemon_takes_no_running_job_for_memory_outside_gq(make_host):

@@ -43,6 +43,16 @@ class Slice:
     def title(self) -> str:
         return self.label or str(self.job_id)
 
+    @property
+    def beyond(self) -> int:
+        """Bytes its processes hold beyond its reservation (a --mem job over its budget)."""
+        return 0 if self.used is None or self.whole_card else max(0, self.used - self.reserved)
+
+    @property
+    def size(self) -> int:
+        """What it takes of the card: its reservation, or what it holds when that is more."""
+        return self.reserved + self.beyond
+
 
 @dataclass(frozen=True)
 class CardView:
@@ -62,8 +72,14 @@ class CardView:
 
     @property
     def free(self) -> int:
-        """What no job reserves and nothing outside gq holds (unknown outside counts as 0)."""
-        return max(0, self.memory_total - self.reserved - (self.outside or 0))
+        """What no job reserves or holds beyond its reservation and nothing outside gq holds
+        (unknown outside counts as 0)."""
+        return max(0, self.memory_total - sum(s.size for s in self.slices) - (self.outside or 0))
+
+    @property
+    def over_budget(self) -> tuple[Slice, ...]:
+        """The slices whose jobs hold more than they reserved: the card takes no new ones."""
+        return tuple(s for s in self.slices if s.beyond > 0)
 
 
 @dataclass(frozen=True)
