@@ -307,6 +307,14 @@ def main() -> int:
         if not args.json:
             print_case(case)
             sys.stdout.flush()
+    import time_models  # declared, learned and oracle time limits (bench/time_models.py)
+
+    report["time_models"] = []
+    for name, cluster in time_models.CASES:
+        report["time_models"].append(time_models.run_case(name, cluster, args.quick))
+        if not args.json:
+            time_models.print_case(report["time_models"][-1])
+            sys.stdout.flush()
     rounds = 3 if args.quick else 9
     for cluster in ("8x8x80G", "1x64x80G"):
         report["passes"].append(pass_scaling(cluster, rounds))

@@ -101,8 +101,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --config --json --help -h"
-            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config "
+            _gq_flags="--cluster --policy --format --time-factor --time-model --learn --cpus-per-host --from-history --preempt --config --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config "
             _gq_arg="files" ;;
         "daemon")
             _gq_subs="run start stop restore status"

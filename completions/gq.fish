@@ -82,7 +82,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config
+            set -g __gq_valued --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop restore status
@@ -369,6 +369,8 @@ complete -c gq -n '__gq_at \'sim\'' -l cluster -x -d 'HOSTSxCARDS, cards as in G
 complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy all' -d 'gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), or all'
 complete -c gq -n '__gq_at \'sim\'' -l format -x -a 'auto alibaba philly gq' -d 'auto (from the header), alibaba, philly or gq'
 complete -c gq -n '__gq_at \'sim\'' -l time-factor -x -d 'jobs declare a time limit of this many times their run time (when the trace gives none)'
+complete -c gq -n '__gq_at \'sim\'' -l time-model -x -d 'how users declare time limits the trace does not give: factor:F (F times the run time, as --time-factor), none, or modal (round values far above the run time, as batch logs show: docs/sim.md)'
+complete -c gq -n '__gq_at \'sim\'' -l learn -d 'plan jobs without a time limit by their run time learned from earlier runs of the same user, name and GPUs, as the daemon does'
 complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each simulated host'
 complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'

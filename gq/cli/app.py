@@ -361,6 +361,14 @@ def sim(
     time_factor: Annotated[float, typer.Option(
         "--time-factor", help="jobs declare a time limit of this many times their run time "
         "(when the trace gives none); 0: none", metavar="X")] = 2.0,
+    time_model: Annotated[Optional[str], typer.Option(
+        "--time-model", help="how users declare time limits the trace does not give: "
+        "factor:F (F times the run time, as --time-factor), none, or modal (round values far "
+        "above the run time, as batch logs show: docs/sim.md)", metavar="MODEL",
+        show_default=False)] = None,
+    learn: Annotated[bool, typer.Option(
+        "--learn", help="plan jobs without a time limit by their run time learned from "
+        "earlier runs of the same user, name and GPUs, as the daemon does")] = False,
     cpus_per_host: Annotated[int, typer.Option(
         "--cpus-per-host", help="CPU cores of each simulated host", metavar="N")] = 128,
     from_history: Annotated[bool, typer.Option(
@@ -379,7 +387,7 @@ def sim(
     from gq.cli.sim_cmd import run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt, lab)
+                   preempt, lab, time_model, learn)
 # ---- end of gq sim ----
 
 

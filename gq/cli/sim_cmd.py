@@ -16,7 +16,8 @@ POLICY_CHOICES = ("gq", "fifo", "greedy", "all")
 
 def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
             time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool,
-            preempt: str | None = None, lab_file: str | None = None) -> int:
+            preempt: str | None = None, lab_file: str | None = None,
+            time_model: str | None = None, learn: bool = False) -> int:
     from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
     from gq.sim.lab import Lab, read_lab
     from gq.sim.metrics import metrics
@@ -25,8 +26,15 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
     preemption = preemption_of(preempt)
     if policy not in POLICY_CHOICES:
         raise BadInput(f"--policy {policy}: expected one of {', '.join(POLICY_CHOICES)}")
+    from gq.sim.time_model import TimeModel, parse_time_model
+
     if time_factor < 0 or time_factor != time_factor:
         raise BadInput(f"--time-factor {time_factor}: expected 0 (no limits) or more")
+    try:
+        model = (TimeModel("factor", time_factor) if time_model is None
+                 else parse_time_model(time_model))
+    except ValueError as e:
+        raise BadInput(str(e)) from None
     if from_history == (trace is not None):
         raise BadInput("give a trace file or --from-history (one of them)")
     try:
@@ -45,7 +53,8 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
     except ValueError as e:
         raise BadInput(str(e)) from None
     names = list(POLICIES) if policy == "all" else [policy]
-    results = [metrics(replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab))
+    results = [metrics(replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab,
+                              time_model=model, learn=learn))
                for name in names]
     if as_json:
         from gq.cli.output import print_json
@@ -53,7 +62,8 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
         print_json(results if len(results) > 1 else results[0])
         return 0
     print(f"{source}: {len(jobs)} jobs on {describe_cluster(hosts)}, time limits "
-          + (f"{time_factor:g}x the run time" if time_factor else "none (1 day assumed)"))
+          + model.describe() + ("; run times learned" if learn else
+                                ", 1 day assumed" if model.describe() == "none declared" else ""))
     print_tables(results)
     return 0
 

@@ -147,7 +147,8 @@ class PendingQueue:
         limits = self._limits.get(request)
         best = limits[0] if limits else math.inf
         if self._undeclared.get(request):
-            best = min(best, inp.default_limit, *inp.tier_limits.values())
+            best = min(best, inp.default_limit, *inp.tier_limits.values(),
+                       inp.shortest_predicted)
         return best
 
     def ordered(self, inp: SchedulerInput, scores: dict[int, Score],

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from gq.model import Job, JobState
 from gq.policy.accounts import Accounts
@@ -84,6 +86,11 @@ class SchedulerInput:
     def __post_init__(self):
         if not isinstance(self.pending, PendingQueue):
             self.pending = PendingQueue(self.pending)
+
+    @cached_property
+    def shortest_predicted(self) -> float:
+        """The shortest predicted run time of any job (a bound for jobs without --time)."""
+        return min(self.predicted.values(), default=math.inf)
 
     @property
     def scored_at(self) -> float:

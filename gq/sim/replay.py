@@ -58,6 +58,8 @@ from gq.policy.quotas import UserLimits
 from gq.policy.schedule import allowed_cards
 from gq.sim.conversion import check_fits, to_job
 from gq.sim.lab import Lab
+from gq.sim.learned import Learned
+from gq.sim.time_model import TimeModel
 from gq.sim.traces import TraceJob
 from gq.sim.usage import UsageGrid
 
@@ -161,13 +163,18 @@ def replay(
     skip_idle_passes: bool = True,
     preemption: Preemption | None = None,
     lab: Lab = Lab(),
+    time_model: TimeModel | None = None,
+    learn: bool = False,
 ) -> ReplayResult:
     """Replay the trace (sorted by submit time, as read_trace gives it) on `hosts`.
     `skip_idle_passes=False` runs a pass at every event time (tests check that skipping
     changes nothing). `preemption`: the gq policy also preempts `low` jobs for waiting work of
     a higher tier, as the daemon does (fifo and greedy never preempt). `lab`: pools, accounts
     and admin reservations (times from the start of the trace); its [scheduler] and [limits],
-    when it has them, replace `default_limit`, `max_reservations`, `fairshare` and `limits`."""
+    when it has them, replace `default_limit`, `max_reservations`, `fairshare` and `limits`.
+    `time_model`: how users declare limits (gq/sim/time_model.py), instead of `time_factor`.
+    `learn`: jobs without a limit are planned with their predicted run time, learned from the
+    completed runs of the same user, name and GPUs, as the daemon learns (policy/predict.py)."""
     tier_limits: dict[str, float] = {}
     if lab.scheduler is not None:
         settings = lab.scheduler
@@ -185,11 +192,14 @@ def replay(
     sim = _Replay(hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
                   limits, usage_refresh, max_wall_s, skip_idle_passes,
                   preemption if policy == "gq" else None, lab)
-    jobs = sim.admit(trace_jobs, time_factor)
+    sim.learned = Learned() if learn else None
+    jobs = sim.admit(trace_jobs, time_factor, time_model)
     return sim.run(jobs)
 
 
 class _Replay:
+    learned: Learned | None = None
+
     def __init__(self, hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
                  limits, usage_refresh, max_wall_s, skip_idle_passes, preemption, lab):
         self.hosts = tuple(hosts)
@@ -230,7 +240,8 @@ class _Replay:
 
     # ---- trace jobs into gq jobs ----------------------------------------------------------
 
-    def admit(self, trace_jobs, time_factor: float) -> list[Job]:
+    def admit(self, trace_jobs, time_factor: float, time_model: TimeModel | None = None
+              ) -> list[Job]:
         smallest_card = min(c.memory_total for h in self.hosts for c in h.cards) \
             if any(h.cards for h in self.hosts) else 0
         most_cpus = max(h.cpus for h in self.hosts)
@@ -238,6 +249,8 @@ class _Replay:
         jobs = []
         for n, tj in enumerate(trace_jobs, start=1):
             job = to_job(tj, n, time_factor, smallest_card, most_cpus)
+            if time_model is not None and tj.time_limit is None:
+                job.time_limit = time_model.limit(tj.duration, tj.job_id)
             fits = [cap.fit(job, self.pools.allowed(job)) for cap in empty]
             if all(cards is None for cards, _ in fits):
                 why = f"fit no empty host: {fits[0][1]}"
@@ -282,6 +295,8 @@ class _Replay:
         return self.result
 
     def arrive(self, job: Job) -> None:
+        if self.learned is not None:
+            self.learned.arrive(job, self.trace_ids[job.id])
         self.pending.add(job)
         entry = self.shapes.get(shape := shape_of(job))
         if entry is None:
@@ -313,6 +328,8 @@ class _Replay:
     def complete(self, job: Job, now: float) -> None:
         weight = self.release(job, now)
         tj = self.trace_ids[job.id]
+        if self.learned is not None and self.run_time[job.id] >= tj.duration:
+            self.learned.completed(job, tj.duration)
         self.result.jobs.append(JobResult(
             tj.job_id, job.user, job.priority, job.gpus_held, weight, job.submitted_at,
             self.first_start[job.id], now, job.host,
@@ -382,6 +399,7 @@ class _Replay:
             usage=usage, fairshare=self.fairshare, limits=self.limits,
             score_time=self.usage.computed_at, pools=self.pools, windows=self.windows,
             accounts=self.accounts,
+            predicted={} if self.learned is None else self.learned.limits(running, now),
         )
         plan = self.policy(inp)
         for start in plan.starts:
@@ -391,6 +409,8 @@ class _Replay:
 
     def start(self, job_id: int, host: str, gpu_ids: tuple[int, ...], now: float) -> None:
         job = self.pending.remove(job_id)
+        if self.learned is not None:
+            self.learned.started(job)
         entry = self.shapes[shape := shape_of(job)]
         entry[0] -= 1
         if entry[0] == 0:
