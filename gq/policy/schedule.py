@@ -137,7 +137,7 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
             plan.reasons[job.id] = Reason.PRIORITY
             plan.shortfalls[job.id] = (
                 f"a slot that stays free until job {blocking_r.job.id} starts, which it would "
-                "delay (give it a shorter --time to fit in before)"
+                f"delay (a shorter --time lets it fit in before: gq update {job.id} --time DUR)"
             )
         else:
             plan.reasons[job.id] = Reason.RESOURCES
