@@ -3,6 +3,7 @@ expected ends after 0, 1, 2 and 5 completed runs of a fingerprint."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 from conftest import wait_for
@@ -114,7 +115,8 @@ def test_the_daemon_learns_run_times_and_says_unknown_until_it_has(host):
         assert prediction["basis"].startswith(f"like {word} of job.sh")
         why = wait_for(lambda: (w := host.call("why", id=str(waiting)))["expected_start"]
                        and w, what="an expected start")
-        assert f"when job {blocker} ends, like {word} of job.sh" in why["why"]
+        assert re.search(rf"when job {blocker} ends: it runs ~\w+, like {word} of job.sh",
+                         why["why"]), why["why"]
     # 5 runs of job.sh and 5 of `true`: all but the first of each had a prediction.
     stats = host.call("stats", since=3600)["predictions"]
     assert stats["runs"] == 10 and stats["predicted"] == 8
@@ -141,3 +143,30 @@ def test_learn_mem_gives_a_job_without_mem_its_commands_last_peak(make_host):
     assert learned == {"runs": 1, "over_reservation": 0.179, "oom_rate": 0.0}
     given = host.submit("-m", "20G", *burn)
     assert host.job(given)["mem"] == 20 << 30  # a --mem given is never replaced
+
+
+def test_what_an_expected_start_rests_on_in_words():
+    from gq.daemon.runtimes import start_notes
+    from gq.policy import Forecast
+    from gq.policy.predict import fingerprint_of
+
+    ann = Job(1, "ann", ["python", "train.py"], "/", state=JobState.RUNNING, gpu_ids=[0],
+              started_at=0.0)
+    timed = Job(3, "cy", ["x"], "/", state=JobState.RUNNING, gpu_ids=[1], started_at=0.0,
+                time_limit=60.0)
+    bob = Job(2, "bob", ["y"], "/", submitted_at=1.0)
+    host = Host(64, cards=(Card(0, 80 << 30), Card(1, 80 << 30)))
+    book = RunTimes()
+    forecasts = {2: Forecast(600.0, (0,), "", 1)}
+    unknown = SchedulerInput(host, [bob], [ann, timed], now=0.0)
+    assert start_notes(unknown, forecasts, book, fingerprint_of) == {2: (
+        False, "unknown: it waits for job 1, which has no --time and no completed run of "
+               "train.py to learn from")}
+    book.record(fingerprint_of(ann), 600.0)
+    known = SchedulerInput(host, [bob], [ann, timed], now=0.0,
+                           predicted=book.limits([ann, bob], 0.0))
+    assert start_notes(known, forecasts, book, fingerprint_of) == {2: (
+        True, "when job 1 ends: it runs ~10m00s, like ann's last run of train.py")}
+    by_time = {2: Forecast(60.0, (1,), "", 3)}
+    assert start_notes(known, by_time, book, fingerprint_of)[2] == (
+        True, "when job 3 reaches its --time")

@@ -7,6 +7,7 @@ import json
 import statistics
 
 from gq.model import Job
+from gq.units import format_duration
 from gq.policy.predict import (
     Fingerprint, Prediction, RunTimes, fingerprint, prediction_errors,
 )
@@ -79,7 +80,12 @@ def start_notes(inp, forecasts: dict, book: RunTimes, fp_of
             out[job_id] = (True, f"when job {after.id} reaches its --time")
         elif inp.end_known(after):
             p = book.predict(after, inp.now, fp_of(after))
-            out[job_id] = (True, f"when job {after.id} ends, {p.basis}")
+            basis = p.basis
+            waiting = jobs.get(job_id)
+            if waiting is not None and waiting.user != after.user:
+                basis = basis.replace("like your ", f"like {after.user}'s ", 1)
+            out[job_id] = (True, f"when job {after.id} ends: it runs "
+                                 f"~{format_duration(p.seconds)}, {basis}")
         else:
             label = fp_of(after).label
             out[job_id] = (False, f"unknown: it waits for job {after.id}, which has no --time "
