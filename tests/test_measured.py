@@ -111,7 +111,7 @@ def test_a_sweep_never_lands_on_a_card_where_a_job_is_over_budget(make_host):
     assert {j: s["state"] for j, s in ended.items()} == {j: "running" for j in sweep}
     over_card = host.job(over)["gpu_ids"][0]
     assert all(over_card not in s["gpu_ids"] for s in ended.values())
-    assert f"{over}:root:10G(holds 25G!)" in host.gq("gpus").stdout
+    assert f"{over}:{host.job(over)['user']}:10G(holds 25G!)" in host.gq("gpus").stdout
     offences = wait_for(lambda: host.job(over)["offences"], what="the over-budget offence")
     assert offences[0]["kind"] == "over_budget"
     assert "holds 25G on GPU" in offences[0]["evidence"]
