@@ -357,6 +357,14 @@ def main() -> int:
     report["sharing"] = [sharing_figures(None), sharing_figures(SHARE_UTIL_MAX)]
     if not args.json:
         print_sharing(report["sharing"])
+    import time_models  # declared, learned and oracle time limits (bench/time_models.py)
+
+    report["time_models"] = []
+    for name, cluster in time_models.CASES:
+        report["time_models"].append(time_models.run_case(name, cluster, args.quick))
+        if not args.json:
+            time_models.print_case(report["time_models"][-1])
+            sys.stdout.flush()
     rounds = 3 if args.quick else 9
     for cluster in ("8x8x80G", "1x64x80G"):
         report["passes"].append(pass_scaling(cluster, rounds))

@@ -71,8 +71,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="jobs:requeue" ;;
         "update")
             _gq_subs=""
-            _gq_flags="--priority -p --help -h"
-            _gq_valued=" --priority -p "
+            _gq_flags="--mem -m --gpus -g --cpus -c --ram --time -t --name -n --priority -p --help -h"
+            _gq_valued=" --mem -m --gpus -g --cpus -c --ram --time -t --name -n --priority -p "
             _gq_arg="jobs:update" ;;
         "wait")
             _gq_subs=""
@@ -126,8 +126,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --cpus-per-host --from-history --preempt --config --jobs --tiers --share-util-max --json --help -h"
-            _gq_valued=" --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs --tiers --share-util-max "
+            _gq_flags="--cluster --policy --format --time-factor --time-model --learn --cpus-per-host --from-history --preempt --config --jobs --tiers --share-util-max --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max "
             _gq_arg="files" ;;
         "daemon")
             _gq_subs="run start stop reload restart restore status"

@@ -58,7 +58,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg jobs:requeue
         case 'update'
             set -g __gq_subs
-            set -g __gq_valued --priority -p
+            set -g __gq_valued --mem -m --gpus -g --cpus -c --ram --time -t --name -n --priority -p
             set -g __gq_arg jobs:update
         case 'wait'
             set -g __gq_subs
@@ -102,7 +102,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --cpus-per-host --preempt --config --jobs --tiers --share-util-max
+            set -g __gq_valued --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop reload restart restore status
@@ -265,7 +265,7 @@ complete -c gq -n '__gq_at \'\'' -a cancel -d 'Stop jobs (SIGTERM to the whole p
 complete -c gq -n '__gq_at \'\'' -a hold -d 'Keep pending jobs from starting until released'
 complete -c gq -n '__gq_at \'\'' -a release -d 'Let held jobs start'
 complete -c gq -n '__gq_at \'\'' -a requeue -d 'Queue jobs again with the same id: a running one is stopped as for preemption (its checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR'
-complete -c gq -n '__gq_at \'\'' -a update -d 'Change the tier of pending or held jobs (your own)'
+complete -c gq -n '__gq_at \'\'' -a update -d 'Change what pending or held jobs (your own) ask for, with the checks of submit'
 complete -c gq -n '__gq_at \'\'' -a wait -d 'Block until the jobs end'
 complete -c gq -n '__gq_at \'\'' -a gpus -d 'Cards: memory held by each job and by processes outside gq, utilisation'
 complete -c gq -n '__gq_at \'\'' -a offenders -d 'Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory, strays), with the evidence and a suggested action'
@@ -380,7 +380,13 @@ complete -c gq -n '__gq_at \'release\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'release\'' -x -k -a '(__gq_ask jobs release)'
 complete -c gq -n '__gq_at \'requeue\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'requeue\'' -x -k -a '(__gq_ask jobs requeue)'
-complete -c gq -n '__gq_at \'update\'' -l priority -s p -x -a 'high normal low' -d 'the new tier: high, normal or low'
+complete -c gq -n '__gq_at \'update\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
+complete -c gq -n '__gq_at \'update\'' -l gpus -s g -x -d 'GPUs per job'
+complete -c gq -n '__gq_at \'update\'' -l cpus -s c -x -d 'host CPU cores'
+complete -c gq -n '__gq_at \'update\'' -l ram -x -d 'host memory, e.g. 32G'
+complete -c gq -n '__gq_at \'update\'' -l time -s t -x -d 'wall-time limit, e.g. 90m'
+complete -c gq -n '__gq_at \'update\'' -l name -s n -x -d 'label'
+complete -c gq -n '__gq_at \'update\'' -l priority -s p -x -a 'high normal low' -d 'the tier: high, normal or low'
 complete -c gq -n '__gq_at \'update\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'update\'' -x -k -a '(__gq_ask jobs update)'
 complete -c gq -n '__gq_at \'wait\'' -l timeout -x -d 'give up after DUR (e.g. 90s, 2h) with exit status 124'
@@ -419,6 +425,8 @@ complete -c gq -n '__gq_at \'sim\'' -l cluster -x -d 'HOSTSxCARDS, cards as in G
 complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy sjf-oracle tiresias qssf all' -d 'gq, fifo (strict first in, first out), greedy (start whatever fits, no reservations), sjf-oracle (shortest true run time first), tiresias (least attained service, preempting), qssf (smallest expected cards x time, learned per user), or all'
 complete -c gq -n '__gq_at \'sim\'' -l format -x -a 'auto alibaba philly gq' -d 'auto (from the header), alibaba, philly or gq'
 complete -c gq -n '__gq_at \'sim\'' -l time-factor -x -d 'jobs declare a time limit of this many times their run time (when the trace gives none)'
+complete -c gq -n '__gq_at \'sim\'' -l time-model -x -d 'how users declare time limits the trace does not give: factor:F (F times the run time, as --time-factor), none, or modal (round values far above the run time, as batch logs show: docs/sim.md)'
+complete -c gq -n '__gq_at \'sim\'' -l learn -d 'plan jobs without a time limit by their run time learned from earlier runs of the same user, name and GPUs, as the daemon does'
 complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each simulated host'
 complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'

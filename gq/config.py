@@ -89,6 +89,7 @@ class Config:
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
     # A slice joins a shared card only if the learned SM utilisations there sum to at most this
     share_util_max: float = 100.0
+    learn_mem: bool = False  # a GPU job without --mem gets --mem auto once it has history
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
@@ -109,7 +110,7 @@ _KNOWN = {
     "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout",
                "max_submit_jobs", "max_submit_bytes", "max_waiting_per_user", "show_ended"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
-                  "weight_age", "weight_short", "share_util_max"},
+                  "weight_age", "weight_short", "share_util_max", "learn_mem"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
     "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
     "notify": {"on_finish", "timeout", "sendmail"},
@@ -177,6 +178,11 @@ def apply_scheduler(config: Config, sched: dict, limits: dict) -> None:
     if "share_util_max" in sched:
         config.share_util_max = _number("[scheduler] share_util_max", sched["share_util_max"],
                                         1, 10000)
+    if "learn_mem" in sched:
+        if not isinstance(sched["learn_mem"], bool):
+            raise ValueError(f"[scheduler] learn_mem = {sched['learn_mem']!r}: expected true or "
+                             "false")
+        config.learn_mem = sched["learn_mem"]
     fs = config.fairshare
     config.fairshare = FairShareConfig(
         half_life=(_duration("[scheduler] half_life", sched["half_life"])

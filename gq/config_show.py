@@ -76,6 +76,7 @@ _GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
         **{t: _duration(v) for t, v in sorted(c.default_time_by_tier.items())}},
     ("scheduler", "reservations"): lambda c: c.reservations,
     ("scheduler", "share_util_max"): lambda c: c.share_util_max,
+    ("scheduler", "learn_mem"): lambda c: c.learn_mem,
     ("scheduler", "half_life"): lambda c: _duration(c.fairshare.half_life),
     ("scheduler", "age_cap"): lambda c: _duration(c.fairshare.age_cap),
     ("scheduler", "weight_fairshare"): lambda c: c.fairshare.weight_fairshare,

@@ -11,7 +11,7 @@ from typing import Any
 from gq.config_governance import PoolsConfig
 from gq.model import Tier
 from gq.protocol import BadInput
-from gq.units import format_duration, format_size
+from gq.units import format_duration, format_size, nearest_size, parse_mem
 
 # Beyond any real count (GPUs, cores, retries) or quantity (bytes, seconds), and within what
 # SQLite stores: 2**63 - 1 is its largest integer.
@@ -64,7 +64,7 @@ def check_resources(args: dict[str, Any], host: HostLimits) -> tuple[int, int | 
         )
     if gpus > cards:
         raise BadInput(f"--gpus {gpus}: {host.name} has only {cards} GPU{'s' * (cards != 1)}")
-    mem = _opt_positive(args, "mem", "--mem")
+    mem = _opt_positive({"mem": request_mem(args.get("mem"))}, "mem", "--mem")
     if mem is not None:
         if gpus == 0:
             raise BadInput("--mem is GPU memory per GPU and needs --gpus 1 or more")
@@ -80,6 +80,20 @@ def check_resources(args: dict[str, Any], host: HostLimits) -> tuple[int, int | 
     if cpus > host.cpus:
         raise BadInput(f"--cpus {cpus}: {host.name} has only {host.cpus} cores for jobs")
     return gpus, None if mem is None else int(mem), cpus
+
+
+def request_mem(value: Any) -> Any:
+    """--mem in a request: bytes, or text with a unit ('20G'). Text without a unit, or a
+    number of bytes too small to be meant (under 1M), is refused with the nearest reading."""
+    if isinstance(value, str):
+        try:
+            return parse_mem(value)
+        except ValueError as e:
+            raise BadInput(f"--mem {e}") from None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 20:
+        raise BadInput(f"--mem {value}: {value} bytes is too small for a job (sizes in "
+                       f"requests are bytes): did you mean {nearest_size(value)}?")
+    return value
 
 
 def flag_arg(args: dict[str, Any], key: str, flag: str) -> bool | None:

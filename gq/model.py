@@ -164,6 +164,9 @@ class Job:
     # the log lines or facts that say so. None on jobs that did not fail.
     failure: str | None = None
     failure_evidence: list[str] = field(default_factory=list)
+    # Cards kept from a waiting job (not stored): those where another job's overrun killed its
+    # last run, while that job runs (gq/daemon/collateral.py).
+    avoid_gpus: frozenset[int] = frozenset()
 
     @property
     def whole_cards(self) -> bool:

@@ -22,6 +22,27 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+def parse_mem(text: str) -> int:
+    """A GPU memory size, which must say its unit: '20' is refused with the nearest reading
+    ('did you mean 20G?'), since 20 bytes is never meant and --time 10 means minutes."""
+    m = _SIZE_RE.fullmatch(text.strip())
+    if m and float(m.group(1)) > 0 and not m.group(2) and not re.search(r"B\s*$", text.strip(), re.IGNORECASE):
+        raise ValueError(f"{text.strip()!r}: a size needs a unit: did you mean "
+                         f"{nearest_size(float(m.group(1)))}?")
+    return parse_size(text)
+
+
+def nearest_size(number: float) -> str:
+    """What a unit-less memory figure most likely meant: gigabytes up to a few thousand,
+    megabytes up to a few million, bytes beyond."""
+    shown = f"{number:g}"
+    if number < 4096:
+        return f"{shown}G"
+    if number < 4 << 20:
+        return f"{shown}M"
+    return format_size(int(number))
+
+
 def parse_duration(text: str, allow_zero: bool = False) -> float:
     """'90m', '2h', '1d12h', '45s', '1:30:00', or plain minutes as in Slurm ('30')."""
     s = text.strip().lower()

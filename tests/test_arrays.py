@@ -197,7 +197,7 @@ def test_ls_folds_an_array_into_one_line_and_expand_unfolds_it(host):
     assert folded.startswith(f"{array}_[0-9%3] ") and "8 held, 2 completed" in folded
     host.gq("clean")
     folded = host.gq("ls").stdout.splitlines()[-1]
-    assert folded.startswith(f"{array}_[2-9%3] ") and "8 held, 2 ended" in folded
+    assert folded.startswith(f"{array}_[2-9%3] ") and "8 held, 2 completed" in folded
     expanded = host.gq("ls", "--expand").stdout.splitlines()
     assert [line.split()[0] for line in expanded[1:]] == [str(single)] + [
         f"{array}_{i}" for i in range(2, 10)]

@@ -10,6 +10,8 @@ from gq.protocol import BadInput, Connection
 BAD_SUBMITS = {
     "malformed mem": (["--mem", "12XB", "--", "true"], "--mem"),
     "zero mem": (["--mem", "0", "--", "true"], "positive"),
+    "mem without a unit": (["--mem", "20", "--", "true"],
+                           "--mem '20': a size needs a unit: did you mean 20G?"),
     "negative mem": (["--mem=-5G", "--", "true"], "--mem"),
     "mem over the card": (["--mem", "81G", "--", "true"], "more than the cards"),
     "negative gpus": (["--gpus", "-1", "--", "true"], "--gpus -1"),
@@ -94,6 +96,23 @@ def test_nul_bytes_are_refused_by_the_cli_and_by_the_daemon(host):
         with Connection(host.home / "gq.sock") as conn, pytest.raises(BadInput, match="NUL"):
             conn.call("submit", **bad)
     assert host.count_jobs() == before
+
+
+def test_mem_without_a_unit_is_refused_in_directives_and_the_protocol(host, tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\n#GQ --mem 20\ntrue\n")
+    script.chmod(0o755)
+    proc = host.gq("submit", "--", str(script), check=False)
+    assert proc.returncode == 2 and "did you mean 20G?" in proc.stderr, proc.stderr
+    good = request_args({}, ["true"])
+    before = host.count_jobs()
+    for bad, meant in (("20", "20G"), (20, "20G"), ("512", "512G")):
+        with Connection(host.home / "gq.sock") as conn, pytest.raises(
+                BadInput, match=f"did you mean {meant}"):
+            conn.call("submit", **{**good, "mem": bad})
+    assert host.count_jobs() == before
+    with Connection(host.home / "gq.sock") as conn:
+        assert conn.call("submit", **{**good, "mem": "20G", "hold": True})
 
 
 def test_garbage_on_the_socket_gets_an_error_not_a_crash(host):

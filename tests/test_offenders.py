@@ -217,8 +217,10 @@ over_budget = "requeue after 0.5s"
     requeued = host.wait_state(high, "pending", "running", timeout=30)
     wait_for(lambda: host.job(high)["restarts"] >= 1, what="the over-budget job's requeue")
     details = [e["detail"] or "" for e in host.job(high)["events"]]
-    assert any("requeued by gq (over-budget: holds 8G" in (e["reason"] or "")
+    # Requeued with its measured peak plus 10% as its --mem, so that it fits next time.
+    assert any("requeued by gq with --mem 9G (over-budget: holds 8G" in (e["reason"] or "")
                for e in host.job(high)["events"]), details
+    assert host.job(high)["mem"] == 9 << 30
     assert requeued["priority"] == "high"
     wanted = {f"idle {normal} notify", f"idle {low} cancel after 1s",
               f"over_budget {high} requeue after 0.5s", f"stray  notify {stray.pid}"}

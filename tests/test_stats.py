@@ -126,7 +126,8 @@ def test_the_command_prints_a_table_json_and_prometheus(make_host):
                             "history_from", "gpus", "utilization", "by_pool", "allocation",
                             "wait_seconds", "jobs_by_state",
                             "oom", "gpu_hours_by_user", "idle_gpu_hours_by_user", "offenders",
-                            "gpu_hours_by_account", "health", "failures"}
+                            "gpu_hours_by_account", "health", "failures", "predictions",
+                            "learned_mem"}
     assert figures["jobs_by_state"] == {"completed": 1} and figures["gpus"] == 2
     table = host.gq("stats", "--since", "1h").stdout
     assert "ended jobs: completed 1" in table and "MEAN WAIT" in table

@@ -75,7 +75,7 @@ def test_actions_go_through_the_daemon_and_its_refusals_are_shown(host):
 
             await pilot.press("p", "h")  # tier: high
             await until(pilot, lambda: host.job(waiting)["priority"] == "high", "tier")
-            assert said(app, f"job {waiting}: tier high")
+            assert said(app, f"job {waiting}: -p normal -> high")
             # The cursor followed the job to its new place in the queue.
             assert app.main.queue.current.id == waiting
 
@@ -84,8 +84,8 @@ def test_actions_go_through_the_daemon_and_its_refusals_are_shown(host):
             await until(pilot, lambda: said(app, f"gq: job {running}: is running; only pending "
                                                  "jobs can be held", "error"), "the refusal")
             await pilot.press("p", "l")
-            await until(pilot, lambda: said(app, f"gq: job {running}: is running; only a pending "
-                                                 "or held job's tier can change", "error"),
+            await until(pilot, lambda: said(app, f"gq: job {running}: is running; only --time "
+                                                 "can change for a running job, not -p", "error"),
                         "the tier refusal")
 
             # Cancel asks first, and acts on the job it named even if the cursor moves meanwhile.

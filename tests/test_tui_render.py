@@ -49,6 +49,37 @@ def test_the_bar_shows_each_job_outside_memory_and_free_memory_in_proportion():
     assert styles[(10, 20)].bgcolor.triplet != bob
 
 
+def test_memory_held_beyond_a_reservation_is_drawn_and_the_card_marked():
+    over = card(slices=[sl(41, "ann", 10 * G, 25 * G), sl(42, "bob", 30 * G, 30 * G)])
+    bar = memory_bar(over, 80)
+    # ann's 10G reservation (10 cells), the 15G she holds beyond it (15 '!'), bob's 30G,
+    # and 25G free: not 40G, as the reservations alone would say.
+    assert bar.plain[:10] == " 41 ann".ljust(10)
+    assert bar.plain[10:25] == "!" * 15
+    assert bar.plain[55:] == "·" * 25
+    assert over.free == 25 * G and [s.job_id for s in over.over_budget] == [41]
+    layout = render.CardLayout.for_width(100, 14)
+    assert card_line(over, layout, 80 * G).plain.startswith(" 0!")
+    assert card_line(card(slices=[sl(42, "bob", 30 * G, 30 * G)]), layout,
+                     80 * G).plain.startswith(" 0 ")
+
+
+def test_the_job_screen_names_the_jobs_offence_and_its_predicted_run_time():
+    from gq.tui.job_screen import detail_rows
+
+    job = {"state": "running", "reason": None, "priority": "normal", "user": "ann",
+           "gpus": 1, "gpu_ids": [0], "mem": 10 * G, "cpus": 1, "time_limit": None,
+           "submitted_at": None, "started_at": None, "command": ["python", "train.py"],
+           "prediction": {"seconds": 2520.0, "runs": 2,
+                          "basis": "like your last 2 runs of train.py"},
+           "offences": [{"kind": "over_budget", "evidence": "holds 25G on GPU 0, over its "
+                         "--mem 10G", "suggestion": "submit it again with room",
+                         "action": "report"}]}
+    rows = dict(detail_rows(job, 0.0))
+    assert rows["run time"] == "~42m00s, like your last 2 runs of train.py"
+    assert rows["offence"].startswith("over-budget: holds 25G on GPU 0")
+
+
 def test_a_tiny_job_keeps_a_cell_and_a_long_outside_label_only_where_it_fits():
     bar = memory_bar(card(slices=[sl(3, "ann", G // 4)], outside=60 * G), 40)
     assert bar.plain[0] == "3"

@@ -51,3 +51,15 @@ def test_iso_round_trip():
     assert iso(0) == "1970-01-01T00:00:00Z"
     assert parse_iso(iso(1_800_000_000)) == 1_800_000_000
     assert iso(None) is None and parse_iso(None) is None
+
+
+def test_a_memory_size_without_a_unit_is_refused_with_the_nearest_reading():
+    from gq.units import parse_mem
+
+    assert parse_mem("20G") == 20 << 30 and parse_mem("20GB") == 20 << 30
+    for text, meant in (("20", "20G"), ("1.5", "1.5G"), ("20000", "20000M"),
+                        ("32212254720", "30G")):
+        with pytest.raises(ValueError, match=f"did you mean {meant}\\?"):
+            parse_mem(text)
+    with pytest.raises(ValueError, match="positive"):
+        parse_mem("0")

@@ -241,12 +241,30 @@ def requeue(ids: Ids) -> int:
 @app.command("update")
 def update(
     ids: Ids,
-    priority: Annotated[str, typer.Option("--priority", "-p", help="the new tier: high, normal "
-                        "or low", metavar="T")],
+    mem: Annotated[Optional[str], typer.Option("--mem", "-m", help="GPU memory per GPU, e.g. "
+                   "20G", metavar="SIZE", show_default=False)] = None,
+    gpus: Annotated[Optional[str], typer.Option("--gpus", "-g", help="GPUs per job",
+                    metavar="N", show_default=False)] = None,
+    cpus: Annotated[Optional[str], typer.Option("--cpus", "-c", help="host CPU cores",
+                    metavar="N", show_default=False)] = None,
+    ram: Annotated[Optional[str], typer.Option("--ram", help="host memory, e.g. 32G",
+                   metavar="SIZE", show_default=False)] = None,
+    time: Annotated[Optional[str], typer.Option("--time", "-t", help="wall-time limit, e.g. "
+                    "90m; a running job's may be lowered (raised: admins)", metavar="DUR",
+                    show_default=False)] = None,
+    name: Annotated[Optional[str], typer.Option("--name", "-n", help="label", metavar="NAME",
+                    show_default=False)] = None,
+    priority: Annotated[Optional[str], typer.Option("--priority", "-p", help="the tier: high, "
+                        "normal or low", metavar="T", show_default=False)] = None,
 ) -> int:
-    """Change the tier of pending or held jobs (your own). A job that took its tier's default
-    preemptibility takes the new tier's."""
-    return _act("update", ids, priority=priority)
+    """Change what pending or held jobs (your own) ask for, with the checks of submit; an
+    array id changes all its waiting elements. A running job's --time may be lowered (raising
+    it is for admins). A job that took its tier's default preemptibility takes the new
+    tier's."""
+    from gq.cli.submit_args import update_args
+
+    return _act("update", ids, **update_args(mem=mem, gpus=gpus, cpus=cpus, ram=ram,
+                                             time=time, name=name, priority=priority))
 
 
 @app.command("wait")
@@ -452,6 +470,14 @@ def sim(
     time_factor: Annotated[float, typer.Option(
         "--time-factor", help="jobs declare a time limit of this many times their run time "
         "(when the trace gives none); 0: none", metavar="X")] = 2.0,
+    time_model: Annotated[Optional[str], typer.Option(
+        "--time-model", help="how users declare time limits the trace does not give: "
+        "factor:F (F times the run time, as --time-factor), none, or modal (round values far "
+        "above the run time, as batch logs show: docs/sim.md)", metavar="MODEL",
+        show_default=False)] = None,
+    learn: Annotated[bool, typer.Option(
+        "--learn", help="plan jobs without a time limit by their run time learned from "
+        "earlier runs of the same user, name and GPUs, as the daemon does")] = False,
     cpus_per_host: Annotated[int, typer.Option(
         "--cpus-per-host", help="CPU cores of each simulated host", metavar="N")] = 128,
     from_history: Annotated[bool, typer.Option(
@@ -481,7 +507,7 @@ def sim(
     from gq.cli.sim_cmd import run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt, lab, jobs, tiers, share_util_max)
+                   preempt, lab, jobs, tiers, share_util_max, time_model, learn)
 # ---- end of gq sim ----
 
 

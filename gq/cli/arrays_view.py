@@ -37,20 +37,28 @@ def ranges(indices: list[int], limit: int | None = None, width: int = 24) -> str
     return f"[{text}{'' if limit is None else f'%{limit}'}]"
 
 
-def counts(states: list[str], size: int | None = None) -> str:
-    """'4 running, 10 pending, 2 ended': `size` counts elements not listed as ended."""
+def counts(states: list[str], size: int | None = None,
+           ended: dict[str, int] | None = None) -> str:
+    """'4 running, 10 pending, 1 completed, 2 oom': `size` counts elements not listed, which
+    `ended` (from the daemon) tells by outcome; what it does not tell is 'ended'."""
     tally = Counter(states)
-    parts = [f"{tally[s]} {s}" for s in ORDER if tally[s]]
     if size is not None and size > len(states):
-        parts.append(f"{size - len(states)} ended")
-    return ", ".join(parts)
+        unlisted = size - len(states)
+        listed = Counter(states)
+        for state, n in (ended or {}).items():
+            n = min(max(n - listed[state], 0), unlisted)  # those listed are counted already
+            tally[state] += n
+            unlisted -= n
+        tally["ended"] += max(unlisted, 0)
+    return ", ".join(f"{tally[s]} {s}" for s in (*ORDER, "ended") if tally[s])
 
 
 def _array_row(group: list[dict[str, Any]], first_row: list[str], listed_all: bool) -> list[str]:
     array = group[0]["array"]
     row = list(first_row)
     row[0] = f"{array['id']}_{ranges([j['array']['index'] for j in group], array['limit'])}"
-    row[3] = counts([j["state"] for j in group], None if listed_all else array["size"])
+    row[3] = counts([j["state"] for j in group], None if listed_all else array["size"],
+                    array.get("ended"))
     gpus = sorted({i for j in group if j["state"] in ("running", "preempting")
                    for i in j["gpu_ids"]})
     reasons = sorted({j["reason"] for j in group if j["state"] in ("pending", "held")

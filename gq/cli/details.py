@@ -9,6 +9,13 @@ from gq.cli.output import gpus_text, percent, table
 from gq.units import format_duration, format_size, iso
 
 
+def _prediction_text(p: dict[str, Any] | None) -> str:
+    """'~42m00s, like your last 2 runs of train.py', or 'unknown: ...'; '-' once ended."""
+    if p is None:
+        return "-"
+    return p["basis"] if p["seconds"] is None else f"~{format_duration(p['seconds'])}, {p['basis']}"
+
+
 def print_job(job: dict[str, Any]) -> None:
     mem = format_size(job["mem"]) + " per GPU" if job["mem"] else (
         "whole cards" if job["gpus"] else "-")
@@ -26,6 +33,7 @@ def print_job(job: dict[str, Any]) -> None:
         ("cpus", str(job["cpus"])),
         ("ram", format_size(job["ram"]) if job["ram"] else "-"),
         ("time limit", format_duration(job["time_limit"]) if job["time_limit"] else "-"),
+        ("run time", _prediction_text(job.get("prediction"))),
         ("preemption", _preemption_text(job)),
         ("peak gpu mem", format_size(job["peak_mem"]) if job.get("peak_mem") else "-"),
         ("gpu usage", _usage_text(job.get("usage"))),
@@ -134,6 +142,8 @@ def print_gpus(cards: list[dict[str, Any]]) -> None:
         jobs = " ".join(
             f"{j['id'] or '-'}:{j['user'] or 'other'}:"
             f"{'whole' if j['whole_card'] else format_size(j['mem'])}"
+            + (f"(holds {format_size(j['used'])}!)" if not j["whole_card"] and j.get("used")
+               and j["used"] > j["mem"] else "")
             for j in c["jobs"]
         )
         ext = c["external_used"]

@@ -18,7 +18,8 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
             time_factor: float, cpus_per_host: int, from_history: bool, as_json: bool,
             preempt: str | None = None, lab_file: str | None = None,
             jobs_file: str | None = None, tiers: str = "on",
-            share_util_max: float | None = None) -> int:
+            share_util_max: float | None = None, time_model: str | None = None,
+            learn: bool = False) -> int:
     from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
     from gq.sim.lab import Lab, read_lab
     from gq.sim.metrics import metrics
@@ -32,8 +33,15 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
     if share_util_max is not None and not 1 <= share_util_max <= 10000:
         raise BadInput(f"--share-util-max {share_util_max:g}: expected a percentage of one card "
                        "from 1 to 10000 (100: the daemon's default)")
+    from gq.sim.time_model import TimeModel, parse_time_model
+
     if time_factor < 0 or time_factor != time_factor:
         raise BadInput(f"--time-factor {time_factor}: expected 0 (no limits) or more")
+    try:
+        model = (TimeModel("factor", time_factor) if time_model is None
+                 else parse_time_model(time_model))
+    except ValueError as e:
+        raise BadInput(str(e)) from None
     if from_history == (trace is not None):
         raise BadInput("give a trace file or --from-history (one of them)")
     try:
@@ -54,7 +62,8 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
     names = list(POLICIES) if policy == "all" else [policy]
     out = None if jobs_file is None else open_jobs_file(jobs_file)
     replays = [replay(jobs, hosts, name, time_factor, preemption=preemption, lab=lab,
-                      tiers=tiers == "on", share_util_max=share_util_max)
+                      tiers=tiers == "on", share_util_max=share_util_max, time_model=model,
+                      learn=learn)
                for name in names]
     if out is not None:
         with out:
@@ -66,7 +75,9 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
         print_json(results if len(results) > 1 else results[0])
         return 0
     print(f"{source}: {len(jobs)} jobs on {describe_cluster(hosts)}, time limits "
-          + limits_text(jobs, time_factor)
+          + (limits_text(jobs, time_factor) if time_model is None else model.describe())
+          + ("; run times learned" if learn else
+             ", 1 day assumed" if model.describe() == "none declared" else "")
           + ("" if tiers == "on" else ", tiers off (every job normal)"))
     print_tables(results)
     print_sharing(results)

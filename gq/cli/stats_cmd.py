@@ -42,6 +42,21 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else format_duration(value)
 
 
+def _learned(p: dict[str, Any] | None, m: dict[str, Any] | None) -> str:
+    """What gq learned and how good it was: run-time predictions, learned --mem."""
+    lines = []
+    if p is not None:
+        error = ("no completed run had a prediction" if p["median_abs_error_s"] is None
+                 else f"median absolute error {_secs(p['median_abs_error_s'])}")
+        lines.append(f"run-time predictions: {p['predicted']} of {p['runs']} completed runs "
+                     f"had one; {error}")
+    if m is not None and m["runs"]:
+        over = "N/A" if m["over_reservation"] is None else f"{m['over_reservation']:.0%}"
+        lines.append(f"learned --mem ([scheduler] learn_mem): {m['runs']} runs, {over} of "
+                     f"the memory reserved unused, {m['oom_rate']:.0%} out of memory")
+    return "\n".join(lines)
+
+
 def print_stats(s: dict[str, Any]) -> None:
     from gq.stats_health import print_health
 
@@ -71,6 +86,7 @@ def print_stats(s: dict[str, Any]) -> None:
              _secs(p["waits"]["p95"])] for name, p in s["by_pool"].items()]))
     ended = ", ".join(f"{k} {v}" for k, v in s["jobs_by_state"].items()) or "none"
     print(f"\nended jobs: {ended}")
+    print(_learned(s.get("predictions"), s.get("learned_mem")))
     if len(s["gpu_hours_by_account"]) > 1 or NO_ACCOUNT not in s["gpu_hours_by_account"]:
         print("\n" + table(["ACCOUNT", "GPU-HOURS"], [
             [name, f"{hours:.2f}"] for name, hours in s["gpu_hours_by_account"].items()]))

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from gq.protocol import BadInput
-from gq.units import parse_duration, parse_signal, parse_size
+from gq.units import parse_duration, parse_mem, parse_signal, parse_size
 
 
 class Opt:
@@ -116,6 +116,27 @@ def parse_argv(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
     return values, []
 
 
+def update_args(mem=None, gpus=None, cpus=None, ram=None, time=None, name=None,
+                priority=None) -> dict[str, Any]:
+    """`gq update`'s options, parsed as submit parses them."""
+    args: dict[str, Any] = {}
+    if mem is not None:
+        args["mem"] = _parsed("--mem", mem, parse_mem)
+    if gpus is not None:
+        args["gpus"] = _whole("--gpus", gpus)
+    if cpus is not None:
+        args["cpus"] = _whole("--cpus", cpus)
+    if ram is not None:
+        args["ram"] = _parsed("--ram", ram, parse_size)
+    if time is not None:
+        args["time_limit"] = _parsed("--time", time, parse_duration)
+    if name is not None:
+        args["name"] = name
+    if priority is not None:
+        args["priority"] = priority.lower()
+    return args
+
+
 def _whole(flag: str, text: str) -> int:
     digits = text[1:] if text.startswith("-") else text
     if not (digits.isascii() and digits.isdigit()):  # int() takes "0_1" and "١٠" too
@@ -213,7 +234,7 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
         args["cpus"] = _whole("--cpus", values["cpus"])
     if values.get("mem") is not None:
         auto = values["mem"].strip().lower() == "auto"
-        args["mem"] = "auto" if auto else _parsed("--mem", values["mem"], parse_size)
+        args["mem"] = "auto" if auto else _parsed("--mem", values["mem"], parse_mem)
     if values.get("ram") is not None:
         args["ram"] = _parsed("--ram", values["ram"], parse_size)
     if values.get("time") is not None:

@@ -118,7 +118,7 @@ def _uid_and_command(proc: psutil.Process) -> tuple[int | None, str]:
 
 
 def split_memory(
-    cards: list[Gpu], owners: dict[int, Owner], holding: set[int]
+    cards: list[Gpu], owners: dict[int, Owner], holding: set[int], trusted: bool = True
 ) -> tuple[dict[int, int | None], dict[int, int]]:
     """Card memory by owner: per card index, the bytes held by anything that is not a job
     holding resources (None when not measurable); per such job, the bytes its processes hold
@@ -126,7 +126,8 @@ def split_memory(
 
     A process whose memory the driver cannot report makes the whole card unknown: the
     scheduler then keeps new jobs off it rather than guess (fail closed). So does a process
-    list that could not be read."""
+    list that could not be read. So does, while not `trusted` (a daemon that has not yet
+    adopted every running job's shim), any process not yet matched to a job: it may be one."""
     external: dict[int, int | None] = {}
     per_job: dict[int, int] = {}
     for card in cards:
@@ -139,9 +140,25 @@ def split_memory(
                       and not owner.by_environment else None)
             if job_id in holding:
                 per_job[job_id] = per_job.get(job_id, 0) + (proc.used_memory or 0)
-            elif proc.used_memory is None:
+            elif proc.used_memory is None or not trusted:
                 total = None
             elif total is not None:
                 total += proc.used_memory
         external[card.index] = total
     return external, per_job
+
+
+def job_memory_by_card(cards: list[Gpu], owners: dict[int, Owner], holding: set[int]
+                       ) -> dict[int, dict[int, int]]:
+    """Per card index, the bytes each job holding resources holds there (its process tree's
+    processes with a known size), for placement by measured use."""
+    out: dict[int, dict[int, int]] = {}
+    for card in cards:
+        for proc in card.processes or ():
+            owner = owners.get(proc.pid)
+            if (owner is None or not owner.alive or owner.by_environment
+                    or owner.job_id not in holding or proc.used_memory is None):
+                continue
+            on_card = out.setdefault(card.index, {})
+            on_card[owner.job_id] = on_card.get(owner.job_id, 0) + proc.used_memory
+    return out

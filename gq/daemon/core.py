@@ -14,9 +14,10 @@ from typing import Callable
 
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
-from gq.daemon.attribution import Attributor, Owner, split_memory
+from gq.daemon.attribution import Attributor, Owner, job_memory_by_card, split_memory
 from gq.daemon.authz import Authority
 from gq.daemon.backups import BackupSchedule
+from gq.daemon.collateral import Collateral
 from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
 from gq.daemon.identity import identity_of, prepare_user_dir
@@ -24,6 +25,7 @@ from gq.daemon.notify import Notifier
 from gq.daemon.policing import Policing
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
+from gq.daemon.runtimes import Fingerprints, load_run_times, start_notes
 from gq.daemon.reservations import windows as admin_windows
 from gq.daemon.telemetry import Telemetry
 from gq.daemon.shim import ShimSpec
@@ -44,7 +46,7 @@ from gq.store import Store
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Ending, Preempting, Policing):
+class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
     def __init__(
         self,
         layout: Layout,
@@ -69,15 +71,21 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.unadopted: set[int] = set()  # shims alive but not yet watched
         self.cards: list[Gpu] = []
         self.external: dict[int, int | None] = {}
+        self.job_memory: dict[int, dict[int, int]] = {}  # card -> job -> bytes held now
         self.attributor = Attributor()
         self.owners: dict[int, Owner] = {}  # pid -> who holds each process on the cards
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
                                    keep=config.offenders.longest_idle_window)
         self.start_policing()
+        self.start_collateral()
         # From the last pass: what each waiting job lacks, and when reserved jobs should start.
         self.shortfalls: dict[int, str] = {}
         self.forecasts: dict[int, Forecast] = {}
         self.scores: dict[int, Score] = {}
+        # Each reserved job: whether its expected start is known, and what it rests on.
+        self.start_notes: dict[int, tuple[bool, str]] = {}
+        self.run_times = load_run_times(self.store.history, clock())
+        self.fingerprints = Fingerprints(self.store)
         self.usage: dict[str, float] = {}  # decayed card-seconds per user (refresh_usage)
         # Command key -> the SM utilisation its last runs had (None: none measured); emptied
         # when a run ends (gq/daemon/ending.py).
@@ -103,6 +111,9 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         self.loop = loop
         self.peers.start(loop)
         self.recover()
+        # With the shims adopted: the first pass and answer see whose memory is whose. Not a
+        # sample: telemetry and policing go on from the first tick, as before a restart.
+        self.read_cards(observe=False)
         self.backups.tick(loop, self.clock())
         self.refresh_usage()
         self.request_pass()
@@ -154,7 +165,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         ]
         self.usage = decayed_usage(intervals, now, half_life)
 
-    def read_cards(self) -> None:
+    def read_cards(self, observe: bool = True) -> None:
         try:
             self.cards = self.backend.read()
         except Exception:  # a card backend must never take the daemon down
@@ -166,11 +177,13 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         complete = self.loop is not None and not self.unadopted and all(
             j in self.shims for j in holding)
         self.owners = self.attributor.owners(self.cards, shim_pids, remember_outside=complete)
-        self.external, used = split_memory(self.cards, self.owners, set(holding))
+        # Not complete: nothing unmatched is taken for outside gq yet (fail closed).
+        self.external, used = split_memory(self.cards, self.owners, set(holding), complete)
+        self.job_memory = job_memory_by_card(self.cards, self.owners, set(holding))
         for job in holding.values():  # the peak of each run, for out-of-memory reasons
             if used.get(job.id, 0) > (job.peak_mem or 0):
                 self.store.update(job.id, peak_mem=used[job.id])
-        if self.loop is None:
+        if self.loop is None or not observe:
             return  # not serving yet: the shims of running jobs are not adopted
         now = self.clock()
         if self.telemetry.observe(self.cards, self.owners, holding, self.external, now):
@@ -192,7 +205,8 @@ class Daemon(Recovery, Ending, Preempting, Policing):
 
     def host(self) -> Host:
         cards = tuple(
-            Card(g.index, g.memory_total, self.external.get(g.index, 0), g.island)
+            Card(g.index, g.memory_total, self.external.get(g.index, 0), g.island,
+                 tuple(self.job_memory.get(g.index, {}).items()))
             for g in self.cards
         )
         return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)
@@ -215,13 +229,17 @@ class Daemon(Recovery, Ending, Preempting, Policing):
         pending = self.local_queue()
         if not pending:
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
+            self.start_notes = {}
             return
         running = self.store.holding_jobs()
+        pending = self.apply_kept_off(pending, running)
+        self.fingerprints.keep_only({j.id for j in pending} | {j.id for j in running})
         inp = self.scheduler_input(pending, running)
         plan = decide(inp, preempt=self.preempt_rule(inp))
         self.store.set_reasons(plan.reasons)
         self.shortfalls = plan.shortfalls
         self.forecasts = plan.forecasts
+        self.start_notes = start_notes(inp, plan.forecasts, self.run_times, self.fingerprints)
         self.scores = plan.scores
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
@@ -250,6 +268,7 @@ class Daemon(Recovery, Ending, Preempting, Policing):
             self.host(), pending, running, outcomes, now,
             default_limit=self.config.default_time,
             tier_limits=self.config.default_time_by_tier,
+            predicted=self.run_times.limits(pending + running, now, self.fingerprints),
             max_reservations=self.config.reservations,
             usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
             score_time=self._usage_at,

@@ -11,6 +11,7 @@ from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.oom import grown_mem
 from gq.daemon.triage_end import stopped_triage, triage_run
 from gq.daemon.views import job_label
+from gq.daemon.runtimes import record_completed
 from gq.model import Job, JobState, Reason
 from gq.triage.rules import GPU_OOM
 from gq.units import format_duration, format_size
@@ -112,12 +113,14 @@ class Ending:
                                self.telemetry.run_record(job), share=self.charge(job),
                                account=self.config.accounts.members.get(job.user),
                                failure=failure)
+            if label == "completed":
+                record_completed(self.run_times, job, ended_at)
 
     def _record_end(self, job: Job, record: dict | None, ended_at: float, now: float
                     ) -> tuple[str, str | None]:
         """Record a run that ended by itself: its state, and why it failed if it did."""
         code = record.get("exit_code") if record else None
-        detail, triage = None, None
+        detail, triage, overrun = None, None, None
         if record is None:
             new, reason = JobState.LOST, "its shim died without recording an exit status"
             triage = stopped_triage(str(new), reason)
@@ -128,6 +131,9 @@ class Ending:
             if triage.failure == GPU_OOM:
                 new, reason = JobState.OOM, _oom_reason(job)
                 detail = triage.evidence[-1][:500] if triage.evidence else None
+                overrun = self.overrun_beside(job)
+                if overrun is not None:  # another job's overrun killed it, not its own --mem
+                    reason += f": {overrun.words()}"
             elif record.get("warned") and not record.get("error"):  # saved on the warning?
                 new, reason = JobState.TIMEOUT, _ended_on_warning(job, record)
                 triage = stopped_triage(str(new), reason)
@@ -136,7 +142,9 @@ class Ending:
         self.store.transition(job.id, new, now, reason=reason, detail=detail, ended_at=ended_at,
                               exit_code=code, holding=0, failure=triage and triage.failure,
                               failure_evidence=triage.evidence if triage else [])
-        if new == JobState.OOM and job.oom_retries < job.retry_oom:
+        if new == JobState.OOM and overrun is not None:
+            self.requeue_collateral(job, overrun, now)
+        elif new == JobState.OOM and job.oom_retries < job.retry_oom:
             self._retry_with_more_memory(job, now)
         return str(new), triage and triage.failure
 

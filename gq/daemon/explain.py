@@ -7,6 +7,7 @@ from collections import Counter
 from gq.daemon import arrays
 from gq.daemon.core import Daemon
 from gq.daemon.ending import PREEMPTED_FOR
+from gq.daemon.listing import expected_start, start_basis
 from gq.daemon.startable import never_starts
 from gq.daemon.submission import Caller
 from gq.daemon.views import failure_json, failure_text, job_label, why_sentence
@@ -36,7 +37,8 @@ def explain(daemon: Daemon, job: Job) -> str:
         shortfall = (f"{never[0]}, so it can never start under the current limits: "
                      + (f"`gq update {name} -p normal` lets it start" if never[1] else
                         f"`gq cancel {name}` and submit it with fewer GPUs"))
-    return why_sentence(job, shortfall, forecast, daemon.config.preemption.max_requeues)
+    return why_sentence(job, shortfall, forecast, daemon.config.preemption.max_requeues,
+                        daemon.start_notes.get(job.id))
 
 
 def _stopping_for(daemon: Daemon, job: Job) -> list[Job]:
@@ -57,10 +59,10 @@ def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
         arrays.whole_array(daemon.store, job.id))
     if members:  # an array's id: all of it, as wait, cancel and hold take it
         return why_array(daemon, job.array.id, [daemon.store.get_job(i) for i in members])
-    forecast = daemon.forecasts.get(job.id)
     return {"id": job.id, "label": job_label(job), "state": str(job.state), "reason": job.reason,
             "why": explain(daemon, job) + failure_text(job),
-            "expected_start": iso(forecast.start) if forecast else None, **failure_json(job)}
+            "expected_start": expected_start(daemon, job.id),
+            "expected_start_basis": start_basis(daemon, job.id), **failure_json(job)}
 
 
 def why_array(daemon: Daemon, array_id: int, jobs: list[Job]) -> dict:

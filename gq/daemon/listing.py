@@ -41,8 +41,15 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
         jobs = sorted(jobs + recently_ended(daemon, user or caller.user, brief),
                       key=lambda j: j.id)
     view = brief_json if brief else job_json
-    return [{**view(j), "expected_start": expected_start(daemon, j.id)} for j in jobs
-            if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
+    out = [{**view(j), "expected_start": expected_start(daemon, j.id),
+            "expected_start_basis": start_basis(daemon, j.id)} for j in jobs
+           if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
+    outcomes = daemon.store.array_outcomes(sorted({j["array"]["id"] for j in out
+                                                   if j["array"]}))
+    for j in out:  # the elements not listed, by how they ended: `2 oom`, not `2 ended`
+        if j["array"]:
+            j["array"]["ended"] = outcomes.get(j["array"]["id"], {})
+    return out
 
 
 def _window(args: dict) -> tuple[float | None, int | None]:
@@ -72,5 +79,14 @@ def op_clean(daemon: Daemon, caller: Caller, args: dict) -> dict:
 
 
 def expected_start(daemon: Daemon, job_id: int) -> str | None:
+    """When a reserved job should start; None without a reservation, or when the start rests
+    on a default assumption rather than a --time or a learned run time (unknown)."""
     forecast = daemon.forecasts.get(job_id)
-    return iso(forecast.start) if forecast else None
+    known = daemon.start_notes.get(job_id, (True, ""))[0]
+    return iso(forecast.start) if forecast and known else None
+
+
+def start_basis(daemon: Daemon, job_id: int) -> str | None:
+    """What the expected start rests on, in words ('unknown: ...' when it is not known)."""
+    note = daemon.start_notes.get(job_id)
+    return note[1] if note and job_id in daemon.forecasts else None

@@ -54,10 +54,24 @@ def learned_utils(store: Store, jobs: list[Job], keys: dict[int, str],
     return out
 
 
-def apply_mem_history(store: Store, args: dict[str, Any], card_memory: tuple[int, ...]
-                      ) -> tuple[dict[str, Any], list[str]]:
+LEARNED = "memory learned: "  # the event of a job whose --mem was learned, for gq stats
+
+
+def apply_mem_history(store: Store, args: dict[str, Any], card_memory: tuple[int, ...],
+                      learn: bool = False) -> tuple[dict[str, Any], list[str]]:
     """Resolve --mem auto in a submit request, and say what was chosen or what looks wrong.
-    Returns the request to build the job from, and notes for the user."""
+    Returns the request to build the job from, and notes for the user. `learn` ([scheduler]
+    learn_mem): a GPU job without --mem is --mem auto when its command has history, and takes
+    whole cards, as asked, when it has none."""
+    if learn and args.get("mem") is None and args.get("gpus", 1) != 0:
+        asked, _runs = learnt_request(store, args.get("command"), args.get("cwd"))
+        if asked is None:
+            return args, []
+        learned, notes = apply_mem_history(store, {**args, "mem": "auto"}, card_memory)
+        if learned.get("mem") is not None:
+            notes = [LEARNED + notes[0].removeprefix("--mem auto: ") + " ([scheduler] "
+                     "learn_mem; give --mem to choose)"]
+        return learned, notes
     mem = args.get("mem")
     if mem != "auto" and (mem is None or isinstance(mem, bool) or not isinstance(mem, int)):
         return args, []  # whole cards, or a bad value that build_job refuses in its words

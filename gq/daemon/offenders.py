@@ -9,6 +9,7 @@ from typing import Any
 
 from gq.config_telemetry import OffenderRules, OffendersConfig
 from gq.daemon.attribution import Owner
+from gq.daemon.collateral import mem_for_peak
 from gq.daemon.cpu_usage import CpuWindow
 from gq.model import RUNNING_STATES, Gpu, Job, JobState
 from gq.store.samples import JobSample, Window
@@ -97,8 +98,10 @@ def job_offences(view: JobView, now: float, interval: float,
             "over_budget", f"over_budget:{job.id}",
             f"holds {format_size(worst.mem)} on GPU {worst.card}, over its --mem "
             f"{format_size(job.mem)}: the jobs sharing the card may run out of memory",
-            f"requeue it with more: `gq requeue {job.id}` after raising --mem, or cap the "
-            "framework's memory (PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_MEM_FRACTION)",
+            f"submit it again with room: `gq cancel {job.id}`, then the same command with "
+            f"--mem {format_size(mem_for_peak(worst.mem))}; or cap the framework's memory "
+            "(PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_MEM_FRACTION); an admin can have gq "
+            "do it: [offenders] over_budget = \"requeue\"",
             figures={"mem_used": worst.mem, "mem": job.mem, "gpu": worst.card}, **base))
     return found
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import replace
 from typing import Any
 
 from gq import __version__
@@ -15,20 +14,22 @@ from gq.daemon.authz import require_owner
 from gq.daemon.core import Daemon
 from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.identity import NoAccount, identity_of
-from gq.daemon.mem_history import apply_mem_history
+from gq.daemon.mem_history import LEARNED, apply_mem_history
 from gq.daemon.notify import check_notify
+from gq.daemon.runtimes import prediction_json
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
 from gq.daemon.explain import explain, op_why  # noqa: F401 (an operation: see OPS)
 from gq.daemon.reload import op_reload  # noqa: F401 (an operation: see OPS)
-from gq.daemon.listing import expected_start, op_clean, op_list  # noqa: F401 (operations)
+from gq.daemon.listing import expected_start, op_clean, op_list, start_basis  # noqa: F401
 from gq.daemon.startable import op_wait, refuse_never  # noqa: F401
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.submit_limits import check_submit
+from gq.daemon.update import op_update  # noqa: F401 (an operation: see OPS)
 from gq.daemon.telemetry_ops import (  # noqa: F401 (operations: see OPS)
     op_fairshare, op_offenders, op_samples, op_stats, processes_json, usage_json,
 )
 from gq.daemon.views import gpu_json, job_json
-from gq.model import ENDED_STATES, WAITING_STATES, Job, JobState, Reason, Tier
+from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
     op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
 )
@@ -127,7 +128,8 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         except NoAccount as e:
             raise GqError(f"{e}: jobs run as their submitter") from None
     limits = host_limits(daemon)
-    args, notes = apply_mem_history(daemon.store, args, limits.card_memory)
+    args, notes = apply_mem_history(daemon.store, args, limits.card_memory,
+                                    daemon.config.learn_mem)
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
     args = arrays.expand_dependencies(daemon.store, args, resolve)
     job = build_job(args, caller, limits, resolve, daemon.clock())
@@ -142,6 +144,9 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         job.id = arrays.insert_elements(daemon.store, job, *parts, key=key)[0]
     else:
         job.id = daemon.store.insert_job(job, job.submitted_at, key)
+    for note in notes:
+        if note.startswith(LEARNED):  # what gq stats counts as a learned request
+            daemon.store.note(job.id, job.submitted_at, note)
     daemon.request_pass()
     return {**_submitted(daemon, job.id), "notes": notes}
 
@@ -159,6 +164,13 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     out = job_json(job)
     out["why"] = explain(daemon, job)
     out["expected_start"] = expected_start(daemon, job.id)
+    out["expected_start_basis"] = start_basis(daemon, job.id)
+    out["prediction"] = (prediction_json(daemon.run_times.predict(job, daemon.clock()))
+                         if job.state in ACTIVE_STATES else None)
+    out["offences"] = [  # what it is an offender for now (gq offenders has the history)
+        {"kind": row["kind"], "evidence": row["evidence"],
+         "suggestion": row["figures"].get("suggestion", ""), "action": row["action"]}
+        for row in daemon.open_offences.values() if row["job_id"] == job.id]
     score = daemon.scores.get(job.id) if job.state in (JobState.PENDING, JobState.HELD) else None
     out["score"] = None if score is None else {
         "total": round(score.total, 4),
@@ -221,40 +233,6 @@ def op_release(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
 
 def op_requeue(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     return _each(daemon, caller, args, _requeue)
-
-
-def op_update(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    """Change the tier of waiting jobs (`gq update ID... -p TIER`), with cancel's ownership
-    check: a job that already runs keeps the tier it started with."""
-    try:
-        tier = Tier(str(args.get("priority")).lower())
-    except ValueError:
-        raise BadInput(f"--priority {args.get('priority')!r}: expected high, normal or low"
-                       ) from None
-    return _each(daemon, caller, args, lambda d, c, job: _set_tier(d, c, job, tier),
-                 "change the tier of")
-
-
-def _set_tier(daemon: Daemon, caller: Caller, job: Job, tier: Tier) -> tuple[bool, str]:
-    if job.state not in WAITING_STATES:
-        return False, f"is {job.state}; only a pending or held job's tier can change"
-    if job.priority == tier:
-        return True, f"already {tier}"
-    never = refuse_never(daemon, replace(job, priority=tier))
-    if never is not None:
-        return False, f"not {tier}: {never}"
-    # A job that took its tier's default preemptibility takes the new tier's; one submitted
-    # with the other choice (--preemptible, --no-preemptible) keeps it.
-    preemptible_tiers = daemon.config.preemption.preemptible
-    changes: dict = {"priority": str(tier)}
-    now_default = str(tier) in preemptible_tiers
-    if job.preemptible == (str(job.priority) in preemptible_tiers) != now_default:
-        changes["preemptible"] = now_default
-    daemon.store.update(job.id, **changes)
-    daemon.store.note(job.id, daemon.clock(), f"tier {job.priority} -> {tier} by {caller.user}")
-    if "preemptible" in changes:
-        return True, f"tier {tier}, {'' if now_default else 'not '}preemptible"
-    return True, f"tier {tier}"
 
 
 def _each(daemon: Daemon, caller: Caller, args: dict, action, verb: str | None = None

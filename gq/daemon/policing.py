@@ -138,7 +138,10 @@ class Policing:
         if job is None or job.state != JobState.RUNNING:
             return
         why = f"{row['kind'].replace('_', '-')}: {row['evidence']}"
-        if action.what == "requeue":
+        if action.what == "requeue" and row["kind"] == "over_budget":
+            held = row["figures"].get("mem_used") or 0
+            self.requeue_over_budget(job, max(held, job.peak_mem or 0), why)
+        elif action.what == "requeue":
             self.stop(job, JobState.PREEMPTING, f"requeued by gq ({why})")
         else:
             self.stop(job, JobState.CANCELLED, f"cancelled by gq ({why})")

@@ -122,7 +122,11 @@ def op_stats(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
         pools=config.pools.for_cards([g.index for g in daemon.cards]).cards,
         default_pool=config.pools.default_name(),
     )
-    return {"host": daemon.hostname, **lab_stats(daemon.store, inp)}
+    from gq.daemon.runtimes import learned_mem_quality, prediction_quality
+
+    return {"host": daemon.hostname, **lab_stats(daemon.store, inp),
+            "predictions": prediction_quality(daemon.store.history, start, until),
+            "learned_mem": learned_mem_quality(daemon.store.history, start, until)}
 
 
 def _bounds(args: dict, now: float) -> tuple[float, float]:

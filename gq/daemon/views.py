@@ -118,7 +118,8 @@ def job_label(job: Job) -> str:
 
 
 def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | None = None,
-                 max_requeues: int | None = None) -> str:
+                 max_requeues: int | None = None,
+                 start_note: tuple[bool, str] | None = None) -> str:
     """From the last scheduling pass: `shortfall`, what keeps a waiting job; `forecast`, its
     reservation, if it has one. `max_requeues`: of [preemption], to say why a job is held."""
     name = job_label(job)
@@ -139,10 +140,15 @@ def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | No
             text = f"it would fit now, but only in {shortfall}"
         elif job.reason == Reason.QUOTA_LIMIT and shortfall:
             text = f"{shortfall} ({_limit_setting(shortfall)} in config.toml)"
-        if forecast is not None:
+        if forecast is not None and start_note is not None and not start_note[0]:
             cards = ",".join(map(str, forecast.gpu_ids)) or "no GPU"
+            text += f". GPU {cards} reserved for it; its start is {start_note[1]}"
+        elif forecast is not None:
+            cards = ",".join(map(str, forecast.gpu_ids)) or "no GPU"
+            basis = (f"{start_note[1]}" if start_note is not None
+                     else "if running jobs end by their time limits")
             text += (f". Expected to start by {iso(forecast.start)} (GPU {cards} reserved), "
-                     "if running jobs end by their time limits")
+                     f"{basis}")
         return f"Job {name} is {job.state} ({job.reason}): {text}."
     if job.state in (JobState.RUNNING, JobState.PREEMPTING):
         cards = ",".join(str(i) for i in job.gpu_ids) or "no cards (CPU-only)"

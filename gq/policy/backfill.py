@@ -44,6 +44,7 @@ class Reservation:
     cpu_slack: int
     ram_slack: int | None
     card_slack: dict[int, int] = field(default_factory=dict)
+    after: int | None = None  # the job whose expected end `start` is (None: none)
 
 
 def expected_end(job: Job, now: float, limit: float) -> float:
@@ -97,6 +98,7 @@ def reserve(
             if len(cards_for) < job.gpus or job.cpus > base.cpus_free:
                 continue
             if (r := attempt(start)) is not None:
+                r.after = h.job.id if h.end > now else None
                 return r
         for at in window_ends:  # every holding has ended: only windows keep cards now
             if at >= before:
@@ -115,7 +117,7 @@ def _cards_usable_by(job: Job, cap: Capacity, indices, allowed: frozenset[int] |
     out = set()
     for i in indices:
         c = cap.cards.get(i)
-        if c is None or (allowed is not None and i not in allowed):
+        if c is None or (allowed is not None and i not in allowed) or i in job.avoid_gpus:
             continue
         if c.usable and not c.jobs and c.external == 0 if job.mem is None else c.free >= job.mem:
             out.add(i)

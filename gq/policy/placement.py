@@ -14,6 +14,11 @@ from dataclasses import dataclass, field
 
 from gq.model import Job
 from gq.policy.types import Host
+from gq.units import format_size
+
+# A running job measured on a card occupies at least what it holds plus this much, for the
+# allocator's next step: a job at 9.9G of a 10G --mem is not 0.1G from the next job's memory.
+MEASURED_MARGIN = 512 << 20
 
 
 @dataclass
@@ -21,9 +26,12 @@ class CardLoad:
     total: int
     external: int | None
     island: int | None = None
-    declared: int = 0  # memory declared by gq jobs sharing the card
+    declared: int = 0  # memory occupied by gq jobs sharing the card (occupancy() each)
     whole_holders: int = 0  # whole-card jobs on it: more than one only in a look ahead
     jobs: set[int] = field(default_factory=set)
+    measured: dict[int, int] = field(default_factory=dict)  # job id -> bytes held now
+    over: dict[int, tuple[int, int]] = field(default_factory=dict)  # job -> (held, --mem)
+    counted: dict[int, int] = field(default_factory=dict)  # job -> what `declared` took
     util: float = 0.0  # learned SM utilisation (%) of the slices on it whose history knows it
 
     @property
@@ -35,10 +43,26 @@ class CardLoad:
         return self.external is not None
 
     @property
-    def free(self) -> int:
+    def room(self) -> int:
+        """What is free on the card, over-budget jobs aside."""
         if self.exclusive or self.external is None:
             return 0
         return self.total - self.external - self.declared
+
+    @property
+    def free(self) -> int:
+        """What a new slice may use: nothing while a job on the card is over its budget."""
+        return 0 if self.over else self.room
+
+    def occupancy(self, job: Job) -> int:
+        """What a slice occupies: the larger of its --mem and what it holds plus a margin."""
+        held = self.measured.get(job.id)
+        return job.mem if held is None else max(job.mem, held + MEASURED_MARGIN)
+
+    def clone(self) -> CardLoad:
+        return CardLoad(self.total, self.external, self.island, self.declared,
+                        self.whole_holders, set(self.jobs), self.measured, dict(self.over),
+                        dict(self.counted), self.util)
 
 
 class Capacity:
@@ -53,7 +77,8 @@ class Capacity:
         self.cpus_free = host.cpus
         self.ram_free = host.ram
         self.cards = {
-            c.index: CardLoad(c.memory_total, c.external_used, c.island) for c in host.cards
+            c.index: CardLoad(c.memory_total, c.external_used, c.island, measured=dict(c.measured))
+            for c in host.cards
         }
         for job in running:
             self.take(job, job.gpu_ids)
@@ -62,11 +87,7 @@ class Capacity:
         other = Capacity.__new__(Capacity)
         other.cpus_free, other.ram_free = self.cpus_free, self.ram_free
         other.util, other.util_max = self.util, self.util_max
-        other.cards = {
-            i: CardLoad(c.total, c.external, c.island, c.declared, c.whole_holders, set(c.jobs),
-                        c.util)
-            for i, c in self.cards.items()
-        }
+        other.cards = {i: c.clone() for i, c in self.cards.items()}
         return other
 
     def release(self, job: Job, gpu_ids) -> None:
@@ -82,7 +103,8 @@ class Capacity:
             if job.mem is None:
                 load.whole_holders -= 1
             else:
-                load.declared -= job.mem
+                load.declared -= load.counted.pop(job.id, job.mem)
+                load.over.pop(job.id, None)
                 load.util -= self.util.get(job.id, 0.0)
 
     def take(self, job: Job, gpu_ids) -> None:
@@ -97,7 +119,11 @@ class Capacity:
             if job.mem is None:
                 load.whole_holders += 1
             else:
-                load.declared += job.mem
+                load.counted[job.id] = load.occupancy(job)
+                load.declared += load.counted[job.id]
+                held = load.measured.get(job.id)
+                if held is not None and held > job.mem:
+                    load.over[job.id] = (held, job.mem)
                 load.util += self.util.get(job.id, 0.0)
 
     def fit(self, job: Job, allowed: frozenset[int] | None = None, count: int | None = None
@@ -121,8 +147,28 @@ class Capacity:
             kind = (f"free card{plural}" if job.mem is None
                     else f"card{plural} with enough free memory")
             where = f" in pool {job.pool}" if job.pool else ""
-            return None, f"GPUs (it needs {n} {kind}{where})"
+            return None, f"GPUs (it needs {n} {kind}{where}){self.over_budget_note(allowed)}"
         return cards, None
+
+    def over_budget_note(self, allowed: frozenset[int] | None = None) -> str:
+        """For a job kept waiting: which cards take no new slices because a job on them holds
+        more than its --mem, by how much, and what is free elsewhere."""
+        notes = []
+        for i, c in sorted(self.cards.items()):
+            if allowed is not None and i not in allowed:
+                continue
+            for job_id, (held, mem) in sorted(c.over.items()):
+                notes.append(f"GPU {i} takes no new slices while job {job_id} holds "
+                             f"{format_size(held)}, {format_size(held - mem)} over its --mem "
+                             f"{format_size(mem)}")
+        if not notes:
+            return ""
+        free = [(c.free, i) for i, c in self.cards.items()
+                if c.usable and (allowed is None or i in allowed)]
+        most, where = max(free) if free else (0, None)
+        tail = (f"; the most free on another card is {format_size(max(most, 0))} on GPU {where}"
+                if where is not None else "")
+        return "; " + "; ".join(notes) + tail
 
     def find_cards(self, job: Job, allowed: frozenset[int] | None = None,
                    count: int | None = None) -> tuple[int, ...] | None:
@@ -131,8 +177,8 @@ class Capacity:
         n = job.gpus if count is None else count
         if n == 0:
             return ()
-        loads = self.cards if allowed is None else {
-            i: c for i, c in self.cards.items() if i in allowed}
+        loads = {i: c for i, c in self.cards.items()
+                 if (allowed is None or i in allowed) and i not in job.avoid_gpus}
         if job.mem is None:
             fitting = [i for i, c in sorted(loads.items())
                        if c.usable and not c.jobs and c.external == 0]

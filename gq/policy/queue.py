@@ -42,7 +42,8 @@ INTERACTIVE_LANE = -1  # ahead of the tiers' ranks (0 is high)
 
 def shape(job: Job) -> tuple:
     """What a job asks for, as placement sees it: resources, pool and elastic range."""
-    return job.gpus, job.mem, job.cpus, job.ram, job.pool, job.gpus_max
+    request = job.gpus, job.mem, job.cpus, job.ram, job.pool, job.gpus_max
+    return (*request, job.avoid_gpus) if job.avoid_gpus else request
 
 
 def lane(job: Job) -> int:
@@ -169,7 +170,8 @@ class PendingQueue:
         limits = self._limits.get(request)
         best = limits[0] if limits else math.inf
         if self._undeclared.get(request):
-            best = min(best, inp.default_limit, *inp.tier_limits.values())
+            best = min(best, inp.default_limit, *inp.tier_limits.values(),
+                       inp.shortest_predicted)
         return best
 
     def ordered(self, inp: SchedulerInput, scores: dict[int, Score],

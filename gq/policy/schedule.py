@@ -141,7 +141,7 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
             plan.reasons[job.id] = Reason.PRIORITY
             plan.shortfalls[job.id] = (
                 f"a slot that stays free until job {blocking_r.job.id} starts, which it would "
-                "delay (give it a shorter --time to fit in before)"
+                f"delay (a shorter --time lets it fit in before: gq update {job.id} --time DUR)"
             )
         else:
             plan.reasons[job.id] = Reason.RESOURCES
@@ -155,7 +155,7 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
                                           limit)
                 if r is not None:
                     reservations.append(r)
-                    plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host)
+                    plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host, r.after)
                 changes += 1  # a reservation, or one fewer shape that could take one
         if not explain and changes != tested_at:
             tested_at = changes

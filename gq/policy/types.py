@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from gq.model import Job, JobState
@@ -29,6 +31,10 @@ class Card:
     external_used: int | None = 0
     # Cards with the same island are linked (NVLink, same PCIe switch); None = unknown.
     island: int | None = None
+    # What each running gq job's processes hold on it now, measured: (job id, bytes) pairs.
+    # For placement a job occupies the larger of its --mem and this plus a margin
+    # (placement.MEASURED_MARGIN); a job above its --mem keeps new slices off the card.
+    measured: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,9 @@ class SchedulerInput:
     # tier_limits overrides it per tier ("low" work tends to run longer, say).
     default_limit: float = 24 * 3600.0
     tier_limits: dict[str, float] = field(default_factory=dict)
+    # Predicted run times (policy/predict.py) of jobs without --time, by job id: used before
+    # the assumed default for expected ends, reservations and backfill; they stop nothing.
+    predicted: dict[int, float] = field(default_factory=dict)
     # How many of the first jobs that cannot start get a reservation (backfill protects them).
     max_reservations: int = 8
     # Each user's decayed card-seconds (fairshare.decayed_usage), and how to weigh it.
@@ -94,6 +103,11 @@ class SchedulerInput:
         if not isinstance(self.pending, PendingQueue):
             self.pending = PendingQueue(self.pending)
 
+    @cached_property
+    def shortest_predicted(self) -> float:
+        """The shortest predicted run time of any job (a bound for jobs without --time)."""
+        return min(self.predicted.values(), default=math.inf)
+
     @property
     def scored_at(self) -> float:
         return self.now if self.score_time is None else self.score_time
@@ -103,8 +117,14 @@ class SchedulerInput:
         return self.host if isinstance(self.host, tuple) else (self.host,)
 
     def limit_of(self, job: Job) -> float:
-        """The job's time limit, or the one assumed for its tier."""
-        return job.time_limit or self.tier_limits.get(str(job.priority), self.default_limit)
+        """The job's time limit, else its predicted run time, else the one assumed for its
+        tier."""
+        return (job.time_limit or self.predicted.get(job.id)
+                or self.tier_limits.get(str(job.priority), self.default_limit))
+
+    def end_known(self, job: Job) -> bool:
+        """Whether the job's expected end rests on a --time or a prediction, not a default."""
+        return bool(job.time_limit) or job.id in self.predicted
 
     def running_on(self, host: Host) -> list[Job]:
         if len(self.hosts) == 1:
@@ -126,6 +146,9 @@ class Forecast:
     start: float
     gpu_ids: tuple[int, ...]
     host: str = ""
+    # The job whose expected end the start waits for (None: none, or an admin reservation's
+    # end): when that end is only an assumed default, the start is unknown.
+    after: int | None = None
 
 
 @dataclass

@@ -62,6 +62,8 @@ from gq.sim.conversion import check_fits, host_limits, to_job
 from gq.sim.results import JobResult, Preemption, ReplayResult  # noqa: F401 (re-exported)
 from gq.sim.history import RunTimePredictor, UserMeanRunTime
 from gq.sim.lab import Lab
+from gq.sim.learned import Learned
+from gq.sim.time_model import TimeModel
 from gq.sim.traces import TraceJob
 from gq.sim.usage import UsageGrid
 
@@ -103,6 +105,8 @@ def replay(
     predictor: Callable[[], RunTimePredictor] | None = None,
     share_util_max: float | None = None,
     seed: int = 1,
+    time_model: TimeModel | None = None,
+    learn: bool = False,
 ) -> ReplayResult:
     """Replay the trace (sorted by submit time, as read_trace gives it) on `hosts`.
     `skip_idle_passes=False` runs a pass at every event time (tests check that skipping
@@ -114,7 +118,10 @@ def replay(
     run times with (default: each user's mean, gq/sim/history.py). Tiresias preempts by its
     own rule, with the grace of `preemption` (or its default). Slices that share a card slow
     each other down (gq/sim/colocation.py, profiles drawn with `seed`); `share_util_max`: the
-    gq policy applies the daemon's utilisation rule to the drawn profiles (None: memory only)."""
+    gq policy applies the daemon's utilisation rule to the drawn profiles (None: memory only).
+    `time_model`: how users declare limits (gq/sim/time_model.py), instead of `time_factor`.
+    `learn`: jobs without a limit are planned with their predicted run time, learned from the
+    completed runs of the same user, name and GPUs, as the daemon learns (policy/predict.py)."""
     tier_limits: dict[str, float] = {}
     if lab.scheduler is not None:
         settings = lab.scheduler
@@ -137,11 +144,14 @@ def replay(
                   preemption if policy in ("gq", "tiresias") else None, lab)
     sim.predictor = (predictor or UserMeanRunTime)()
     sim.sharing, sim.share_util_max = Sharing(seed), share_util_max
-    jobs = sim.admit(trace_jobs, time_factor, tiers)
+    sim.learned = Learned() if learn else None
+    jobs = sim.admit(trace_jobs, time_factor, tiers, time_model)
     return sim.run(jobs)
 
 
 class _Replay:
+    learned: Learned | None = None
+
     def __init__(self, hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
                  limits, usage_refresh, max_wall_s, skip_idle_passes, preemption, lab):
         self.hosts = tuple(hosts)
@@ -185,7 +195,8 @@ class _Replay:
 
     # ---- trace jobs into gq jobs ----------------------------------------------------------
 
-    def admit(self, trace_jobs, time_factor: float, tiers: bool = True) -> list[Job]:
+    def admit(self, trace_jobs, time_factor: float, tiers: bool = True,
+              time_model: TimeModel | None = None) -> list[Job]:
         smallest_card = min(c.memory_total for h in self.hosts for c in h.cards) \
             if any(h.cards for h in self.hosts) else 0
         most_cpus = max(h.cpus for h in self.hosts)
@@ -200,6 +211,8 @@ class _Replay:
                 continue
             if not tiers:
                 job.priority = Tier.NORMAL
+            if time_model is not None and tj.time_limit is None:
+                job.time_limit = time_model.limit(tj.duration, tj.job_id)
             fits = [cap.fit(job, self.pools.allowed(job)) for cap in empty]
             if all(cards is None for cards, _ in fits):
                 self.drop(tj, f"fit no empty host: {fits[0][1]}")
@@ -250,6 +263,8 @@ class _Replay:
     def arrive(self, job: Job) -> None:
         if job.mem is not None:
             self.sharing.profile(job.id)
+        if self.learned is not None:
+            self.learned.arrive(job, self.trace_ids[job.id])
         self.pending.add(job)
         entry = self.shapes.get(shape := shape_of(job))
         if entry is None:
@@ -285,6 +300,8 @@ class _Replay:
         weight = self.release(job, now)
         tj = self.trace_ids[job.id]
         self.predictor.observe(job, self.held[job.id])
+        if self.learned is not None and self.run_time[job.id] >= tj.duration:
+            self.learned.completed(job, tj.duration)
         self.result.jobs.append(JobResult(
             tj.job_id, job.user, job.priority, job.gpus_held, weight, job.submitted_at,
             self.first_start[job.id], now, job.host,
@@ -362,6 +379,7 @@ class _Replay:
             expected_run_time=self.expected_run_time,
             util=self.sharing.util if self.share_util_max is not None else {},
             share_util_max=self.share_util_max,
+            predicted={} if self.learned is None else self.learned.limits(running, now),
         )
         rule = PreemptRule(self.preemption.exempt) if self.preemption is not None else None
         plan = self.policy(inp, rule)
@@ -377,6 +395,8 @@ class _Replay:
 
     def start(self, job_id: int, host: str, gpu_ids: tuple[int, ...], now: float) -> None:
         job = self.pending.remove(job_id)
+        if self.learned is not None:
+            self.learned.started(job)
         entry = self.shapes[shape := shape_of(job)]
         entry[0] -= 1
         if entry[0] == 0:

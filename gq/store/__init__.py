@@ -11,7 +11,9 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from gq.model import ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition, clone
+from gq.model import (
+    ENDED_STATES, ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition, clone,
+)
 from gq.store.history import History
 from gq.store.cleared import Cleared
 from gq.store.offences import Offences
@@ -219,6 +221,20 @@ class Store:
         """The job ids of the array with this id, by index; [] when there is none."""
         return [r["id"] for r in self.db.query(
             "SELECT id FROM jobs WHERE array_id = ? ORDER BY array_index", [array_id])]
+
+    def array_outcomes(self, array_ids: list[int]) -> dict[int, dict[str, int]]:
+        """Per array, how many of its elements ended in each state."""
+        out: dict[int, dict[str, int]] = {}
+        if not array_ids:
+            return out
+        marks = ",".join("?" * len(array_ids))
+        ended = [str(s) for s in ENDED_STATES]
+        for row in self.db.query(
+                f"SELECT array_id, state, COUNT(*) AS n FROM jobs WHERE array_id IN ({marks}) "
+                f"AND state IN ({','.join('?' * len(ended))}) GROUP BY array_id, state",
+                [*array_ids, *ended]):
+            out.setdefault(row["array_id"], {})[row["state"]] = row["n"]
+        return out
 
     def array_element(self, array_id: int, index: int) -> int | None:
         rows = list(self.db.query("SELECT id FROM jobs WHERE array_id = ? AND array_index = ?",

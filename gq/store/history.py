@@ -27,6 +27,22 @@ class History:
             [cmd_key, limit]), None)
         return None if row is None else row["util"]
 
+    def completed_runs(self, since: float) -> list[dict[str, Any]]:
+        """Completed runs that ended since `since`, oldest end first, with their job's command
+        (JSON): what run times are learned from (gq/policy/predict.py)."""
+        return list(self.db.query(
+            "SELECT r.job_id, r.user, r.gpus, r.started_at, r.ended_at, j.command FROM runs r "
+            "JOIN jobs j ON j.id = r.job_id WHERE r.ended_at >= ? AND r.state = 'completed' "
+            "ORDER BY r.ended_at", [since]))
+
+    def learned_mem_runs(self, since: float, until: float) -> list[dict[str, Any]]:
+        """Runs ended in [since, until) of jobs whose --mem was learned ([scheduler]
+        learn_mem): state, peak_mem, and the job's mem."""
+        return list(self.db.query(
+            "SELECT r.state, r.peak_mem, j.mem FROM runs r JOIN jobs j ON j.id = r.job_id "
+            "WHERE r.ended_at >= ? AND r.ended_at < ? AND EXISTS (SELECT 1 FROM events e "
+            "WHERE e.job_id = r.job_id AND e.detail LIKE 'memory learned: %')", [since, until]))
+
     def runs_between(self, since: float, until: float) -> list[dict[str, Any]]:
         """Ended runs that overlap [since, until)."""
         return list(self.db.query(

@@ -58,6 +58,14 @@ def detail_rows(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
         rows.append(("array", f"element {a['index']} of {a['id']} ({a['size']} elements)"))
     if job.get("restarts"):
         rows.append(("restarts", str(job["restarts"])))
+    prediction = job.get("prediction")
+    if prediction and job["state"] in ("pending", "held", "running", "preempting"):
+        seconds = prediction["seconds"]
+        rows.append(("run time", prediction["basis"] if seconds is None else
+                     f"~{format_duration(seconds)}, {prediction['basis']}"))
+    for offence in job.get("offences") or ():
+        rows.append(("offence", f"{offence['kind'].replace('_', '-')}: {offence['evidence']}; "
+                                 f"{offence['suggestion']}"))
     usage = job.get("usage")
     if usage and usage.get("util_mean") is not None:
         rows.append(("usage", f"{usage['run']} run: mean utilisation {usage['util_mean']:.0f}%"))

@@ -68,6 +68,10 @@ def _reason(job: JobRow, now: float) -> str:
     text = job.reason or ""
     if job.expected_start is not None:
         text += f", starts in ~{format_duration(max(0.0, job.expected_start - now))}"
+        if job.start_basis:
+            text += f" ({job.start_basis.removeprefix('when ')})"
+    elif (job.start_basis or "").startswith("unknown"):
+        text += ", start unknown"
     return text
 
 

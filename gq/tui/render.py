@@ -26,6 +26,7 @@ PALETTE = [ColorTriplet(*rgb) for rgb in (
 BLACK = ColorTriplet(0, 0, 0)
 OUTSIDE = Style(color="rgb(230,90,90)", bgcolor="rgb(70,30,30)")
 FREE = Style(color="rgb(90,90,90)")
+OVER = Style(color="rgb(255,220,220)", bgcolor="rgb(170,30,30)", bold=True)  # beyond --mem
 UNKNOWN = Style(color="rgb(120,120,120)", italic=True)
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -78,12 +79,13 @@ def _slice_label(s: Slice, width: int) -> str:
 
 def memory_bar(card: CardView, width: int) -> Text:
     """The card's memory as `width` cells: a slice per job (what its processes hold in its
-    colour, the rest of its reservation darker, labelled with id and user), memory held outside
-    gq (hatched, red), then free memory (dots)."""
+    colour, the rest of its reservation darker, labelled with id and user, and what it holds
+    beyond its reservation as '!' in red), memory held outside gq (hatched, red), then free
+    memory (dots)."""
     slices = sorted(card.slices, key=lambda s: s.job_id)
     outside = card.outside or 0
-    free = max(0, card.memory_total - sum(s.reserved for s in slices) - outside)
-    sizes = [s.reserved for s in slices] + [outside, free]
+    free = max(0, card.memory_total - sum(s.size for s in slices) - outside)
+    sizes = [s.size for s in slices] + [outside, free]
     cells = share_cells(sizes, width)
     text = Text(no_wrap=True, end="")
     for s, n in zip(slices, cells):
@@ -91,10 +93,14 @@ def memory_bar(card: CardView, width: int) -> Text:
             continue
         used_style, idle_style = _slice_styles(s.job_id)
         held = s.reserved if s.used is None else min(s.used, s.reserved)
-        used_cells = n if s.reserved <= 0 else round(n * held / s.reserved)
-        label = _slice_label(s, n).ljust(n)
+        over_cells = min(n - 1, max(1, round(n * s.beyond / s.size))) if s.beyond else 0
+        within = n - over_cells
+        used_cells = within if s.reserved <= 0 else round(within * held / s.reserved)
+        label = _slice_label(s, within).ljust(within)
         text.append(label[:used_cells], used_style)
         text.append(label[used_cells:], idle_style)
+        if over_cells:
+            text.append("!" * over_cells, OVER)
     if cells[-2]:
         label = " outside gq " if cells[-2] >= 12 else ""
         text.append((label + "╱" * cells[-2])[:cells[-2]], OUTSIDE)
@@ -174,7 +180,9 @@ def card_line(card: CardView, layout: CardLayout, largest: int) -> Text:
     memory used, utilisation and its recent history."""
     bar_cells = max(4, round(layout.bar * card.memory_total / largest)) if largest else layout.bar
     line = Text(no_wrap=True)
-    line.append(f"{card.index:>2} ", "bold")
+    line.append(f"{card.index:>2}", "bold")
+    # '!': a job on it holds more than its --mem, so the card takes no new slices.
+    line.append("!" if card.over_budget else " ", OVER if card.over_budget else "bold")
     line.append(short_name(card.name)[:layout.name].ljust(layout.name) + " ", "dim")
     line.append_text(memory_bar(card, bar_cells))
     line.append(" " * (layout.bar - bar_cells + 1))

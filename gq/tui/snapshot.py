@@ -43,6 +43,16 @@ class Slice:
     def title(self) -> str:
         return self.label or str(self.job_id)
 
+    @property
+    def beyond(self) -> int:
+        """Bytes its processes hold beyond its reservation (a --mem job over its budget)."""
+        return 0 if self.used is None or self.whole_card else max(0, self.used - self.reserved)
+
+    @property
+    def size(self) -> int:
+        """What it takes of the card: its reservation, or what it holds when that is more."""
+        return self.reserved + self.beyond
+
 
 @dataclass(frozen=True)
 class CardView:
@@ -62,8 +72,14 @@ class CardView:
 
     @property
     def free(self) -> int:
-        """What no job reserves and nothing outside gq holds (unknown outside counts as 0)."""
-        return max(0, self.memory_total - self.reserved - (self.outside or 0))
+        """What no job reserves or holds beyond its reservation and nothing outside gq holds
+        (unknown outside counts as 0)."""
+        return max(0, self.memory_total - sum(s.size for s in self.slices) - (self.outside or 0))
+
+    @property
+    def over_budget(self) -> tuple[Slice, ...]:
+        """The slices whose jobs hold more than they reserved: the card takes no new ones."""
+        return tuple(s for s in self.slices if s.beyond > 0)
 
 
 @dataclass(frozen=True)
@@ -83,6 +99,9 @@ class JobRow:
     started_at: float | None
     expected_start: float | None = None
     array: str | None = None  # "12_3" for element 3 of array 12
+    # What the expected start rests on ("when job 12 ends, like your last 2 runs of
+    # train.py"), or "unknown: ..." when it rests on nothing known.
+    start_basis: str | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -153,6 +172,7 @@ def job_row(host: str, j: dict[str, Any]) -> JobRow:
         submitted_at=epoch(j.get("submitted_at")), started_at=epoch(j.get("started_at")),
         expected_start=epoch(j.get("expected_start")),
         array=f"{array['id']}_{array['index']}" if array else None,
+        start_basis=j.get("expected_start_basis"),
     )
 
 

@@ -1,0 +1,107 @@
+"""Collateral deaths: a job that runs out of memory on a card where another job holds more than
+its --mem is not charged for it. It is queued again at once, without using its --retry-oom, kept
+off that card while the over-budget job runs, and its history names whose overrun killed it; the
+over-budget job's offence escalates at once to its tier's [offenders] over_budget action."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+from gq.model import Job, JobState
+from gq.units import format_size
+
+log = logging.getLogger("gq.daemon")
+
+# A job requeued for going over its budget gets its peak plus this, rounded up to 256M.
+PEAK_MARGIN = 0.10
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """A job holding more than its --mem on a card, as last measured."""
+
+    job_id: int
+    card: int
+    held: int
+    mem: int
+
+    def words(self) -> str:
+        return (f"job {self.job_id} held {format_size(self.held)} on GPU {self.card}, "
+                f"{format_size(self.held - self.mem)} over its --mem {format_size(self.mem)}")
+
+
+def mem_for_peak(peak: int) -> int:
+    """The --mem an over-budget job is requeued with: its peak plus 10%, rounded up to 256M."""
+    step = 256 << 20
+    return int(-(-int(peak * (1 + PEAK_MARGIN)) // step) * step)
+
+
+class Collateral:
+    """Part of Daemon (gq/daemon/core.py)."""
+
+    def start_collateral(self) -> None:
+        # Victim job id -> (the over-budget job, the cards kept from the victim while it runs).
+        # In memory: a restarted daemon forgets, and the over-budget card still takes no new
+        # slices while the job is over its budget (gq/policy/placement.py).
+        self.kept_off: dict[int, tuple[int, frozenset[int]]] = {}
+
+    def overrun_beside(self, job: Job) -> Overrun | None:
+        """Another job over its budget on one of `job`'s cards at the last reading."""
+        holding = {j.id: j for j in self.store.holding_jobs()}
+        for card in job.gpu_ids:
+            for other_id, held in sorted(self.job_memory.get(card, {}).items()):
+                other = holding.get(other_id)
+                if other_id != job.id and other is not None and other.mem and held > other.mem:
+                    return Overrun(other_id, card, held, other.mem)
+        return None
+
+    def requeue_collateral(self, job: Job, overrun: Overrun, now: float) -> None:
+        """The job died of another's overrun: queue it again at once, uncharged."""
+        self.store.transition(
+            job.id, JobState.PENDING, now,
+            detail=f"requeued at once, not charged to --retry-oom: {overrun.words()}, which "
+                   f"killed it; kept off GPU {overrun.card} while job {overrun.job_id} runs",
+            restarts=job.restarts + 1, started_at=None, ended_at=None, exit_code=None,
+            gpu_ids=[])
+        self.kept_off[job.id] = (overrun.job_id, frozenset({overrun.card}))
+        self.store.note(overrun.job_id, now, f"its overrun killed job {job.id}: "
+                                             f"{overrun.words()}")
+        self.escalate_overrun(overrun, now)
+
+    def escalate_overrun(self, overrun: Overrun, now: float) -> None:
+        """Apply the over-budget job's [offenders] over_budget action now, without waiting
+        for over_budget_after or the action's `after`: it has killed a job already."""
+        job = self.store.get_job(overrun.job_id)
+        if job is None or job.state != JobState.RUNNING:
+            return
+        action = self.action_of("over_budget", str(job.priority))
+        why = f"over-budget: {overrun.words()}, and killed a job sharing the card"
+        if action.what == "requeue":
+            self.requeue_over_budget(job, max(overrun.held, job.peak_mem or 0), why)
+        elif action.what == "cancel":
+            self.stop(job, JobState.CANCELLED, f"cancelled by gq ({why})")
+
+    def requeue_over_budget(self, job: Job, peak: int, why: str) -> None:
+        """Requeue an over-budget job with its measured peak (plus 10%) as its new --mem, or
+        whole cards once that is a whole card."""
+        mem = mem_for_peak(peak)
+        largest = min((g.memory_total for g in self.cards if g.index in job.gpu_ids),
+                      default=None)
+        new_mem = None if largest is None or mem >= largest else mem
+        shown = "whole cards" if new_mem is None else f"--mem {format_size(new_mem)}"
+        log.info("job %s: requeued with %s (%s)", job.id, shown, why)
+        self.stop(job, JobState.PREEMPTING, f"requeued by gq with {shown} ({why})",
+                  mem=new_mem)
+
+    def apply_kept_off(self, pending: list[Job], holding: list[Job]) -> list[Job]:
+        """The queue with each waiting victim marked with the cards kept from it, while its
+        killer runs (copies: the store's cached jobs are not to be changed)."""
+        running = {j.id for j in holding if j.state == JobState.RUNNING}
+        for victim, (killer, cards) in list(self.kept_off.items()):
+            if killer not in running:
+                del self.kept_off[victim]
+        if not self.kept_off:
+            return pending
+        return [replace(j, avoid_gpus=self.kept_off[j.id][1]) if j.id in self.kept_off else j
+                for j in pending]
