@@ -38,7 +38,7 @@ def _bad_args(rng: random.Random, op: str) -> dict:
             "cwd": rng.choice(["relative", "/no/such/dir", 5, ["/"], "/tmp\0"]),
             "env": rng.choice([["A=1"], "A=1", {"A": 1}, {"A": None}, {"A": "\0"}]),
             "gpus": rng.choice([-1, "1", 1.5, 10**30, True, [1]]),
-            "mem": rng.choice([0, -5, "20G", 10**30, [1]]),
+            "mem": rng.choice([0, -5, "20", 1000, 10**30, [1]]),
             "cpus": rng.choice([0, -1, "2", 10**30, 2.5]),
             "ram": rng.choice([0, -1, "1G", [1]]),
             "priority": rng.choice(["urgent", 1, None, ["high"]]),

@@ -46,7 +46,11 @@ def db_jobs(db: Path) -> dict[int, dict]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
     conn.row_factory = sqlite3.Row
     try:
-        jobs = {r["id"]: dict(r) for r in conn.execute("SELECT id, state, command FROM jobs")}
+        jobs = {r["id"]: dict(r) for r in conn.execute(
+            "SELECT id, state, command, array_id FROM jobs")}
+        for job in jobs.values():  # an array's elements store what they share once, in the
+            if job["command"] == "null" and job["array_id"] in jobs:  # first one's row
+                job["command"] = jobs[job["array_id"]]["command"]
         for (job_id,) in conn.execute(
                 "SELECT job_id FROM events WHERE detail = 'submitted'"):
             jobs[job_id]["submitted_event"] = True
