@@ -226,7 +226,9 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
             self._last_pass_cost = self._last_pass_end - began
 
     def _schedule_once(self) -> None:
-        pending = self.local_queue()
+        # Held jobs keep the reason Held they were given when held, and take no part in a
+        # pass (the policy would only say Held again): thousands held cost nothing.
+        pending = [j for j in self.local_queue() if j.state != JobState.HELD]
         if not pending:
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
             self.start_notes = {}
