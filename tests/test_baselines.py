@@ -6,7 +6,7 @@ from gq.model import Job, JobState, Reason, Tier
 from gq.policy import Card, Host, SchedulerInput, decide
 from gq.policy.shortest_first import qssf
 from gq.policy.tiresias import QUEUE_LIMITS, queue_of, tiresias
-from gq.sim.history import UserMeanRunTime
+from gq.sim.history import FingerprintRunTime, UserMeanRunTime
 
 G, NOW = 1 << 30, 100_000.0
 
@@ -89,6 +89,18 @@ def test_qssf_orders_by_cards_times_the_run_time_the_predictor_expects():
     assert history(waiting(3, user="cy")) == (300.0 + 900.0 + 5 * 3600.0) / 3
     flat = qssf(SchedulerInput(cards(4), pending, [], now=NOW), predict=lambda j: 60.0)
     assert [s.job_id for s in flat.starts] == [1]  # 1 card x 1 min first
+
+
+def test_qssf_by_default_predicts_with_the_daemons_rule_then_the_users_mean():
+    # Same user, name and GPUs: the mean of the last two runs (gq/policy/predict.py); a name
+    # never seen ended: the user's mean over all their jobs.
+    history = FingerprintRunTime()
+    for name, run_time in (("train.py", 100.0), ("train.py", 300.0), ("train.py", 500.0),
+                           ("eval.py", 5000.0)):
+        history.observe(Job(id=0, user="ann", command=[], cwd="/", name=name), run_time)
+    assert history(Job(id=1, user="ann", command=[], cwd="/", name="train.py")) == 400.0
+    assert history(Job(id=2, user="ann", command=[], cwd="/", name="new.py")) == 1475.0
+    assert history(Job(id=3, user="ann", command=[], cwd="/", name="train.py", gpus=2)) == 1475.0
 
 
 def test_the_oracle_starts_the_shortest_true_run_time_first_and_fills_what_is_left():

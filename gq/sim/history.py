@@ -1,10 +1,13 @@
-"""Run times learned from history, for QSSF in a replay: each user's mean so far.
+"""Run times learned from history, for QSSF in a replay.
 
-QSSF (gq/policy/shortest_first.py) takes its run-time predictor as a parameter; this is the
-simplest one that learns: a job is expected to run as long as its user's jobs that ended so far
-did on average; a user with none ended yet, as all users' jobs did; before any job has ended,
-as long as its time limit says (an hour without one). A job's prediction is made once, the first
-time a pass asks (as Helios predicts at submission), so it does not move while the job waits.
+QSSF (gq/policy/shortest_first.py) takes its run-time predictor as a parameter. The default,
+`FingerprintRunTime`, is the daemon's own rule (gq/policy/predict.py: the mean of the last two
+completed runs of the same user, job name and GPU count), as Helios predicts from a user's
+earlier jobs of the same name; a job whose fingerprint has no completed run yet falls back on
+`UserMeanRunTime`: as long as its user's jobs that ended so far did on average; a user with none
+ended yet, as all users' jobs did; before any job has ended, as long as its time limit says (an
+hour without one). A job's prediction is made once, the first time a pass asks (as Helios
+predicts at submission), so it does not move while the job waits.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from gq.model import Job
+from gq.policy.predict import RunTimes, fingerprint
 
 NO_HISTORY = 3600.0  # s: expected of a job without a limit before anything has ended
 
@@ -47,3 +51,20 @@ class UserMeanRunTime:
         if self.count:
             return self.total / self.count
         return job.time_limit or NO_HISTORY
+
+
+class FingerprintRunTime(UserMeanRunTime):
+    """The daemon's predictor (same user, name and GPUs), each user's mean where it knows
+    nothing yet."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.book = RunTimes()
+
+    def observe(self, job: Job, run_time: float) -> None:
+        super().observe(job, run_time)
+        self.book.record(fingerprint(job.user, [job.name], job.gpus), run_time)
+
+    def predict(self, job: Job) -> float:
+        known = self.book.predict(job, fp=fingerprint(job.user, [job.name], job.gpus)).seconds
+        return super().predict(job) if known is None else known

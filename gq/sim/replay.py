@@ -60,7 +60,7 @@ from gq.policy.tiresias import queue_of
 from gq.sim.colocation import Sharing
 from gq.sim.conversion import check_fits, host_limits, to_job
 from gq.sim.results import JobResult, Preemption, ReplayResult  # noqa: F401 (re-exported)
-from gq.sim.history import RunTimePredictor, UserMeanRunTime
+from gq.sim.history import FingerprintRunTime, RunTimePredictor
 from gq.sim.lab import Lab
 from gq.sim.learned import Learned
 from gq.sim.time_model import TimeModel
@@ -115,7 +115,7 @@ def replay(
     and admin reservations (times from the start of the trace); its [scheduler] and [limits],
     when it has them, replace `default_limit`, `max_reservations`, `fairshare` and `limits`.
     `tiers=False` (`--tiers off`): every job `normal`. `predictor`: makes what QSSF predicts
-    run times with (default: each user's mean, gq/sim/history.py). Tiresias preempts by its
+    run times with (default: the daemon's rule, else each user's mean; gq/sim/history.py). Tiresias preempts by its
     own rule, with the grace of `preemption` (or its default). Slices that share a card slow
     each other down (gq/sim/colocation.py, profiles drawn with `seed`); `share_util_max`: the
     gq policy applies the daemon's utilisation rule to the drawn profiles (None: memory only).
@@ -142,7 +142,7 @@ def replay(
     sim = _Replay(hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
                   limits, usage_refresh, max_wall_s, skip_idle_passes,
                   preemption if policy in ("gq", "tiresias") else None, lab)
-    sim.predictor = (predictor or UserMeanRunTime)()
+    sim.predictor = (predictor or FingerprintRunTime)()
     sim.sharing, sim.share_util_max = Sharing(seed), share_util_max
     sim.learned = Learned() if learn else None
     jobs = sim.admit(trace_jobs, time_factor, tiers, time_model)
