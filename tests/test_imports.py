@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
+
+from conftest import ROOT
 
 
 def modules_after(code: str) -> set[str]:
@@ -69,3 +72,16 @@ def test_triage_is_pure():
     assert (loaded - baseline) & IO_AND_CLOCK == set()
     assert {m for m in loaded - baseline if m.startswith("gq.")} <= {
         "gq.triage", "gq.triage.classify", "gq.triage.rules"}
+
+
+def test_the_import_contracts_hold():
+    """pyproject.toml's [tool.importlinter] contracts: the policy pure, no Textual below the
+    TUI, the TUI through the protocol, the store and card backends below the daemon."""
+    import shutil
+
+    lint = shutil.which("lint-imports", path=os.path.dirname(sys.executable))
+    if lint is None:
+        pytest.skip("import-linter is not installed (pip install -e '.[test]')")
+    proc = subprocess.run([lint, "--no-cache"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:]
