@@ -46,6 +46,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, mark))
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+    # Longest first, so that no worker is left with a minute of Slurm or flood at the end: the
+    # one Slurm's tests (a worker of their own), then the soak and install tests, then the rest.
+    first = {"slurm": 0, "soak": 1, "install": 1}
+    items.sort(key=lambda item: min((first.get(m.name, 2) for m in item.iter_markers()),
+                                    default=2))
 
 
 def wait_for(predicate, timeout: float = 20.0, interval: float = 0.02, what: str = "condition"):
