@@ -18,6 +18,8 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,6 +157,19 @@ class Users:
             subprocess.run(["userdel", "--remove", user.name], capture_output=True)
         for name in self.groups:
             subprocess.run(["groupdel", name], capture_output=True)
+
+
+@contextmanager
+def two_users(ann: str, bob: str) -> Iterator[Users]:
+    """Two throwaway users for a test module, `made.ann` and `made.bob` (their names end in
+    these suffixes), removed with their processes at the end."""
+    require_root()
+    made = Users()
+    try:
+        made.ann, made.bob = made.user(ann), made.user(bob)
+        yield made
+    finally:
+        made.remove()
 
 
 class SystemHost:

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import wait_for
-from sysmode import SystemHost, Users, require_root
+from sysmode import SystemHost, two_users
 
 CONNECT_SYSCALL = {"x86_64": 42, "aarch64": 203}.get(platform.machine())
 
@@ -37,14 +37,8 @@ for s in held: s.close()
 
 @pytest.fixture(scope="module")
 def users():
-    require_root()
-    made = Users()
-    try:
-        made.ann = made.user("w")
-        made.bob = made.user("v")
+    with two_users("w", "v") as made:
         yield made
-    finally:
-        made.remove()
 
 
 def _in_connect(pid: int) -> bool:

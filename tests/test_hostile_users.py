@@ -11,7 +11,7 @@ import pytest
 
 from conftest import wait_for
 from gq.protocol import VERSION
-from sysmode import SystemHost, User, Users, require_root
+from sysmode import SystemHost, User, two_users
 
 # One request per line on one connection, each answer within 20 s or the script says so.
 RAW = (
@@ -27,14 +27,8 @@ RAW = (
 
 @pytest.fixture(scope="module")
 def users():
-    require_root()
-    made = Users()
-    try:
-        made.ann = made.user("h")
-        made.bob = made.user("i")
+    with two_users("h", "i") as made:
         yield made
-    finally:
-        made.remove()
 
 
 @pytest.fixture(scope="module")

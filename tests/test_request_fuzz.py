@@ -14,7 +14,7 @@ import pytest
 from gq.daemon import arrays, mem_history, notify, submission, telemetry_ops
 from gq.daemon.ops import OPS
 from gq.peers import forwarding, placement
-from sysmode import SystemHost, Users, require_root
+from sysmode import SystemHost, two_users
 
 SECRET = "s3cret-of-the-owner"
 PER_OP = 40  # requests of each operation by each user
@@ -60,14 +60,8 @@ for op in own_keys:
 
 @pytest.fixture(scope="module")
 def users():
-    require_root()
-    made = Users()
-    try:
-        made.ann = made.user("z")
-        made.bob = made.user("y")
+    with two_users("z", "y") as made:
         yield made
-    finally:
-        made.remove()
 
 
 # Where handlers read more of their arguments than in their own body.

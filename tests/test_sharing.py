@@ -60,7 +60,7 @@ def test_the_daemon_learns_a_commands_utilisation_and_keeps_two_busy_ones_apart(
                         f"while [ ! -e {gate} ]; do sleep 0.05; done; kill $b; wait $b; exit 0"]
     learn = host.submit("--mem", "20G", "--", *busy)
     host.wait_state(learn, "running")
-    wait_for(lambda: (host.job(learn)["usage"] or {}).get("util_mean", 0) >= 60,
+    wait_for(lambda: ((host.job(learn)["usage"] or {}).get("util_mean") or 0) >= 60,
              what="the first run to keep the card busy for a while")
     gate.touch()
     assert host.wait_ended(learn)["state"] == "completed"

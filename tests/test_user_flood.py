@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from sysmode import SystemHost, Users, require_root
+from sysmode import SystemHost, two_users
 
 SUBMITS = 5000
 BURSTS = 10
@@ -55,14 +55,8 @@ for line in sys.stdin:
 
 @pytest.fixture(scope="module")
 def users():
-    require_root()
-    made = Users()
-    try:
-        made.ann = made.user("f")
-        made.bob = made.user("l")
+    with two_users("f", "l") as made:
         yield made
-    finally:
-        made.remove()
 
 
 def _ls_seconds(host: SystemHost, user) -> float:
