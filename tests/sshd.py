@@ -32,10 +32,14 @@ class LoopbackSshd:
     """sshd -D on a free loopback port. `user_key` logs in as the current user."""
 
     def __init__(self, root: Path, env: dict[str, str] | None = None, max_sessions: int = 100):
-        """env: variables every session gets (sshd's SetEnv), e.g. a test Slurm's SLURM_CONF;
+        """env: variables every session gets (sshd's SetEnv), e.g. a test Slurm's SLURM_CONF
+        (HOME is `root` unless given);
         max_sessions: sshd's MaxSessions, channels open at once on one connection."""
         self.root = root
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # A fresh HOME unless asked for one: a login's shell then reads no ~/.bashrc of the
+        # machine's (one that runs pyenv waits 60 s on a lock an interrupted login left).
+        env = {"HOME": str(root), **(env or {})}
         self.port = free_port()
         self.user = pwd.getpwuid(os.getuid()).pw_name
         self.host_key = keygen(root / "host_ed25519")
