@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gq.config_governance import PoolsConfig
+from gq.config.governance import PoolsConfig
 from gq.model import Tier
 from gq.protocol import BadInput
 from gq.units import format_duration, format_size, nearest_size, parse_mem

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
-from gq.config import _KNOWN, load_config
-from gq.config_show import effective, setting_lines
+from gq.config import load_config
+from gq.config.settings import _KNOWN
+from gq.config.lines import setting_lines
+from gq.config.show import effective
 
 
 def test_config_show_prints_each_setting_with_its_source(host):

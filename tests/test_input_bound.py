@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from conftest import host_with, wait_for
-from gq.config_telemetry import OffendersConfig, OffenderRules
+from gq.config.telemetry import OffendersConfig, OffenderRules
 from gq.daemon.cpu_usage import CpuMeter, CpuWindow
 from gq.daemon.offenders import JobView, job_offences
 from gq.model import Job, JobState, Tier

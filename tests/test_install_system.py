@@ -18,7 +18,7 @@ import pytest
 
 from conftest import wait_for
 from gq.config import load_config
-from gq.config_show import effective
+from gq.config.show import effective
 from gq.protocol import Connection
 from sysmode import Users, require_root, user_python
 from test_install import INSTALL, ROOT, _env, _run, verify_unit

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gq.config import check_cards, load_config
-from gq.config_governance import parse_pools
+from gq.config.governance import parse_pools
 from gq.daemon.submission import Caller, HostLimits, build_job
 from gq.model import Tier
 from gq.protocol import BadInput, GqError

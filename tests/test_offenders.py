@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import host_with, wait_for
 
-from gq.config_telemetry import OffendersConfig, OffenderRules
+from gq.config.telemetry import OffendersConfig, OffenderRules
 from gq.daemon.attribution import Owner
 from gq.daemon.offenders import JobView, job_offences, process_offences
 from gq.model import Gpu, GpuProcess, Job, JobState, Tier

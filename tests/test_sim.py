@@ -16,7 +16,7 @@ from gq.policy import Card, Host, SchedulerInput
 from gq.policy.baselines import fifo, greedy
 from gq.sim.cluster import parse_cluster
 from gq.sim.metrics import metrics, percentile, summarize
-from gq.config_governance import PoolsConfig
+from gq.config.governance import PoolsConfig
 from gq.sim.conversion import host_limits, to_job
 from gq.sim.replay import JobResult, ReplayResult, replay
 from gq.sim.traces import TraceJob, read_trace

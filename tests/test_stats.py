@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gq.model import Job, JobState, Tier
-from gq.stats import StatsInput, lab_stats, percentile
+from gq.stats.lab import StatsInput, lab_stats, percentile
 from gq.store import Store
 from gq.store.samples import CardSample, JobSample
 

@@ -8,9 +8,9 @@ import pytest
 from conftest import wait_for
 
 from gq.model import Job, JobState, Tier
-from gq.stats import StatsInput, lab_stats
-from gq.stats_health import percentile
-from gq.stats_review import month_bounds, review
+from gq.stats.lab import StatsInput, lab_stats
+from gq.stats.health import percentile
+from gq.stats.review import month_bounds, review
 from gq.store import Store
 from gq.store.samples import CardSample
 

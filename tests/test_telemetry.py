@@ -15,7 +15,7 @@ from gq.daemon.attribution import Attributor, Owner, split_memory
 from gq.daemon.telemetry import Telemetry, job_card_use
 from gq.gpu.nvml import NvmlBackend
 from gq.gpu.sim import write_faults
-from gq.config_telemetry import TelemetryConfig
+from gq.config.telemetry import TelemetryConfig
 from gq.model import Gpu, GpuProcess, Job, JobState
 from gq.store import Store
 from gq.store.samples import CardSample, JobSample

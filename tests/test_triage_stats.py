@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gq.cli.stats_cmd import print_stats, prometheus
 from gq.model import Job, JobState, Tier
-from gq.stats import StatsInput, lab_stats
+from gq.stats.lab import StatsInput, lab_stats
 from gq.store import Store
 from test_stats_health import JUNE, MAY
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gq.cli.output import table
-from gq.stats_health import NO_ACCOUNT
+from gq.stats.health import NO_ACCOUNT
 from gq.units import format_duration, parse_iso
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -58,7 +58,7 @@ def _learned(p: dict[str, Any] | None, m: dict[str, Any] | None) -> str:
 
 
 def print_stats(s: dict[str, Any]) -> None:
-    from gq.stats_health import print_health
+    from gq.stats.health import print_health
 
     u, a = s["utilization"], s["allocation"]
     print(f"{s['host']}: {s['gpus']} GPUs, {s['covered_from']} to {s['until']}")
@@ -172,12 +172,12 @@ def _by_user_and_class(s: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def monthly(of: str | None) -> str:
-    """The monthly review (gq/stats_review.py) of the month `of` (YYYY-MM; None: the last)."""
+    """The monthly review (gq/stats/review.py) of the month `of` (YYYY-MM; None: the last)."""
     import time
 
     from gq.cli.client import call
     from gq.protocol import BAD_INPUT, GqError
-    from gq.stats_review import month_bounds, review
+    from gq.stats.review import month_bounds, review
 
     try:
         before, start, end, name, last_name = month_bounds(of, time.time())

@@ -7,7 +7,7 @@ import pwd
 from dataclasses import dataclass, field
 from typing import Any
 
-from gq.config_telemetry import OffenderRules, OffendersConfig
+from gq.config.telemetry import OffenderRules, OffendersConfig
 from gq.daemon.attribution import Owner
 from gq.daemon.collateral import mem_for_peak
 from gq.daemon.cpu_usage import CpuWindow

@@ -9,7 +9,7 @@ from typing import Any
 from gq import __version__
 from gq.daemon import arrays
 from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
-from gq.config_show import effective
+from gq.config.show import effective
 from gq.daemon.authz import require_owner
 from gq.daemon.core import Daemon
 from gq.daemon.diskfull import TRUNCATED

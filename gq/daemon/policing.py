@@ -7,7 +7,7 @@ import json
 import logging
 import os
 
-from gq.config_telemetry import Action
+from gq.config.telemetry import Action
 from gq.daemon.cpu_usage import CpuMeter
 from gq.daemon.offenders import Candidate, JobView, job_offences, process_offences
 from gq.model import Job, JobState

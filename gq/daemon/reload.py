@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from gq.config import Config, load_config
-from gq.config_show import effective
+from gq.config.show import effective
 from gq.daemon.core import Daemon
 from gq.daemon.submission import Caller
 from gq.protocol import GqError

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from gq.daemon.admins import group_members, require_admin
 from gq.daemon.submission import Caller
-from gq.lab_rules import Held, check_account, check_reservation
+from gq.config.lab_rules import Held, check_account, check_reservation
 from gq.policy.windows import Window
 from gq.protocol import BadInput
 from gq.units import format_duration, iso

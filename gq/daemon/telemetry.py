@@ -13,7 +13,7 @@ import json
 from collections import deque
 from dataclasses import dataclass, field
 
-from gq.config_telemetry import TelemetryConfig
+from gq.config.telemetry import TelemetryConfig
 from gq.daemon.attribution import Owner
 from gq.model import Gpu, GpuProcess, Job
 from gq.store.samples import CardSample, JobSample, Samples, Window

@@ -9,7 +9,7 @@ from gq.daemon.core import Daemon
 from gq.daemon.submission import Caller
 from gq.model import Job
 from gq.protocol import BadInput
-from gq.stats import StatsInput, lab_stats, offence_json
+from gq.stats.lab import StatsInput, lab_stats, offence_json
 from gq.units import iso
 
 MAX_SPAN = 40 * 86400.0  # the longest history one request may ask for

@@ -14,7 +14,7 @@ How a trace job becomes a gq job (docs/sim.md says why):
 
 from __future__ import annotations
 
-from gq.config_governance import PoolsConfig
+from gq.config.governance import PoolsConfig
 from gq.job_request import HostLimits, request_fields
 from gq.model import Job
 from gq.policy.placement import Capacity

@@ -1,9 +1,9 @@
 """`gq sim --config LAB.toml`: the lab's rules for a replay, written as in config.toml.
 
 [scheduler] (reservations, default_time, weights, half_life, age_cap) and [limits] are read by
-the daemon's own parser (gq/config.py), so a replay can try a setting before the lab uses it.
+the daemon's own parser (gq/config/settings.py), so a replay can try a setting before the lab uses it.
 
-[pools.NAME] and [accounts.NAME] are read by the daemon's own parsers (gq/config_governance.py);
+[pools.NAME] and [accounts.NAME] are read by the daemon's own parsers (gq/config/governance.py);
 admin reservations, which the daemon keeps in its database, are written as [[reservations]],
 with times counted from the start of the trace:
 
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from gq.config import Config, apply_scheduler
-from gq.config_governance import PoolsConfig, parse_accounts, parse_pools
-from gq.lab_rules import Held, check_account, check_pool_cards, check_reservation
+from gq.config.governance import PoolsConfig, parse_accounts, parse_pools
+from gq.config.lab_rules import Held, check_account, check_pool_cards, check_reservation
 from gq.policy.fairshare import FairShareConfig
 from gq.policy.quotas import Limits
 from gq.policy.accounts import Accounts
@@ -65,7 +65,7 @@ def read_lab(path: str | Path, hosts: tuple[Host, ...]) -> Lab:
                              "(a lab file has [pools.NAME], [accounts.NAME], [[reservations]], "
                              "[scheduler], [limits])")
         pools = parse_pools(data.get("pools", {}))
-        for host in hosts:  # the daemon of each host checks its pools so (gq/lab_rules.py)
+        for host in hosts:  # the daemon of each host checks its pools so (gq/config/lab_rules.py)
             check_pool_cards(pools, [c.index for c in host.cards], host.name)
         accounts = parse_accounts(data.get("accounts", {}))
         entries = data.get("reservations", [])

@@ -2,7 +2,7 @@
 defaults for everything.
 
 A bad value or an unknown setting is refused when the daemon starts, naming the setting and its
-line. `gq config show` prints the effective values and where each came from (config_show.py).
+line. `gq config show` prints the effective values and where each came from (gq/config/show.py).
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gq.config_governance import PoolsConfig, parse_accounts, parse_pools
-from gq.config_telemetry import (
+from gq.config.governance import PoolsConfig, parse_accounts, parse_pools
+from gq.config.lab_rules import check_pool_cards
+from gq.config.lines import line_of, setting_lines
+from gq.config.telemetry import (
     OFFENDER_KEYS, TELEMETRY_KEYS, OffendersConfig, TelemetryConfig, parse_offenders,
     parse_telemetry,
 )
@@ -342,17 +344,13 @@ def _host_ram() -> int | None:
 
 
 def check_cards(config: Config, cards: list[int]) -> None:
-    """The pools of a loaded file against the host's cards (gq/lab_rules.py): the daemon checks
+    """The pools of a loaded file against the host's cards (gq/config/lab_rules.py): the daemon checks
     this when it starts, and so does `gq config check`, naming the line."""
-    from gq.lab_rules import check_pool_cards
-
     try:
         check_pool_cards(config.pools, cards)
     except ValueError as e:
         line = None
         if config.path:
-            from gq.config_show import line_of, setting_lines
-
             line = line_of(str(e), setting_lines(Path(config.path).read_text()))
         raise GqError(f"{config.path}{f' line {line}' if line else ''}: {e}", 2) from None
 
@@ -361,8 +359,6 @@ def load_config(path: Path) -> Config:
     config = Config(host_cpus=os.cpu_count() or 1, host_ram=_host_ram())
     if not path.exists():
         return config
-    from gq.config_show import line_of, setting_lines
-
     text = path.read_text()
     try:
         _apply(config, tomllib.loads(text))

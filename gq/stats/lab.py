@@ -12,7 +12,7 @@ from typing import Any
 
 from gq.model import Job, Tier
 from gq.policy.cardshare import card_share
-from gq.stats_health import NO_ACCOUNT, health, percentile
+from gq.stats.health import NO_ACCOUNT, health, percentile
 from gq.store import Store
 from gq.units import iso
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gq.config_governance import PoolsConfig
+from gq.config.governance import PoolsConfig
 
 
 def card_list(indices: Iterable[int]) -> str:

@@ -1,6 +1,6 @@
 """`gq stats --month`: the monthly review as Markdown, the reviewed month against the one before.
 
-It reads two `stats` answers (gq/stats.py), one a month, and says what a lab looks at once a
+It reads two `stats` answers (gq/stats/lab.py), one a month, and says what a lab looks at once a
 month: the three health numbers and their trends, how much of the cards was used and by which
 account, and who wasted most. Months are calendar months in UTC.
 """
@@ -11,7 +11,7 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any
 
-from gq.stats_health import shown
+from gq.stats.health import shown
 from gq.units import format_duration
 
 TOP = 5  # offenders listed
