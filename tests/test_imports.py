@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import gq
 
 from conftest import ROOT
 
@@ -85,3 +89,83 @@ def test_the_import_contracts_hold():
     proc = subprocess.run([lint, "--no-cache"], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def _gq_modules() -> dict[str, Path]:
+    root = Path(gq.__file__).parent
+    out = {}
+    for path in root.rglob("*.py"):
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def _imports(tree: ast.AST, modules: dict[str, Path], in_functions: bool) -> list[tuple[str, int]]:
+    """(module, line) of each `import gq...` in the tree: those run when the module loads (not
+    under TYPE_CHECKING, not in a function), or only those inside functions."""
+    found = []
+
+    def visit(nodes, inside: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gq"):
+                if inside == in_functions:
+                    for alias in node.names:
+                        full = f"{node.module}.{alias.name}"
+                        found.append((full if full in modules else node.module, node.lineno))
+            elif isinstance(node, ast.Import) and inside == in_functions:
+                found.extend((a.name, node.lineno) for a in node.names if a.name.startswith("gq"))
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                child = getattr(node, field, None)
+                if isinstance(child, list) and not isinstance(node, (ast.ImportFrom, ast.Import)):
+                    visit(child, inside or isinstance(
+                        node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree.body, False)
+    return found
+
+
+def test_no_import_cycle_between_gq_modules():
+    """What a module imports when it loads never comes back to it: no cycle held together by
+    import order."""
+    modules = _gq_modules()
+    graph = {name: {m for m, _ in _imports(ast.parse(path.read_text()), modules, False)
+                    if m in modules and m != name} for name, path in modules.items()}
+    assert len(graph["gq.daemon.ops"]) > 10  # the scan sees imports: it can fail
+    cycles = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def walk(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                walk(nxt, path + [nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            walk(name, [name])
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+# Imports inside functions that stay, for weight only: paramiko (the SSH transport) and the
+# daemon's own start (gq daemon run), loaded only by the commands that need them.
+HEAVY = {"gq.remote.ssh", "gq.daemon.core", "gq.daemon.server", "gq.daemon.reload",
+         "gq.daemon.main", "gq.daemon.diskfull"}
+
+
+def test_no_import_inside_a_function_dodges_a_cycle():
+    """The daemon, peers, Slurm and the transport import each other at the top of the module;
+    an import inside a function is for weight only (HEAVY)."""
+    modules = _gq_modules()
+    hidden = []
+    for name, path in modules.items():
+        if not name.startswith(("gq.daemon", "gq.slurm", "gq.remote")):
+            continue
+        for module, line in _imports(ast.parse(path.read_text()), modules, True):
+            if module.startswith(("gq.daemon", "gq.slurm", "gq.remote")) and module not in HEAVY:
+                hidden.append(f"{path}:{line}: {module}")
+    assert not hidden, "\n".join(hidden)

@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from gq.daemon import arrays, mem_history, notify, submission, telemetry_ops
-from gq.daemon.ops import OPS
-from gq.peers import forwarding, placement
+from gq.daemon.ops import HANDLERS
+from gq.daemon.peers import forwarding, placement
 from sysmode import SystemHost, two_users
 
 SECRET = "s3cret-of-the-owner"
@@ -73,7 +73,7 @@ def own_keys(ops) -> dict[str, list[str]]:
     """The argument names each operation's handler reads (from their source)."""
     found = {}
     for op in ops:
-        source = "".join(inspect.getsource(x) for x in [OPS[op], *ALSO_READ.get(op, [])])
+        source = "".join(inspect.getsource(x) for x in [HANDLERS[op], *ALSO_READ.get(op, [])])
         keys = set(re.findall(r"""args(?:\.get\(|\[)["']([a-z_]+)["']""", source))
         keys |= set(re.findall(r"""_[a-z_]+\(args, ["']([a-z_]+)["']""", source))
         found[op] = sorted(keys | ({"ids"} if "_each(" in source else set()))
@@ -97,12 +97,12 @@ def test_fuzzed_requests_of_two_users_get_no_internal_error_nor_anothers_secrets
         theirs = host.submit(bob, "--hold", "-g", "0", "--", "true",
                              env=host.user_env(bob, API_TOKEN=SECRET))
         mine = host.submit(ann, "--hold", "-g", "0", "--", "true")
-        by_ann = fuzz(host, ann, 0, sorted(OPS))
-        by_bob = fuzz(host, bob, 1, sorted(OPS))
+        by_ann = fuzz(host, ann, 0, sorted(HANDLERS))
+        by_bob = fuzz(host, bob, 1, sorted(HANDLERS))
         # ... and root, an admin, for what only admins may do (but stop the daemon, or try
         # SSH connections to whatever address it is given).
-        by_root = fuzz(host, None, 2, sorted(set(OPS) - {"shutdown", "peer_add"}))
-        assert len(by_ann) > len(OPS) * PER_OP
+        by_root = fuzz(host, None, 2, sorted(set(HANDLERS) - {"shutdown", "peer_add"}))
+        assert len(by_ann) > len(HANDLERS) * PER_OP
         internal = sorted({f"{r['op']}: {r['error']}"[:300] for r in by_ann + by_bob + by_root
                            if "internal error" in (r["error"] or "")
                            or (r["error"] or "").startswith("no answer")})

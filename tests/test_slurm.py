@@ -140,3 +140,42 @@ def test_gq_top_shows_the_slurm_peer_as_a_group(slurm_host):
     assert (row.host, row.state, row.reason) == ("hpc", "held", "Held")
     app.sources["hpc"].act("cancel", ids=[row.id])
     assert state_of(slurm_host, job, "cancelled")
+
+
+def test_gq_top_asks_every_host_once_per_refresh_whatever_the_number_of_peers(slurm_host):
+    """Each peer's group reads its part of one `list hosts=all`: with N peers, one request per
+    refresh, not N (each of which asks every peer)."""
+    import time
+
+    from gq.protocol import Connection
+    from gq.tui.peer_source import peer_sources
+    from gq.tui.source import DaemonSource
+
+    asked: list[tuple[str, dict]] = []
+
+    class Counted(Connection):
+        def call(self, op, **args):
+            asked.append((op, args))
+            return super().call(op, **args)
+
+    class Local(DaemonSource):
+        def _connect(self):
+            return Counted(self.socket_path, timeout=self.timeout)
+
+    slurm_host.gq("peers", "add", "--slurm", "--name", "hpc2")
+    try:
+        job = submit(slurm_host, "-g", "0", "--hold", "--", "true")
+        local = Local(str(slurm_host.home / "gq.sock"))
+        sources = peer_sources(local)
+        assert sorted(s.name for s in sources) == ["hpc", "hpc2"]
+        asked.clear()
+        now = time.time()
+        groups = {s.name: s.fetch(now) for s in sources}
+        assert [op for op, args in asked if op == "list"] == ["list"], asked
+        assert all(g.error is None for g in groups.values()), groups
+        assert int(job.split(":")[1]) in {r.id for r in groups["hpc"].jobs}
+        groups = {s.name: s.fetch(now + 1) for s in sources}  # the next refresh asks again
+        assert [op for op, args in asked if op == "list"] == ["list", "list"]
+        slurm_host.gq("cancel", job)
+    finally:
+        slurm_host.gq("peers", "rm", "hpc2")

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import psutil
 import pytest
 
-from gq.peers.transport import PeerSpec, Unreachable
+from gq.remote.spec import PeerSpec, Unreachable
 from gq.slurm.backend import SshSlurm
 from tests.conftest import wait_for
 from tests.sshd import SSHD, LoopbackSshd

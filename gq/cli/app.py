@@ -142,7 +142,7 @@ def ls(
                             **window), "jobs")
     if json:
         return output.print_json(jobs)
-    from gq.cli.arrays_view import table_rows
+    from gq.wording.arrays import table_rows
 
     headers, rows = table_rows(jobs, with_start=start, expand=expand,
                                listed_all=all or bool(state) or bool(window))
@@ -201,7 +201,7 @@ def logs(
 
 
 def _act(op: str, ids: list[str], **args) -> int:
-    from gq.cli.arrays_view import fold_results
+    from gq.wording.arrays import fold_results
 
     failed = 0
     for ok, line in fold_results(call(op, ids=ids, **args)):
@@ -277,7 +277,7 @@ def wait(
     """Block until the jobs end; exit with the (first failing) job's exit code, 3 when a job
     can no longer start (its dependency failed, or a limit it can never meet: gq why says what
     to do), 124 when --timeout runs out first."""
-    from gq.cli.arrays_view import fold_waited, wait_status
+    from gq.wording.arrays import fold_waited, wait_status
     from gq.cli.client import wait_for_jobs
     from gq.units import parse_duration
 
@@ -401,7 +401,7 @@ def top(
 ) -> None:
     """The interactive terminal UI: every card's memory by job, the queue and the offenders
     (keys: docs/top.md, or ? inside)."""
-    from gq.cli.demo import run_top
+    from gq.cli.top_cmd import run_top
 
     run_top(interval)
 

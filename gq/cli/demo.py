@@ -51,13 +51,6 @@ BURN = [*_gq_command(), "burn"]
 PREEMPT_AT = 8.0  # seconds into the demo: the urgent high-tier job arrives
 
 
-def run_top(interval: float) -> None:
-    from gq.paths import gq_home
-    from gq.tui.app import make_app
-
-    make_app(home=gq_home(), interval=interval).run()
-
-
 def _burn(mem: str, util: int, seconds: float | None = None) -> list[str]:
     return [*BURN, "--mem", mem, "--util", str(util)] + (
         [] if seconds is None else ["--seconds", str(seconds)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gq.cli.arrays_view import label
+from gq.wording.arrays import label
 from gq.protocol import GqError
 
 POLL = 0.25  # seconds between looks
@@ -77,7 +77,7 @@ def watch(demo, seconds: float) -> None:
 
 def summary(demo) -> None:
     from gq.cli import output
-    from gq.cli.arrays_view import table_rows
+    from gq.wording.arrays import table_rows
     from gq.cli.details import print_gpus
 
     demo.say(f"\nAfter {demo.elapsed():.0f}s, the cards (gq gpus):")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from gq.cli.output import gpus_text, percent, table
+from gq.cli.output import table
+from gq.wording.jobs import gpus_text, percent
 from gq.units import format_duration, format_size, iso
 
 

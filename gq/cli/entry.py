@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> None:
             from gq.cli.complete_fast import complete
 
             code = complete(argv[1:])
-        elif argv[:1] == ["rpc"]:  # a peer's relay, over SSH (gq/peers/relay.py): light
-            from gq.peers.relay import main as relay
+        elif argv[:1] == ["rpc"]:  # a peer's relay, over SSH (gq/remote/relay.py): light
+            from gq.remote.relay import main as relay
 
             code = relay(argv[1:])
         elif _is_fast_submit(argv):

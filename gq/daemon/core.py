@@ -21,27 +21,27 @@ from gq.daemon.collateral import Collateral
 from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
 from gq.daemon.identity import identity_of, prepare_user_dir
+from gq.daemon.mem_history import learned_utils
 from gq.daemon.notify import Notifier
+from gq.daemon.peers.registry import Peers
 from gq.daemon.policing import Policing
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
-from gq.daemon.runtimes import Fingerprints, load_run_times, start_notes
 from gq.daemon.reservations import windows as admin_windows
-from gq.daemon.telemetry import Telemetry
+from gq.daemon.runtimes import Fingerprints, load_run_times, start_notes
 from gq.daemon.shim import ShimSpec
 from gq.daemon.supervisor import RUN_TOKEN, Shim, SpawnUnknown, Supervisor
-from gq.peers.registry import Peers
+from gq.daemon.telemetry import Telemetry
 from gq.gpu.base import CardBackend
-from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
-from gq.daemon.mem_history import learned_utils
 from gq.layout import Layout
-from gq.policy import (
-    Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, decide,
-)
+from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
 from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held
 from gq.policy.fairshare import Score
 from gq.store import Store
+from gq.policy import (
+    Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, decide,
+)
 
 log = logging.getLogger("gq.daemon")
 
@@ -249,7 +249,7 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
 
     def local_queue(self) -> list[Job]:
         """Pending and held jobs to run here: not those waiting to be sent to a peer
-        (gq/peers/forwarding.py), which it keeps at reason PeerDown."""
+        (gq/daemon/peers/forwarding.py), which it keeps at reason PeerDown."""
         queue = self.store.queue()
         waiting = {j.id: Reason.PEER_DOWN for j in queue
                    if j.forward is not None and j.state == JobState.PENDING}

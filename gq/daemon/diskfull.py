@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+from gq.units import format_size
 
 LOW = 1 << 20  # bytes: with less free than this, the disk counts as full
 TRUNCATED = "output truncated: the disk holding the job's logs filled up while it ran"
@@ -34,8 +35,6 @@ def is_disk_full(exc: BaseException) -> bool:
 
 
 def refusal(home: str | os.PathLike) -> str:
-    from gq.units import format_size
-
     free = free_bytes(home)
     room = "" if free is None else f", {format_size(free)} free"
     return (f"the disk holding {home} is full{room}: nothing was changed; free some space "

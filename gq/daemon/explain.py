@@ -8,6 +8,7 @@ from gq.daemon import arrays
 from gq.daemon.core import Daemon
 from gq.daemon.ending import PREEMPTED_FOR
 from gq.daemon.listing import expected_start, start_basis
+from gq.daemon.lookup import resolve_id
 from gq.daemon.startable import never_starts
 from gq.daemon.submission import Caller
 from gq.daemon.views import failure_json, failure_text, job_label, why_sentence
@@ -51,8 +52,6 @@ def _stopping_for(daemon: Daemon, job: Job) -> list[Job]:
 
 
 def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
-    from gq.daemon.ops import resolve_id
-
     text = str(args.get("id", "")).strip()
     job = daemon.store.get_job(resolve_id(daemon, caller, text))
     members = None if arrays.parse_element(text) or job.array is None else (

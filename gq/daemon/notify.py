@@ -25,6 +25,9 @@ from typing import Any, Callable
 
 from gq.config import NotifyConfig
 from gq.daemon.identity import identity_of, prepare_user_dir
+from gq.daemon.oom import run_log
+from gq.daemon.userfiles import job_file_owner
+from gq.daemon.views import failure_json
 from gq.model import ENDED_STATES, Job, Notify
 from gq.protocol import BadInput
 from gq.units import iso
@@ -83,8 +86,6 @@ def facts(job: Job, layout) -> dict[str, str]:
     if job.array is not None:
         out.update(GQ_ARRAY_ID=str(job.array.id), GQ_ARRAY_INDEX=str(job.array.index))
     if job.failure is not None:  # why it failed (docs/triage.md)
-        from gq.daemon.views import failure_json
-
         out.update(GQ_FAILURE=job.failure, GQ_FAILURE_EVIDENCE="\n".join(job.failure_evidence),
                    GQ_FAILURE_SUGGESTION=failure_json(job)["failure_suggestion"],
                    GQ_LOG_TAIL=log_tail(job, layout))
@@ -97,8 +98,6 @@ TAIL_CHARS = 2000
 
 def log_tail(job: Job, layout) -> str:
     """The last lines of the job's stderr (its own file: read as gq/daemon/oom.py reads)."""
-    from gq.daemon.oom import run_log
-    from gq.daemon.userfiles import job_file_owner
 
     text = run_log(layout.stderr(job.id, job.user), None, *job_file_owner(layout, job))
     return "\n".join(text.splitlines()[-TAIL_LINES:])[-TAIL_CHARS:]

@@ -1,83 +1,40 @@
-"""Request handlers: one function per protocol operation, acting through the Daemon."""
+"""Request handlers: one function per protocol operation (gq/protocol/ops.py), acting through
+the Daemon; `HANDLERS` names each one."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
+from typing import Any, Callable
 
 from gq import __version__
-from gq.daemon import arrays
-from gq.daemon.complete import op_complete  # noqa: F401 (an operation: see OPS)
 from gq.config.show import effective
+from gq.daemon import arrays
 from gq.daemon.authz import require_owner
+from gq.daemon.complete import op_complete
 from gq.daemon.core import Daemon
 from gq.daemon.diskfull import TRUNCATED
-from gq.daemon.identity import NoAccount, identity_of
-from gq.daemon.mem_history import LEARNED, apply_mem_history
-from gq.daemon.notify import check_notify
-from gq.daemon.runtimes import prediction_json
-from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve  # noqa: F401
-from gq.daemon.explain import explain, op_why  # noqa: F401 (an operation: see OPS)
-from gq.daemon.reload import op_reload  # noqa: F401 (an operation: see OPS)
-from gq.daemon.listing import expected_start, op_clean, op_list, start_basis  # noqa: F401
-from gq.daemon.startable import op_wait, refuse_never  # noqa: F401
-from gq.daemon.submission import Caller, HostLimits, build_job, check_key
-from gq.daemon.submit_limits import check_submit
-from gq.daemon.update import op_update  # noqa: F401 (an operation: see OPS)
-from gq.daemon.telemetry_ops import (  # noqa: F401 (operations: see OPS)
-    op_fairshare, op_offenders, op_samples, op_stats, processes_json, usage_json,
-)
-from gq.daemon.views import gpu_json, job_json
-from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
-from gq.peers.ops import (  # noqa: F401 (operations: see OPS)
+from gq.daemon.enqueue import op_submit
+from gq.daemon.explain import explain, op_why
+from gq.daemon.listing import expected_start, op_clean, op_list, start_basis
+from gq.daemon.lookup import load_jobs, resolve_id
+from gq.daemon.peers.ops import (
     op_estimate, op_log, op_peer_add, op_peer_check, op_peer_rm, op_peers,
 )
-from gq.protocol import VERSION, BadInput, GqError
+from gq.daemon.reload import op_reload
+from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve
+from gq.daemon.runtimes import prediction_json
+from gq.daemon.startable import op_wait
+from gq.daemon.submission import Caller
+from gq.daemon.telemetry_ops import (
+    op_fairshare, op_offenders, op_samples, op_stats, processes_json, usage_json,
+)
+from gq.daemon.update import op_update
+from gq.daemon.views import gpu_json, job_json
+from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
+from gq.protocol import VERSION, GqError
+from gq.protocol.ops import Op
 from gq.units import format_duration
-
-
-def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") -> int:
-    """'12' or '@' (the caller's last job) -> an existing job id."""
-    text = str(text).strip()
-    if text == "@":
-        last = daemon.store.last_job_id(caller.user)
-        if last is None:
-            raise BadInput(f"{flag} @: you have no jobs yet")
-        array = daemon.store.get_job(last).array
-        return last if array is None else array.id  # @ is the last submit: all of an array
-    element = arrays.parse_element(text)
-    if element is not None:
-        job_id = daemon.store.array_element(*element)
-        if job_id is None:
-            raise BadInput(f"{flag} {text}: no element {element[1]} in an array {element[0]}")
-        return job_id
-    if not (text.isascii() and text.isdigit()):
-        raise BadInput(f"{flag} {text[:100]!r}: expected a job id (a number, or @ for your "
-                       "last job)")
-    job_id = arrays.job_number(text)
-    if job_id is None or not daemon.store.existing_ids([job_id]):
-        raise BadInput(f"{flag} {text[:100]}: no such job")
-    if not daemon.authority.sees_all(caller):  # [access] queue = "own": others' are hidden
-        if not daemon.authority.may_see(caller, daemon.store.get_job(job_id)):
-            raise BadInput(f"{flag} {job_id}: no such job of yours")
-    return job_id
-
-
-def load_jobs(daemon: Daemon, caller: Caller, ids: Any,
-              from_array: set[int] | None = None) -> list[Job]:
-    """The jobs named, an array id standing for all its elements; `from_array` collects the
-    ids of those named only through their array."""
-    if not isinstance(ids, list) or not ids:
-        raise BadInput("no job id given")
-    resolved = [(str(i).strip(), resolve_id(daemon, caller, i)) for i in ids]
-    selected, whole = arrays.select(daemon.store, resolved)
-    if from_array is not None:
-        from_array |= whole
-    # Light (no command, directory or environment), waiting ones from memory: all a change of
-    # state needs, and cheap for a 10,000-element array.
-    found = daemon.store.light_jobs(selected)
-    return [found[i] for i in selected]
 
 
 def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
@@ -101,61 +58,6 @@ def op_config(daemon: Daemon, caller: Caller, args: dict) -> dict:
     """The effective settings and where each came from (`gq config show`)."""
     return {"file": str(daemon.layout.config), "read": daemon.config.path is not None,
             "socket": str(daemon.layout.socket), "settings": effective(daemon.config)}
-
-
-def host_limits(daemon: Daemon) -> HostLimits:
-    return HostLimits(
-        name=daemon.hostname,
-        cpus=daemon.config.host_cpus,
-        ram=daemon.config.host_ram,
-        card_memory=tuple(g.memory_total for g in daemon.cards),
-        preemptible_tiers=daemon.config.preemption.preemptible,
-        grace=daemon.config.preemption.grace,
-        pools=daemon.config.pools,
-        card_ids=tuple(g.index for g in daemon.cards),
-    )
-
-
-def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
-    # The client's key (and a peer's, forwarding a submit): the same key again is the same
-    # submit, answered with the job the first attempt queued.
-    key = check_key(args)
-    if key is not None and (queued := daemon.store.job_for_key(caller.uid, key)) is not None:
-        return _submitted(daemon, queued)
-    if daemon.layout.system:  # the job will run as the caller: they must have an account
-        try:
-            identity_of(caller.uid)
-        except NoAccount as e:
-            raise GqError(f"{e}: jobs run as their submitter") from None
-    limits = host_limits(daemon)
-    args, notes = apply_mem_history(daemon.store, args, limits.card_memory,
-                                    daemon.config.learn_mem)
-    resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
-    args = arrays.expand_dependencies(daemon.store, args, resolve)
-    job = build_job(args, caller, limits, resolve, daemon.clock())
-    never = refuse_never(daemon, job)
-    if never is not None:
-        raise BadInput(f"-p {job.priority} -g {job.gpus}: {never}")
-    job.notify = check_notify(args, daemon.config.notify)
-    parts = arrays.elements(args, job.command)
-    waiting = sum(1 for j in daemon.store.queue() if j.uid == caller.uid)
-    check_submit(daemon.config.access, job, parts and parts[0], waiting)
-    if parts is not None:
-        job.id = arrays.insert_elements(daemon.store, job, *parts, key=key)[0]
-    else:
-        job.id = daemon.store.insert_job(job, job.submitted_at, key)
-    for note in notes:
-        if note.startswith(LEARNED):  # what gq stats counts as a learned request
-            daemon.store.note(job.id, job.submitted_at, note)
-    daemon.request_pass()
-    return {**_submitted(daemon, job.id), "notes": notes}
-
-
-def _submitted(daemon: Daemon, job_id: int) -> dict:
-    job = daemon.store.get_job(job_id)
-    if job.array is None:
-        return job_json(job)
-    return {**job_json(job), "array_jobs": daemon.store.array_members(job.array.id)}
 
 
 def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
@@ -339,6 +241,36 @@ def op_shutdown(daemon: Daemon, caller: Caller, args: dict) -> dict:
     return {"stopping": True, "running_jobs": running}
 
 
-OPS = {
-    name[3:]: fn for name, fn in dict(globals()).items() if name.startswith("op_") and callable(fn)
+# The one handler of each operation (gq/protocol/ops.py); tests check that every Op has one.
+HANDLERS: dict[Op, Callable[..., Any]] = {
+    Op.PING: op_ping,
+    Op.CONFIG: op_config,
+    Op.SUBMIT: op_submit,
+    Op.LIST: op_list,
+    Op.SHOW: op_show,
+    Op.WHY: op_why,
+    Op.LOG: op_log,
+    Op.GPUS: op_gpus,
+    Op.CANCEL: op_cancel,
+    Op.HOLD: op_hold,
+    Op.RELEASE: op_release,
+    Op.REQUEUE: op_requeue,
+    Op.UPDATE: op_update,
+    Op.WAIT: op_wait,
+    Op.CLEAN: op_clean,
+    Op.COMPLETE: op_complete,
+    Op.ESTIMATE: op_estimate,
+    Op.OFFENDERS: op_offenders,
+    Op.SAMPLES: op_samples,
+    Op.STATS: op_stats,
+    Op.FAIRSHARE: op_fairshare,
+    Op.RESERVE: op_reserve,
+    Op.UNRESERVE: op_unreserve,
+    Op.RESERVATIONS: op_reservations,
+    Op.PEERS: op_peers,
+    Op.PEER_ADD: op_peer_add,
+    Op.PEER_RM: op_peer_rm,
+    Op.PEER_CHECK: op_peer_check,
+    Op.RELOAD: op_reload,
+    Op.SHUTDOWN: op_shutdown,
 }

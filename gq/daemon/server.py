@@ -18,10 +18,11 @@ import struct
 from gq.daemon.admission import ConnectionCap, Turns
 from gq.daemon.core import Daemon
 from gq.daemon.diskfull import is_disk_full, refusal
-from gq.daemon.ops import OPS
+from gq.daemon.ops import HANDLERS
+from gq.daemon.peers.route import ROUTED, route
 from gq.daemon.submission import Caller
-from gq.peers.route import route
 from gq.protocol import VERSION, BadInput, GqError, encode, error, ok
+from gq.protocol.ops import parse_op
 from gq.units import format_size
 
 log = logging.getLogger("gq.daemon")
@@ -57,18 +58,20 @@ async def dispatch(daemon: Daemon, turns: Turns, caller: Caller, line: bytes) ->
                 f"protocol version {req.get('v')!r} is not {VERSION}: the gq command and the "
                 "daemon differ in version; restart the daemon (gq daemon stop)"
             )
-        op = req.get("op")
-        handler = OPS.get(op) if isinstance(op, str) else None
-        if handler is None:
-            raise BadInput(f"unknown operation {str(op)[:100]!r}")
+        op = parse_op(req.get("op"))
+        if op is None:
+            raise BadInput(f"unknown operation {str(req.get('op'))[:100]!r}")
+        handler = HANDLERS[op]
         args = req.get("args") or {}
         if not isinstance(args, dict):
             raise BadInput("malformed request: args must be an object")
         # Whatever the request says of a user, the caller is who the kernel says (peer_caller).
-        # Requests for other hosts go through gq/peers/route.py; awaitables (`wait`, peers)
+        # Requests for other hosts go through gq/daemon/peers/route.py; awaitables (`wait`, peers)
         # finish outside the turns.
-        result = await turns.run(
-            caller.uid, lambda: route(daemon, caller, req["op"], args, handler))
+        if op in ROUTED:
+            result = await turns.run(caller.uid, lambda: route(daemon, caller, op, args, handler))
+        else:
+            result = await turns.run(caller.uid, lambda: handler(daemon, caller, args))
         if inspect.isawaitable(result):
             result = await result
         return ok(result)

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from gq.daemon.core import Daemon
+from gq.daemon.lookup import load_jobs
 from gq.daemon.submission import Caller
 from gq.daemon.views import job_json
 from gq.model import ENDED_STATES, Job, JobState, Reason, Tier
 from gq.policy.quotas import never_within_limits
 from gq.protocol import BadInput
+
+if TYPE_CHECKING:
+    from gq.daemon.core import Daemon
 
 
 def never_starts(daemon: Daemon, job: Job) -> tuple[str, bool] | None:
@@ -39,7 +43,6 @@ def refuse_never(daemon: Daemon, job: Job) -> str | None:
 async def op_wait(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     """Until each job has ended, or can no longer start without someone acting (its dependency
     failed, or a limit it can never meet), or `timeout` seconds have passed."""
-    from gq.daemon.ops import load_jobs
 
     jobs = load_jobs(daemon, caller, args.get("ids"))
     timeout = args.get("timeout")

@@ -6,11 +6,14 @@ import json
 from typing import Any
 
 from gq.daemon.core import Daemon
+from gq.daemon.lookup import resolve_id
+from gq.daemon.runtimes import learned_mem_quality, prediction_quality
 from gq.daemon.submission import Caller
 from gq.model import Job
+from gq.policy.accounts import share_report
 from gq.protocol import BadInput
 from gq.stats.lab import StatsInput, lab_stats, offence_json
-from gq.units import iso
+from gq.units import iso, parse_iso
 
 MAX_SPAN = 40 * 86400.0  # the longest history one request may ask for
 RAW_UP_TO = 3600.0  # resolution "auto" gives raw samples up to this span, minutes beyond
@@ -25,8 +28,6 @@ def _with_due(daemon: Daemon, out: dict) -> dict:
     action = daemon.action_of(out["kind"], out["tier"])
     due = None
     if action.what in ("requeue", "cancel") and not out["acted"]:
-        from gq.units import parse_iso
-
         due = iso(parse_iso(out["since"]) + action.after)
     out["action_due_at"] = due
     return out
@@ -57,8 +58,6 @@ def op_samples(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
            "resolution": resolution, "gpu": gpu, "job": None}
     samples = daemon.store.samples
     if job is not None:
-        from gq.daemon.ops import resolve_id
-
         out["job"] = job_id = resolve_id(daemon, caller, str(job))
         if resolution == "raw":
             points = samples.job_series(job_id, since)
@@ -122,7 +121,6 @@ def op_stats(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
         pools=config.pools.for_cards([g.index for g in daemon.cards]).cards,
         default_pool=config.pools.default_name(),
     )
-    from gq.daemon.runtimes import learned_mem_quality, prediction_quality
 
     return {"host": daemon.hostname, **lab_stats(daemon.store, inp),
             "predictions": prediction_quality(daemon.store.history, start, until),
@@ -159,7 +157,6 @@ def op_fairshare(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
     """`gq fairshare`: each account's and user's share, decayed usage and factor, as the
     scheduling pass uses them (gq/policy/accounts.py). With [access] queue = "own", a user who
     is not an admin sees the accounts' figures, and of the users only themself."""
-    from gq.policy.accounts import share_report
 
     daemon.refresh_usage()  # at most once a minute, as for the scheduling pass
     rows = share_report(daemon.usage, daemon.config.accounts)

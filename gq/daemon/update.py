@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from gq.daemon import arrays
+from gq.daemon.authz import require_owner
+from gq.daemon.lookup import host_limits, load_jobs
+from gq.daemon.startable import refuse_never
 from gq.daemon.submission import Caller, check_name
 from gq.job_request import HostLimits, _opt_positive, check_resources, request_mem
 from gq.model import WAITING_STATES, Job, JobState, Tier
@@ -79,7 +83,6 @@ def refusal(job: Job, changes: dict[str, Any], admin: bool) -> str | None:
 def _never(daemon, job: Job, changes: dict[str, Any]) -> str | None:
     """A waiting job that the change would leave unable ever to start: refused, as submit
     refuses such a job (gq/daemon/startable.py)."""
-    from gq.daemon.startable import refuse_never
 
     if job.state not in WAITING_STATES or not {"priority", "gpus"} & changes.keys():
         return None
@@ -126,9 +129,6 @@ def apply(store, job: Job, changes: dict[str, Any], caller: Caller, now: float,
 def op_update(daemon, caller: Caller, args: dict) -> list[dict]:
     """`gq update ID... [--mem ...] [--time ...]`: all or nothing; a job that cannot take the
     change (running, ended) is reported and left as it is."""
-    from gq.daemon import arrays
-    from gq.daemon.authz import require_owner
-    from gq.daemon.ops import host_limits, load_jobs
 
     changes = requested_changes(args)
     from_array: set[int] = set()

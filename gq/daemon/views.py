@@ -6,6 +6,7 @@ from typing import Any
 
 from gq.model import Gpu, Job, JobState, Reason
 from gq.policy.types import Forecast
+from gq.triage.classify import suggest
 from gq.units import format_size, iso
 
 PUBLIC_FIELDS = (
@@ -46,7 +47,6 @@ def failure_json(job: Job) -> dict[str, Any]:
     """Why the job's last run failed (docs/triage.md): its class, the evidence, what to do."""
     if job.failure is None:
         return {"failure": None, "failure_evidence": [], "failure_suggestion": None}
-    from gq.triage.classify import suggest
 
     known = max(job.mem or 0, job.peak_mem or 0)
     hint = format_size(int(known * 1.5)) if known else None

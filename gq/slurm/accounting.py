@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gq.slurm.states import ENDED, exit_code, gq_reason, gq_state
+from gq.slurm.states import ENDED, exit_code, gq_reason, gq_state, utc
 from gq.units import iso
 
 SACCT = ["env", "TZ=UTC", "sacct", "--noheader", "--parsable2", "--allocations",
@@ -14,7 +14,6 @@ SACCT = ["env", "TZ=UTC", "sacct", "--noheader", "--parsable2", "--allocations",
 
 def sacct_jobs(backend, ids: list[int], timeout: float | None = 30.0
                ) -> dict[int, dict[str, Any]]:
-    from gq.slurm.poller import utc
 
     answer = backend.run([*SACCT, "--jobs=" + ",".join(map(str, ids))], timeout=timeout)
     if answer.rc != 0:

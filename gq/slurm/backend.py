@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gq.protocol import GqError
+from gq.remote.spec import Unreachable
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,6 @@ class LocalSlurm:
 
     def run(self, argv: list[str], stdin: str | None = None,
             timeout: float | None = 30.0) -> Output:
-        from gq.peers.transport import Unreachable
 
         try:
             done = subprocess.run(argv, input=stdin, capture_output=True, text=True,
@@ -86,7 +86,7 @@ class SshSlurm:
 
     def open(self, accept_new: bool = False, accepted: list | None = None):
         """The connection, made now if there is none (or the last one died)."""
-        from gq.peers.transport import open_client
+        from gq.remote.ssh import open_client
 
         with self._lock:
             if self._client is not None and not _alive(self._client):
@@ -109,8 +109,6 @@ class SshSlurm:
         return self._exec(command, "tail", None, timeout)[1]
 
     def _exec(self, command: str, word: str, stdin: str | None, timeout: float | None):
-        from gq.peers.transport import Unreachable
-
         if not self._turns.acquire(timeout=-1 if timeout is None else timeout):
             raise Unreachable(
                 f"{self.spec.name}: `{word}`: no turn on the connection within {timeout:.0f}s "
@@ -122,8 +120,6 @@ class SshSlurm:
 
     def _exec_now(self, command: str, word: str, stdin: str | None, timeout: float | None):
         import paramiko
-
-        from gq.peers.transport import Unreachable
 
         client = self.open()
         transport, chan = client.get_transport(), None

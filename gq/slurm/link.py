@@ -1,6 +1,6 @@
 """The link to a Slurm peer: answers the operations a gq peer's daemon would (submit, list,
 show, why, log, cancel, hold, release, requeue, wait, ping) by running Slurm's commands, so
-that routing (gq/peers/route.py) treats it as any other peer."""
+that routing (gq/daemon/peers/route.py) treats it as any other peer."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 
 from gq import __version__
 from gq.protocol import VERSION, BadInput, GqError
+from gq.protocol.ops import Op, parse_op
+from gq.remote.spec import Unreachable
 from gq.slurm.backend import LocalSlurm, SshSlurm
 from gq.slurm.nodes import gpu_nodes
 from gq.slurm.poller import Tracker
@@ -30,6 +32,22 @@ def target_of(spec) -> SlurmTarget:
                        dict(options.get("qos") or {}))
 
 
+# The operations a Slurm peer does not serve, and why (docs/slurm.md): a test checks that every
+# Op is either served or here.
+REFUSED = {
+    Op.UPDATE: "scontrol update is Slurm's own",
+    Op.CONFIG: "Slurm's settings are the cluster's", Op.RELOAD: "the same",
+    Op.SHUTDOWN: "Slurm is not gq's to stop", Op.CLEAN: "Slurm keeps its own history",
+    Op.COMPLETE: "completion asks this host only",
+    Op.SAMPLES: "what a Slurm job used is the cluster's to account for", Op.STATS: "the same",
+    Op.FAIRSHARE: "Slurm's fair share is sshare's",
+    Op.RESERVE: "Slurm's reservations are scontrol's", Op.UNRESERVE: "the same",
+    Op.RESERVATIONS: "the same",
+    Op.PEERS: "a peer's peers are not this host's", Op.PEER_ADD: "the same",
+    Op.PEER_RM: "the same", Op.PEER_CHECK: "the same",
+}
+
+
 class SlurmLink:
     """`known`: the jobs sent there before, as the daemon's store kept them (unsaved())."""
 
@@ -44,6 +62,14 @@ class SlurmLink:
         self.info: dict[str, Any] | None = None
         self.keys: dict[str, int] = {}  # submit keys sent -> the job sbatch made
         self.tried: set[str] = set()  # submit keys sbatch was run with
+        # What a Slurm peer answers; every other Op is refused (REFUSED says why).
+        self.served = {
+            Op.PING: self.op_ping, Op.GPUS: self.op_gpus, Op.OFFENDERS: self.op_offenders,
+            Op.ESTIMATE: self.op_estimate, Op.LIST: self.op_list, Op.SHOW: self.op_show,
+            Op.WHY: self.op_why, Op.LOG: self.op_log, Op.WAIT: self.op_wait,
+            Op.SUBMIT: self.op_submit, Op.CANCEL: self.op_cancel, Op.HOLD: self.op_hold,
+            Op.RELEASE: self.op_release, Op.REQUEUE: self.op_requeue,
+        }
 
     def open(self, accept_new: bool = False, accepted: list | None = None) -> None:
         self.backend.open(accept_new, accepted)
@@ -53,9 +79,8 @@ class SlurmLink:
 
     def call(self, op: str, args: dict[str, Any], timeout: float | None) -> Any:
         """`timeout` bounds each Slurm command the request runs (a `wait` runs many)."""
-        from gq.peers.transport import Unreachable
 
-        handler = getattr(self, f"op_{op}", None)
+        handler = self.served.get(parse_op(op))
         if handler is None:
             raise BadInput(f"{self.spec.name} is a Slurm peer: `{op}` is not supported there "
                            "(docs/slurm.md)")
@@ -156,7 +181,7 @@ class SlurmLink:
     # ---- changes ------------------------------------------------------------------------
 
     def op_submit(self, args: dict, timeout: float) -> dict:
-        # The key the daemon sends with every try of a submit (gq/peers/forwarding.py):
+        # The key the daemon sends with every try of a submit (gq/daemon/peers/forwarding.py):
         # sbatch gets it as --comment, so that a try after a cut connection finds the job.
         # A key tried before (in this daemon's life) may have made a job since the last
         # poll: poll first. A key not tried yet can only have made a job in an earlier life

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from gq.remote.spec import Unreachable
 
 FIELDS = ("NodeList", "StateLong", "Partition", "CPUsState", "Gres", "GresUsed")
 SINFO = ["sinfo", "--Node", "--noheader", "-O", ",".join(f"{f}:|" for f in FIELDS)]
@@ -50,8 +51,6 @@ def parse(out: str) -> list[dict[str, Any]]:
 
 
 def gpu_nodes(backend, name: str, partition: str | None, timeout: float) -> list[dict]:
-    from gq.peers.transport import Unreachable
-
     argv = SINFO + ([f"--partition={partition}"] if partition else [])
     answer = backend.run(argv, timeout=timeout)
     if answer.rc != 0:

@@ -7,12 +7,13 @@ poll every few seconds always sees. A job that a restarted daemon never saw end 
 
 from __future__ import annotations
 
-import calendar
 import threading
 import time
 from typing import Any
 
-from gq.slurm.states import ENDED, exit_code, gq_reason, gq_state, in_words
+from gq.remote.spec import Unreachable
+from gq.slurm.accounting import sacct_jobs
+from gq.slurm.states import utc, ENDED, exit_code, gq_reason, gq_state, in_words
 from gq.units import iso
 
 # squeue -O fields; the free-text ones last, so that a '|' in them cannot shift the others
@@ -21,16 +22,6 @@ FIELDS = ("JobID State Reason exit_code SubmitTime StartTime EndTime TimeLimit N
           "tres-per-node UserName Partition STDOUT STDERR WorkDir Comment Name").split()
 SQUEUE = ["env", "TZ=UTC", "squeue", "--me", "--noheader", "--states=all",
           "-O", ",".join(f"{f}:|" for f in FIELDS)]
-
-
-def utc(text: str) -> float | None:
-    """Slurm's time (printed in UTC: the backend runs it with TZ=UTC) -> epoch seconds."""
-    if not text or text in ("N/A", "NONE", "Unknown", "None"):
-        return None
-    try:
-        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S")))
-    except ValueError:
-        return None
 
 
 def seconds(limit: str) -> float | None:
@@ -139,8 +130,6 @@ class Tracker:
             self._unsaved.add(sid)
 
     def fresh(self, max_age: float, timeout: float | None = 30.0) -> None:
-        from gq.peers.transport import Unreachable
-
         began = time.monotonic()
         if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
             raise Unreachable(f"{self.name}: squeue did not answer in {timeout:.0f}s")
@@ -151,8 +140,6 @@ class Tracker:
             self._lock.release()
 
     def _poll(self, timeout: float | None) -> None:
-        from gq.peers.transport import Unreachable
-
         answer = self.backend.run(SQUEUE, timeout=timeout)
         self.polls += 1
         if answer.rc != 0:
@@ -175,7 +162,6 @@ class Tracker:
 
     def _ended_meanwhile(self, ids: list[int], timeout: float | None) -> None:
         """Jobs squeue no longer reports: ask sacct once; without accounting they are lost."""
-        from gq.slurm.accounting import sacct_jobs
 
         found = sacct_jobs(self.backend, ids, timeout)
         for sid in ids:

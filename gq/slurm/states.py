@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import calendar
 import signal
+import time
 
 # Slurm state -> gq state (docs/slurm.md). A pending job's reason decides pending or held.
 STATES = {
@@ -110,3 +112,13 @@ def signal_name(sig: int) -> str:
         return signal.Signals(sig).name
     except ValueError:
         return str(sig)
+
+
+def utc(text: str) -> float | None:
+    """Slurm's time (printed in UTC: the backend runs it with TZ=UTC) -> epoch seconds."""
+    if not text or text in ("N/A", "NONE", "Unknown", "None"):
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S")))
+    except ValueError:
+        return None

@@ -288,7 +288,7 @@ class TopApp(App):
 
     @work(thread=True, group="act", exit_on_error=False)
     def _act(self, host: str, op: str, args: dict[str, Any]) -> None:
-        from gq.cli.arrays_view import fold_results  # the CLI's own wording of the answers
+        from gq.wording.arrays import fold_results  # the CLI's own wording of the answers
 
         try:
             results = fold_results(self.sources[host].act(op, **args))

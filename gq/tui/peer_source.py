@@ -1,5 +1,6 @@
 """A peer of this host's daemon (a gq host or a Slurm cluster) as one group of `gq top`, read
-through that daemon: its part of `list` with hosts="all"; actions go to its NAME:ID."""
+through that daemon: its part of `list` with hosts="all", asked once per refresh for every
+peer together (`EveryHost`); actions go to its NAME:ID."""
 
 from __future__ import annotations
 
@@ -10,15 +11,37 @@ from gq.tui.source import DaemonSource, JobDetail, LastKnown, LogChunk, read_log
 from gq.tui.snapshot import HostSnapshot, host_snapshot
 
 
+class EveryHost:
+    """One `list hosts="all"` per refresh, shared by the peers' sources: the daemon asks each
+    peer once, whatever the number of peers."""
+
+    def __init__(self, local: DaemonSource):
+        self.local = local
+        self.at: float | None = None
+        self.answer: dict[str, Any] | Exception | None = None
+
+    def get(self, now: float) -> dict[str, Any]:
+        if self.at != now:
+            self.at = now
+            try:
+                with self.local._connect() as conn:
+                    self.answer = conn.call("list", hosts="all")
+            except (GqError, OSError, ValueError) as e:
+                self.answer = e
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
 class PeerSource(LastKnown):
-    def __init__(self, local: DaemonSource, name: str):
+    def __init__(self, local: DaemonSource, name: str, every: EveryHost | None = None):
         self.local, self.name = local, name
+        self.every = every or EveryHost(local)
         self.last: HostSnapshot | None = None
 
     def fetch(self, now: float) -> HostSnapshot:
         try:
-            with self.local._connect() as conn:
-                answer = conn.call("list", hosts="all")
+            answer = self.every.get(now)
         except (GqError, OSError, ValueError) as e:
             return self._failed(getattr(e, "message", None) or str(e))
         part = next((h for h in answer["hosts"] if h["name"] == self.name), None)
@@ -52,6 +75,8 @@ def peer_sources(local: DaemonSource) -> list[PeerSource]:
     """One source per peer of the daemon; none when it cannot be asked (gq top says why)."""
     try:
         with local._connect() as conn:
-            return [PeerSource(local, p["name"]) for p in conn.call("peers")]
+            peers = conn.call("peers")
     except (GqError, OSError, ValueError):
         return []
+    every = EveryHost(local)
+    return [PeerSource(local, p["name"], every) for p in peers]

@@ -14,7 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from gq.daemon.peers.forwarding import forward_waiting
 from gq.protocol import VERSION, BadInput, GqError
+from gq.remote.spec import PeerSpec, Unreachable
+from gq.slurm.link import SlurmLink
+from gq.slurm.nodes import card_count
 from gq.units import iso
 
 log = logging.getLogger("gq.daemon")
@@ -40,8 +44,6 @@ class PeerState:
     def json(self) -> dict[str, Any]:
         jobs, gpus = self.snapshot.get("jobs") or [], self.snapshot.get("gpus") or []
         if self.spec.kind == "slurm":  # its GPU nodes (gq/slurm/nodes.py)
-            from gq.slurm.nodes import card_count
-
             count, names = card_count(gpus)
         else:
             count, names = len(gpus), sorted({g.get("name", "?") for g in gpus})
@@ -59,8 +61,6 @@ class PeerState:
 
 
 def spec_of(row: dict[str, Any]):
-    from gq.peers.transport import PeerSpec
-
     return PeerSpec(row["name"], row["address"], row["port"], row["user"], row["identity"],
                     row["gq_home"], row["gq_command"] or "gq", row.get("kind") or "gq",
                     row.get("options"))
@@ -94,8 +94,6 @@ class Peers:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def _monitor(self) -> None:
-        from gq.peers.forwarding import forward_waiting
-
         while True:
             if self.states:
                 await asyncio.gather(*(self.check(n) for n in list(self.states)),
@@ -115,8 +113,7 @@ class Peers:
         return state
 
     def link(self, name: str):
-        from gq.peers.transport import PeerLink
-        from gq.slurm.link import SlurmLink
+        from gq.remote.ssh import PeerLink
 
         if name not in self.links:
             spec = self.state(name).spec
@@ -140,7 +137,6 @@ class Peers:
                    timeout: float | None | str = "default", force: bool = False) -> Any:
         """One request to a peer's daemon. A peer that is down and not due for a retry fails
         at once (force: try anyway). Unreachable marks it down; an answer marks it up."""
-        from gq.peers.transport import Unreachable
 
         state = self.state(name)
         if not force and not self.may_try(name):
@@ -190,7 +186,6 @@ class Peers:
 
     async def check(self, name: str, force: bool = False) -> PeerState:
         """Ping the peer and refresh what is known of it: version, cards, jobs."""
-        from gq.peers.transport import Unreachable
 
         state = self.state(name)
         if not force and not self.may_try(name):
@@ -245,3 +240,25 @@ class Peers:
         link = self.links.pop(name, None)
         if link is not None:
             link.close()
+
+
+async def join(peers, row: dict, link, accept_new: bool, ping, check=None) -> dict:
+    """Open the link (its host key checked), ping the other side, check its answer, and
+    remember the peer; the link is closed again if any of it fails. For gq and Slurm peers."""
+    accepted: list[str] = []
+
+    def connect_and_ping():
+        link.open(accept_new, accepted)
+        return ping()
+
+    try:
+        info, latency = await peers.run(connect_and_ping)
+        if check is not None:
+            check(info)
+    except BaseException:
+        link.close()
+        raise
+    peers.add(row, link, info, latency)
+    state = await peers.check(row["name"], force=True)
+    return {**state.json(), "accepted_key": accepted[0] if accepted else None,
+            "remote_host": info.get("host"), "remote_user": info.get("user")}

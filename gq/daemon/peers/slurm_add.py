@@ -6,7 +6,9 @@ import json
 import time
 from typing import Any
 
+from gq.daemon.peers.registry import join, spec_of
 from gq.protocol import BadInput
+from gq.slurm.link import SlurmLink
 
 TIERS = ("high", "normal", "low")
 
@@ -23,10 +25,6 @@ def qos_map(items: Any) -> dict[str, str]:
 
 
 async def op_slurm_peer_add(daemon, caller, args: dict, name: str) -> dict:
-    from gq.peers.ops import join
-    from gq.peers.registry import spec_of
-    from gq.slurm.link import SlurmLink
-
     peers = daemon.peers  # op_peer_add checked that the caller may change peers
     if name in peers.states and not args.get("replace"):
         raise BadInput(f"{name} is already a peer (gq peers rm {name} first, or --replace)")

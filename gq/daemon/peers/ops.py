@@ -7,6 +7,14 @@ import base64
 import os
 from typing import Any
 
+from gq.daemon.admins import require_admin
+from gq.daemon.authz import require_owner
+from gq.daemon.lookup import resolve_id
+from gq.daemon.peers.forwarding import check_may_forward
+from gq.daemon.peers.placement import estimate
+from gq.daemon.peers.registry import join, spec_of
+from gq.daemon.peers.slurm_add import op_slurm_peer_add
+from gq.daemon.userfiles import job_file_owner, read_owned
 from gq.protocol import VERSION, BadInput, GqError
 
 LOG_CHUNK = 1 << 20  # bytes of a log per answer: well under the protocol's line limit
@@ -34,15 +42,11 @@ def _port(value: Any) -> int | None:
 
 async def op_peer_add(daemon, caller, args: dict) -> dict:
     """Connect (host key checked), run `gq rpc` there, check its version, remember it."""
-    from gq.peers.forwarding import check_may_forward
-    from gq.peers.registry import spec_of
-    from gq.peers.transport import PeerLink, ping_time
+    from gq.remote.ssh import PeerLink, ping_time
 
     check_may_forward(caller)
     peers = daemon.peers
     if args.get("slurm"):
-        from gq.slurm.peer import op_slurm_peer_add
-
         return await op_slurm_peer_add(daemon, caller, args, _name(
             daemon, {**args, "name": args.get("name") or args.get("address") or "slurm"}))
     name = _name(daemon, args)
@@ -65,31 +69,7 @@ async def op_peer_add(daemon, caller, args: dict) -> dict:
                       lambda: ping_time(link, peers.config.timeout), same_protocol)
 
 
-async def join(peers, row: dict, link, accept_new: bool, ping, check=None) -> dict:
-    """Open the link (its host key checked), ping the other side, check its answer, and
-    remember the peer; the link is closed again if any of it fails. For gq and Slurm peers."""
-    accepted: list[str] = []
-
-    def connect_and_ping():
-        link.open(accept_new, accepted)
-        return ping()
-
-    try:
-        info, latency = await peers.run(connect_and_ping)
-        if check is not None:
-            check(info)
-    except BaseException:
-        link.close()
-        raise
-    peers.add(row, link, info, latency)
-    state = await peers.check(row["name"], force=True)
-    return {**state.json(), "accepted_key": accepted[0] if accepted else None,
-            "remote_host": info.get("host"), "remote_user": info.get("user")}
-
-
 def op_peer_rm(daemon, caller, args: dict) -> dict:
-    from gq.peers.forwarding import check_may_forward
-
     check_may_forward(caller)
     name = str(args.get("name") or "")
     daemon.peers.remove(name)
@@ -106,8 +86,6 @@ async def op_peer_check(daemon, caller, args: dict) -> list[dict]:
     each check is SSH connections to every peer (anyone may read the last ones: op_peers)."""
     import asyncio
 
-    from gq.daemon.admins import require_admin
-
     require_admin(daemon, caller, "force checks of peers (gq peers ls shows the last check of "
                                   "each)")
     names = args.get("names") or list(daemon.peers.states)
@@ -120,16 +98,11 @@ async def op_peer_check(daemon, caller, args: dict) -> list[dict]:
 
 
 def op_estimate(daemon, caller, args: dict) -> dict:
-    from gq.peers.placement import estimate
-
     return estimate(daemon, caller, args)
 
 
 def op_log(daemon, caller, args: dict) -> dict:
     """Part of a job's output (or error) file from `offset`, base64, and the job's state."""
-    from gq.daemon.authz import require_owner
-    from gq.daemon.ops import resolve_id
-    from gq.daemon.userfiles import job_file_owner, read_owned
 
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))
     require_owner(daemon, caller, [job], "read the output of")

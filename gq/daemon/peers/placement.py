@@ -16,11 +16,13 @@ from typing import Any
 from dataclasses import replace
 
 from gq.daemon.arrays import elements
+from gq.daemon.lookup import host_limits, resolve_id
 from gq.daemon.submission import build_job
 from gq.model import ArrayPart
 from gq.policy import decide
 from gq.policy.placement import Capacity
 from gq.protocol import BadInput, GqError
+from gq.remote.spec import Unreachable
 
 HYPOTHETICAL = -1  # the id of the job being estimated (an array's elements: -1, -2, ...)
 ESTIMATED_ELEMENTS = 256  # of an array; a pass costs time per job
@@ -31,7 +33,6 @@ def estimate(daemon, caller, args: dict[str, Any]) -> dict[str, Any]:
     """{"error": why this host cannot take the job} or {"wait": seconds until it would start
     here (None: later than the reservations reach), "leftover": free card memory its cards
     would keep}. Dependencies name jobs of this host, as they would in a submit."""
-    from gq.daemon.ops import host_limits, resolve_id
 
     now = daemon.clock()
     try:
@@ -80,7 +81,6 @@ async def choose(daemon, caller, args: dict[str, Any], with_local: bool = True
                  ) -> tuple[str | None, dict[str, str], list[str]]:
     """The host to send the job to (LOCAL for this one, None if no reachable host can take
     it), why each host that answered refused it, and the peers that did not answer."""
-    from gq.peers.transport import Unreachable
 
     peers = daemon.peers
     names = [n for n in peers.states if peers.may_try(n)]

@@ -15,11 +15,13 @@ import time
 import uuid
 from typing import Any
 
+from gq.daemon.enqueue import op_submit
+from gq.daemon.peers.placement import LOCAL, choose
 from gq.daemon.submission import HostLimits, build_job
 from gq.daemon.views import job_json
 from gq.model import DepKind, JobState, Reason
-from gq.peers.placement import LOCAL, choose
 from gq.protocol import BadInput, GqError
+from gq.remote.spec import Unreachable
 
 log = logging.getLogger("gq.daemon")
 ANY = "any"
@@ -75,8 +77,6 @@ def pin_dependencies(daemon, args: dict[str, Any], target: str) -> tuple[str, di
 
 
 async def submit(daemon, caller, args: dict[str, Any], target: str) -> dict[str, Any]:
-    from gq.daemon.ops import op_submit
-
     check_may_forward(caller)
     target, args = pin_dependencies(daemon, {k: v for k, v in args.items() if k != "host"},
                                     target)
@@ -109,15 +109,12 @@ async def submit(daemon, caller, args: dict[str, Any], target: str) -> dict[str,
 
 
 def _unreachable(e: GqError) -> bool:
-    from gq.peers.transport import Unreachable
-
     return isinstance(e, Unreachable)
 
 
 async def send(daemon, name: str, args: dict[str, Any], within: float) -> dict[str, Any]:
     """The peer's answer to the submit, sent again with the same key after a cut connection,
     until `within` seconds have passed."""
-    from gq.peers.transport import Unreachable
 
     deadline, delay = time.monotonic() + within, 0.1
     while True:

@@ -7,20 +7,23 @@ import asyncio
 import time
 from typing import Any
 
-from gq.peers.forwarding import check_may_forward, remote, submit
-from gq.peers.placement import LOCAL
+from gq.daemon.lookup import resolve_id
+from gq.daemon.peers.forwarding import check_may_forward, remote, submit
+from gq.daemon.peers.placement import LOCAL
 from gq.protocol import BadInput, GqError
+from gq.protocol.ops import EVERY_HOST, ONE_JOB, SOME_JOBS, Op
+from gq.remote.spec import Unreachable
 from gq.units import iso
 
-ONE_JOB = {"show", "why", "log"}
-SOME_JOBS = {"cancel", "hold", "release", "requeue", "update", "wait"}
-EVERY_HOST = {"list": "jobs", "gpus": "gpus", "offenders": "offenders"}  # op -> what it lists
+# Which requests may reach another host, by the operations' traits (gq/protocol/ops.py).
+ROUTED = frozenset({Op.SUBMIT, *ONE_JOB, *SOME_JOBS, *EVERY_HOST})
 
 
-def route(daemon, caller, op: str, args: dict[str, Any], handler):
-    """The handler's answer, or a coroutine that asks peers for all or part of it."""
+def route(daemon, caller, op: Op, args: dict[str, Any], handler):
+    """The handler's answer, or a coroutine that asks peers for all or part of it. Only for
+    the operations in ROUTED: the server calls the others' handlers directly."""
     peers = daemon.peers
-    if op == "submit":
+    if op is Op.SUBMIT:
         target = args.get("host")
         if target in (None, "", daemon.hostname, "local"):
             return handler(daemon, caller, {k: v for k, v in args.items() if k != "host"})
@@ -35,7 +38,7 @@ def route(daemon, caller, op: str, args: dict[str, Any], handler):
         where, ident = locate(daemon, caller, args.get("id", ""))
         if where == LOCAL:
             return handler(daemon, caller, args)
-        if op == "log":  # the peer lets its login read the file: keep it to the owner here
+        if op is Op.LOG:  # the peer lets its login read the file: keep it to the owner here
             check_may_forward(caller)
         return _one(daemon, where, op, {**args, "id": ident})
     if op in SOME_JOBS and isinstance(args.get("ids"), list) and args["ids"]:
@@ -43,9 +46,9 @@ def route(daemon, caller, op: str, args: dict[str, Any], handler):
         for text in args["ids"]:
             where, ident = locate(daemon, caller, text)
             groups.setdefault(where, []).append(ident)
-        if list(groups) == [LOCAL] and op != "wait":
+        if list(groups) == [LOCAL] and op is not Op.WAIT:
             return handler(daemon, caller, args)
-        if op != "wait" and set(groups) != {LOCAL}:
+        if op is not Op.WAIT and set(groups) != {LOCAL}:
             check_may_forward(caller)
         return _some(daemon, caller, op, args, groups, handler)
     return handler(daemon, caller, args)
@@ -53,7 +56,6 @@ def route(daemon, caller, op: str, args: dict[str, Any], handler):
 
 def locate(daemon, caller, text: Any) -> tuple[str, str]:
     """(LOCAL, id) or (peer, its id there) for 'ID', 'HOST:ID', or a job moved to a peer."""
-    from gq.daemon.ops import resolve_id
 
     text = str(text).strip()
     host, sep, rest = text.rpartition(":")
@@ -99,7 +101,6 @@ async def _call_there(daemon, peer: str, op: str, ids: list[str]) -> list[dict]:
 
 async def _wait_there(daemon, peer: str, op: str, ids: list[str]) -> list[dict]:
     """Wait on the peer, riding out lost connections: the job keeps running there."""
-    from gq.peers.transport import Unreachable
 
     while True:
         try:

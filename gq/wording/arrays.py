@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from gq.cli.output import job_rows
+from gq.wording.jobs import job_rows
 from gq.model import ENDED_STATES
 
 ORDER = ("running", "preempting", "pending", "held", "completed", "failed", "cancelled",

@@ -1,6 +1,8 @@
 """One request/response schema for the CLI, the TUI and peers: a JSON line each way.
 
-Kept to the standard library: every `gq` command imports it.
+This module is the transport (framing, errors, a client connection); `gq.protocol.ops` names
+the operations and their traits, `gq.protocol.shapes` the fields of their requests and
+answers. Kept to the standard library: every `gq` command imports it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,339 @@
+"""The fields of each operation's request (`args`) and answer (`result`), written once.
+
+TypedDicts: the wire names are the keys, checked by a type checker where code builds or reads
+them, and by tests where it cannot (tests/unit/test_protocol_schema.py: what `gq submit` sends
+and what the daemon reads of a submit are both in `SubmitArgs`). `total=False`: a request
+leaves out what it does not set. Times on the wire are ISO 8601 strings; sizes are bytes.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+
+# ---- requests ------------------------------------------------------------------------------
+
+class NoArgs(TypedDict, total=False):
+    pass
+
+
+class SubmitArgs(TypedDict, total=False):
+    """`submit` (and `estimate`, for `--host any`): what one job, or one array, asks for."""
+
+    command: list[str]
+    cwd: str
+    env: dict[str, str]
+    umask: int
+    hold: bool
+    priority: Literal["high", "normal", "low"]
+    name: str
+    gpus: int
+    gpus_max: int  # an elastic range -g 2-4: gpus is its minimum
+    mem: int | Literal["auto"]  # bytes of card memory; "auto": learned from past runs
+    cpus: int
+    ram: int
+    time_limit: float  # seconds
+    pool: str
+    interactive: bool
+    preemptible: bool
+    no_preemptible: bool
+    signal: str
+    signal_group: bool
+    signal_before: float
+    grace: float
+    retry_oom: int
+    after: list[str]
+    afterok: list[str]
+    afternotok: list[str]
+    array: dict[str, Any]  # gq/arrayspec.py: {"start", "stop", "step", "limit"}
+    sweep: dict[str, list[str]]
+    notify: str
+    mail: str
+    host: str  # a peer's name, "any" or "local"
+    idempotency_key: str  # the same key again is the same submit
+
+
+class ListArgs(TypedDict, total=False):
+    all: bool  # ended jobs too
+    states: list[str]
+    user: str
+    brief: bool  # the table's columns only: no command, directory or environment
+    recent: bool
+    since: float
+    last: int
+    hosts: Literal["all", "local"]
+
+
+class HostsArgs(TypedDict, total=False):
+    hosts: Literal["all", "local"]
+
+
+class OneJob(TypedDict):
+    id: str  # "12", "12_3" (an array element), "@" (your last), "HOST:12"
+
+
+class LogArgs(OneJob, total=False):
+    err: bool
+    offset: int
+
+
+class SomeJobs(TypedDict):
+    ids: list[str]
+
+
+class UpdateArgs(SomeJobs, total=False):
+    gpus: int
+    mem: int
+    priority: str
+    time_limit: float
+    name: str
+    pool: str
+
+
+class WaitArgs(SomeJobs, total=False):
+    timeout: float
+
+
+class CleanArgs(TypedDict, total=False):
+    user: str
+
+
+class CompleteArgs(TypedDict):
+    prefix: str
+    # "for": which candidates (jobs for a command, peers...); a Python keyword, so functional
+    # syntax would be needed to declare it: it is read as args["for"].
+
+
+class SamplesArgs(TypedDict, total=False):
+    gpu: int
+    job: str
+    since: float
+    resolution: str
+
+
+class StatsArgs(TypedDict, total=False):
+    since: float
+    start: float
+    until: float
+
+
+class ReserveArgs(TypedDict, total=False):
+    cards: list[int]
+    ids: list[str]
+    pool: str
+    name: str
+    start: str
+    until: str
+
+
+class AllArgs(TypedDict, total=False):
+    all: bool
+
+
+class PeerAddArgs(TypedDict, total=False):
+    address: str
+    name: str
+    port: int
+    user: str
+    identity: str
+    gq_home: str
+    gq_command: str
+    accept_new: bool
+    replace: bool
+    slurm: bool
+    partition: str
+    account: str
+    qos: list[str]
+
+
+class PeerRmArgs(TypedDict):
+    name: str
+
+
+class PeerCheckArgs(TypedDict, total=False):
+    names: list[str]
+
+
+# ---- answers -------------------------------------------------------------------------------
+
+class JobView(TypedDict, total=False):
+    """A job as `list`, `submit` and `wait` answer it (gq/daemon/views.py job_json)."""
+
+    id: int
+    name: str | None
+    user: str
+    host: str
+    state: str
+    reason: str | None
+    priority: str
+    gpus: int
+    gpus_max: int | None
+    mem: int | None
+    cpus: int
+    ram: int | None
+    time_limit: float | None
+    command: list[str]
+    cwd: str
+    submitted_at: str | None
+    started_at: str | None
+    ended_at: str | None
+    exit_code: int | None
+    restarts: int
+    gpu_ids: list[int]
+    deps: dict[str, str]
+    preemptible: bool
+    signal: str
+    signal_before: float | None
+    signal_group: bool
+    grace: float | None
+    preemptions: int
+    retry_oom: int
+    oom_retries: int
+    peak_mem: int | None
+    pool: str | None
+    interactive: bool
+    array: dict[str, Any] | None
+    failure: str | None
+    failure_evidence: list[str]
+    failure_suggestion: str | None
+    expected_start: str | None
+    expected_start_basis: str | None  # what the forecast rests on (docs/scheduling.md)
+    never_starts: str | None  # `wait`: why the job can no longer start without someone acting
+
+
+class Submitted(JobView, total=False):
+    array_jobs: list[int]
+    notes: list[str]
+
+
+class JobDetail(JobView, total=False):
+    """`show`: the job, its events, what it used, its score and why it waits."""
+
+    why: str
+    events: list[dict[str, Any]]
+    usage: dict[str, Any] | None
+    score: dict[str, Any] | None
+    checkpoint_dir: str
+    account: str | None
+    env: dict[str, str]
+    notify: dict[str, Any] | None
+    offences: list[dict[str, Any]]
+    output_truncated: bool
+    prediction: dict[str, Any] | None  # the learned run time (docs/scheduling.md)
+    processes: list[dict[str, Any]] | None
+    stdout: str
+    stderr: str
+
+
+class WhyAnswer(TypedDict, total=False):
+    id: int
+    label: str  # "12" or "12_3"
+    state: str
+    reason: str | None
+    why: str
+    expected_start: str | None
+    expected_start_basis: str | None
+    failure: str | None
+    failure_evidence: list[str]
+    failure_suggestion: str | None
+
+
+class LogChunk(TypedDict):
+    id: int
+    state: str
+    reason: str | None
+    data: str  # base64
+    offset: int  # where the next read starts
+
+
+class CardView(TypedDict, total=False):
+    index: int
+    uuid: str
+    name: str
+    memory_total: int
+    memory_used: int | None
+    utilization: int | None
+    temperature: int | None
+    power_w: float | None
+    simulated: bool
+    parent_uuid: str | None  # a MIG instance's card
+    island: int | None
+    jobs: list[dict[str, Any]]
+    external_used: int | None  # memory held by processes that are no job's
+    processes: list[dict[str, Any]] | None  # None: the list could not be read
+    pool: str | None
+    host: str  # in a listing of every host
+
+
+class Outcome(TypedDict, total=False):
+    """One job's result of cancel, hold, release, requeue or update."""
+
+    id: int
+    ok: bool
+    message: str
+    array: int  # named only through its array
+    skipped: bool
+    host: str
+
+
+Candidate = list[str]  # [value, description]
+
+
+class Estimate(TypedDict, total=False):
+    error: str | None  # why this host cannot take the job
+    wait: float | None  # seconds until it would start
+    leftover: int  # card memory left beside it
+    starting: int
+    reason: str | None
+
+
+class CleanAnswer(TypedDict):
+    cleared: int
+
+
+class PeerView(TypedDict, total=False):
+    name: str
+    address: str
+    state: Literal["unknown", "up", "down"]
+    last_seen: str | None
+    error: str | None
+    version: str | None
+    latency_ms: float | None
+    gpus: int
+    gpu_names: list[str]
+    running: int
+    pending: int
+    gq_home: str | None
+    gq_command: str
+    kind: Literal["gq", "slurm"]
+    accepted_key: str | None  # peer_add
+    remote_host: str | None
+    remote_user: str | None
+
+
+class PingAnswer(TypedDict, total=False):
+    version: str
+    protocol: int
+    host: str
+    pid: int
+    home: str
+    backend: str
+    gpus: int
+    user: str
+    uid: int
+    system: bool
+    socket: str
+    warnings: list[str]
+
+
+class ConfigAnswer(TypedDict):
+    file: str
+    read: bool
+    socket: str
+    settings: list[dict[str, Any]]
+
+
+class ShutdownAnswer(TypedDict):
+    stopping: bool
+    running_jobs: int
