@@ -65,7 +65,7 @@ def restore_backup(chosen: str | None) -> str:
     from pathlib import Path
 
     from gq.daemon.main import acquire_lock
-    from gq.layout import Layout
+    from gq.daemon.layout import Layout
     from gq.paths import gq_home
     from gq.protocol import BadInput, GqError
     from gq.store.backup import backup_dir, best_backup, describe, list_backups, restore

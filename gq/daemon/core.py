@@ -21,6 +21,7 @@ from gq.daemon.collateral import Collateral
 from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
 from gq.daemon.identity import identity_of, prepare_user_dir
+from gq.daemon.layout import Layout
 from gq.daemon.mem_history import learned_utils
 from gq.daemon.notify import Notifier
 from gq.daemon.peers.registry import Peers
@@ -33,7 +34,6 @@ from gq.daemon.shim import ShimSpec
 from gq.daemon.supervisor import RUN_TOKEN, Shim, SpawnUnknown, Supervisor
 from gq.daemon.telemetry import Telemetry
 from gq.gpu.base import CardBackend
-from gq.layout import Layout
 from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
 from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held

@@ -12,7 +12,7 @@ import pwd
 import stat
 from dataclasses import dataclass
 
-from gq.layout import Layout
+from gq.daemon.layout import Layout
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Run the daemon: one per GQ_HOME, guarded by a lock, listening on $GQ_HOME/gq.sock; or, with
---system, root's daemon for every user of the host (gq/system.py)."""
+--system, root's daemon for every user of the host (gq/daemon/system.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from pathlib import Path
 
 from gq.daemon.diskfull import disk_is_full, is_disk_full
 from gq.daemon.diskfull import refusal as disk_refusal
-from gq.layout import Layout
+from gq.daemon.layout import Layout
+from gq.daemon.system import prepare, system_layout
 from gq.paths import MAX_SOCKET_PATH
 from gq.protocol import GqError
 
@@ -98,8 +99,6 @@ def run(home: Path | None, system: bool = False) -> int:
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s gq-daemon %(message)s"
     )
     if system:
-        from gq.system import prepare, system_layout
-
         layout = system_layout()
         prepare(layout)
         home = layout.home

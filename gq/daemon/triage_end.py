@@ -6,9 +6,9 @@ from __future__ import annotations
 import errno
 import os
 
+from gq.daemon.layout import Layout
 from gq.daemon.oom import run_log
 from gq.daemon.userfiles import job_file_owner
-from gq.layout import Layout
 from gq.model import Job
 from gq.triage.classify import EndFacts, Triage, classify
 from gq.triage.rules import DISK_FULL, TIMEOUT_SIGNAL, UNKNOWN

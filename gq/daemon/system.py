@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from gq.layout import Layout
+from gq.daemon.layout import Layout
 from gq.paths import SYSTEM_CONFIG, SYSTEM_SOCKET, SYSTEM_STATE, system_path
 from gq.protocol import GqError
 
