@@ -75,7 +75,7 @@ class Collateral:
         job = self.store.get_job(overrun.job_id)
         if job is None or job.state != JobState.RUNNING:
             return
-        action = self.action_of("over_budget", str(job.priority))
+        action = self.police.action_of("over_budget", str(job.priority))
         why = f"over-budget: {overrun.words()}, and killed a job sharing the card"
         if action.what == "requeue":
             self.requeue_over_budget(job, max(overrun.held, job.peak_mem or 0), why)

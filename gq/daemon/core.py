@@ -25,7 +25,7 @@ from gq.daemon.layout import Layout
 from gq.daemon.mem_history import learned_utils
 from gq.daemon.notify import Notifier
 from gq.daemon.peers.registry import Peers
-from gq.daemon.policing import Policing
+from gq.daemon.policing import Police
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
 from gq.daemon.reservations import windows as admin_windows
@@ -46,7 +46,7 @@ from gq.policy import (
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
+class Daemon(Recovery, Ending, Preempting, Collateral):
     def __init__(
         self,
         layout: Layout,
@@ -76,7 +76,6 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
         self.owners: dict[int, Owner] = {}  # pid -> who holds each process on the cards
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
                                    keep=config.offenders.longest_idle_window)
-        self.start_policing()
         self.start_collateral()
         # From the last pass: what each waiting job lacks, and when reserved jobs should start.
         self.shortfalls: dict[int, str] = {}
@@ -99,6 +98,8 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
         self._last_pass_cost = 0.0  # how long it took, in seconds
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
+        self.police = Police(self.store, config, self.telemetry, self, self.notifier, layout.home,
+                             layout.logs / "notify.log")
         self.peers = Peers(self)
         self.authority = Authority(config.access)
         self.backups = BackupSchedule(self.store, layout.db, config.backup)
@@ -187,7 +188,8 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral):
             return  # not serving yet: the shims of running jobs are not adopted
         now = self.clock()
         if self.telemetry.observe(self.cards, self.owners, holding, self.external, now):
-            self.police(holding, now)
+            self.police.sample(holding, now, self.cards, self.owners,
+                               {j: shim.pid for j, shim in self.shims.items()})
 
     # ---- scheduling ---------------------------------------------------------------------
 

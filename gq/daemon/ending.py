@@ -8,11 +8,12 @@ import signal
 
 from gq.daemon import shim as requests
 from gq.daemon.diskfull import TRUNCATED
+from gq.daemon.limits import requeue_or_hold, time_limit_stops
 from gq.daemon.oom import grown_mem
+from gq.daemon.runtimes import record_completed
 from gq.daemon.triage_end import stopped_triage, triage_run
 from gq.daemon.views import job_label
-from gq.daemon.runtimes import record_completed
-from gq.model import Job, JobState, Reason
+from gq.model import Job, JobState
 from gq.triage.rules import GPU_OOM
 from gq.units import format_duration, format_size
 
@@ -49,20 +50,8 @@ class Ending:
         # else: not adopted yet; adopt() asks when it finds the shim
 
     def enforce_time_limits(self) -> None:
-        now = self.clock()
-        for job in self.store.holding_jobs():
-            if job.state != JobState.RUNNING or not job.time_limit or job.started_at is None:
-                continue
-            if now - job.started_at >= job.time_limit:
-                limit = format_duration(job.time_limit)
-                pool = self.config.pools.get(job.pool) if job.interactive else None
-                if pool is not None and pool.past_limit == "requeue":
-                    # Interactive no more: it goes on as batch work in the default pool.
-                    self.stop(job, JobState.PREEMPTING, f"interactive time limit {limit} "
-                              "reached: requeued as batch work", interactive=0, pool=None,
-                              time_limit=None)
-                else:
-                    self.stop(job, JobState.TIMEOUT, f"time limit {limit} reached")
+        for stop in time_limit_stops(self.store.holding_jobs(), self.clock(), self.config.pools):
+            self.stop(self.store.get_job(stop.job_id), stop.state, stop.reason, **stop.fields)
 
     def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
         """Record the end of a run: its exit status, or that it vanished or never began."""
@@ -166,16 +155,11 @@ class Ending:
         fields = dict(restarts=job.restarts + (0 if never_started else 1), started_at=None,
                       gpu_ids=[], holding=0, exit_code=None, failure=None, failure_evidence=[])
         how = "it had not started" if never_started else self._how_it_stopped(job, record)
-        cap = self.config.preemption.max_requeues
-        if is_preemption(job) and job.preemptions > cap:
-            self.store.transition(
-                job.id, JobState.HELD, now, reason=Reason.HELD,
-                detail=f"held, not requeued: preempted {job.preemptions} times, more than "
-                       f"[preemption] max_requeues = {cap} ({how}); `gq release {job.id}` "
-                       "queues it again", **fields)
-        else:
-            self.store.transition(job.id, JobState.PENDING, now, detail=f"requeued: {how}",
-                                  **fields)
+        state, reason, detail = requeue_or_hold(job, is_preemption(job),
+                                                self.config.preemption.max_requeues, how)
+        if reason is not None:
+            fields["reason"] = reason
+        self.store.transition(job.id, state, now, detail=detail, **fields)
         return "preempted" if is_preemption(job) else "requeued"
 
     def _how_it_stopped(self, job: Job, record: dict | None) -> str:

@@ -72,7 +72,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     out["offences"] = [  # what it is an offender for now (gq offenders has the history)
         {"kind": row["kind"], "evidence": row["evidence"],
          "suggestion": row["figures"].get("suggestion", ""), "action": row["action"]}
-        for row in daemon.open_offences.values() if row["job_id"] == job.id]
+        for row in daemon.police.open_offences.values() if row["job_id"] == job.id]
     score = daemon.scores.get(job.id) if job.state in (JobState.PENDING, JobState.HELD) else None
     out["score"] = None if score is None else {
         "total": round(score.total, 4),

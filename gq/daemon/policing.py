@@ -1,16 +1,27 @@
 """Keep track of the offenders found in each sample and act on them: record, notify, requeue,
-cancel, as [offenders] says for the job's tier. Every action is an event of the job."""
+cancel, as [offenders] says for the job's tier. Every action is an event of the job.
+
+A service of the daemon with its own collaborators: the store, the settings, the telemetry it
+judges by, whoever stops jobs (`Stopper`) and whoever runs notify commands (`Runner`). The
+daemon hands it each card reading (`sample`); tests drive it the same way, with a store in a
+temporary directory and a recording stopper (tests/test_policing_unit.py)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+from pathlib import Path
+from typing import Callable, Protocol
 
+from gq.config import Config
 from gq.config.telemetry import Action
+from gq.daemon.attribution import Owner
+from gq.daemon.telemetry import Telemetry
 from gq.daemon.cpu_usage import CpuMeter
 from gq.daemon.offenders import Candidate, JobView, job_offences, process_offences
-from gq.model import Job, JobState
+from gq.model import Gpu, Job, JobState
+from gq.store import Store
 
 log = logging.getLogger("gq.daemon")
 
@@ -18,22 +29,47 @@ REWRITE_EVERY = 30.0  # seconds between updates of an ongoing offence's row
 ABSENT_SAMPLES, ABSENT_MIN = 10, 2.0  # an offence not seen for this long (samples, s) ends
 
 
-class Policing:
-    """Part of Daemon (gq/daemon/core.py)."""
+class Stopper(Protocol):
+    """Stops a running job (the daemon's supervision)."""
 
-    def start_policing(self) -> None:
-        self.cpu_meter = CpuMeter(keep=self.config.offenders.longest_idle_window)
+    def stop(self, job: Job, new_state: JobState, reason: str, **fields) -> None: ...
+
+    def requeue_over_budget(self, job: Job, peak: int, why: str) -> None: ...
+
+
+class Runner(Protocol):
+    """Runs a notify command, never fatally (gq/daemon/notify.py Notifier)."""
+
+    def run(self, argv: list[str], env: dict[str, str], cwd: str, output: Path,
+            record: Callable[[str], None]) -> None: ...
+
+
+class Police:
+    def __init__(self, store: Store, config: Config, telemetry: Telemetry, stopper: Stopper,
+                 runner: Runner, home: Path, notify_log: Path):
+        self.store, self.config, self.telemetry = store, config, telemetry
+        self.stopper, self.runner = stopper, runner
+        self.home, self.notify_log = home, notify_log
+        self.cpu_meter = CpuMeter(keep=config.offenders.longest_idle_window)
         self._candidate_since: dict[str, float] = {}
         self.open_offences: dict[str, dict] = {}  # key -> its row in the store
+        self.cards: list[Gpu] = []
+        self.owners: dict[int, Owner] = {}  # pid -> who holds each process on the cards
         for row in self.store.offences.still_open():
             key = _key(row)
             self.open_offences[key] = {**row, "present_at": row["last_seen"]}
             self._candidate_since[key] = row["first_seen"]
 
-    def police(self, holding: dict[int, Job], now: float) -> None:
-        """After each sample: find the offenders, record them, act on them."""
-        self.cpu_meter.sample({j: shim.pid for j, shim in self.shims.items()
-                               if j in holding}, now)
+    def reconfigure(self, config: Config) -> None:
+        self.config = config
+        self.cpu_meter.keep = config.offenders.longest_idle_window
+
+    def sample(self, holding: dict[int, Job], now: float, cards: list[Gpu],
+               owners: dict[int, Owner], shim_pids: dict[int, int]) -> None:
+        """After each sample: find the offenders, record them, act on them. `shim_pids`: job
+        id -> the pid of its shim, whose process tree is the job's."""
+        self.cards, self.owners = cards, owners
+        self.cpu_meter.sample({j: pid for j, pid in shim_pids.items() if j in holding}, now)
         found = {c.key: c for c in self.find_offenders(holding, now)}
         for key in [k for k in self._candidate_since if k not in found]:
             del self._candidate_since[key]
@@ -140,12 +176,11 @@ class Policing:
         why = f"{row['kind'].replace('_', '-')}: {row['evidence']}"
         if action.what == "requeue" and row["kind"] == "over_budget":
             held = row["figures"].get("mem_used") or 0
-            self.requeue_over_budget(job, max(held, job.peak_mem or 0), why)
+            self.stopper.requeue_over_budget(job, max(held, job.peak_mem or 0), why)
         elif action.what == "requeue":
-            self.stop(job, JobState.PREEMPTING, f"requeued by gq ({why})")
+            self.stopper.stop(job, JobState.PREEMPTING, f"requeued by gq ({why})")
         else:
-            self.stop(job, JobState.CANCELLED, f"cancelled by gq ({why})")
-
+            self.stopper.stop(job, JobState.CANCELLED, f"cancelled by gq ({why})")
 
     def _notify_offence(self, row: dict, action: Action) -> str:
         """Start the [offenders] notify command (through the job-end notifier: same timeout,
@@ -154,9 +189,9 @@ class Policing:
         if not command:
             return "no notify command is configured"
         kind = row["kind"]
-        self.notifier.run(
+        self.runner.run(
             ["/bin/sh", "-c", command], {**os.environ, **_variables(row, action)},
-            str(self.layout.home), self.layout.logs / "notify.log",
+            str(self.home), self.notify_log,
             lambda outcome: (log.info if outcome == "sent" else log.warning)(
                 "offender (%s): notify command %s", kind, outcome))
         return "notify command started"

@@ -66,7 +66,7 @@ def _apply(daemon: Daemon, new: Config) -> None:
     daemon.config = new
     daemon.telemetry.config = new.telemetry
     daemon.telemetry.keep = new.offenders.longest_idle_window
-    daemon.cpu_meter.keep = new.offenders.longest_idle_window
+    daemon.police.reconfigure(new)
     daemon.authority.access = new.access
     daemon.backups.config = new.backup
     daemon.peers.config = new.peers

@@ -21,11 +21,11 @@ RAW_UP_TO = 3600.0  # resolution "auto" gives raw samples up to this span, minut
 
 def op_offenders(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     """The offences going on now, oldest first."""
-    return [_with_due(daemon, offence_json(row)) for row in daemon.open_offences.values()]
+    return [_with_due(daemon, offence_json(row)) for row in daemon.police.open_offences.values()]
 
 
 def _with_due(daemon: Daemon, out: dict) -> dict:
-    action = daemon.action_of(out["kind"], out["tier"])
+    action = daemon.police.action_of(out["kind"], out["tier"])
     due = None
     if action.what in ("requeue", "cancel") and not out["acted"]:
         due = iso(parse_iso(out["since"]) + action.after)
