@@ -38,6 +38,14 @@ ENDED_STATES = frozenset(JobState) - ACTIVE_STATES
 # --preempt-mode: how a preempted job makes way (docs/preemption.md#freezing).
 PREEMPT_MODES = ("freeze", "signal", "auto")
 
+
+def parse_preempt_mode(text: object) -> str:
+    """'Freeze' -> 'freeze'; ValueError naming the choices for anything else."""
+    mode = str(text).strip().lower()
+    if mode not in PREEMPT_MODES:
+        raise ValueError(f"--preempt-mode {str(text)[:40]!r}: expected freeze, signal or auto")
+    return mode
+
 # The one place where state changes are allowed. Ended jobs may go back to pending
 # (requeue) and a pending job may end without running (cancel, lost dependency).
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {

@@ -84,6 +84,7 @@ def submit(
     signal: Annotated[Optional[str], _opt("signal")] = None,
     signal_group: Annotated[bool, _opt("signal_group")] = False,
     grace: Annotated[Optional[str], _opt("grace")] = None,
+    preempt_mode: Annotated[Optional[str], _opt("preempt_mode")] = None,
     retry_oom: Annotated[Optional[str], _opt("retry_oom")] = None,
     after: Annotated[Optional[list[str]], _opt("after")] = None,
     afterok: Annotated[Optional[list[str]], _opt("afterok")] = None,
