@@ -82,6 +82,11 @@ class Checkpointer(ABC):
     @abstractmethod
     def unlock(self, pid: int) -> None: ...
 
+    def free_memory(self, uuid: str) -> int | None:
+        """Bytes free on a card now, read afresh just before a restore; None: not known (the
+        restore is tried, with the card's memory reserved in gq's own accounting)."""
+        return None
+
     def host_memory_free(self) -> int | None:
         """Host memory available for new frozen state, bytes; None: unknown."""
         try:

@@ -202,6 +202,19 @@ class CudaCheckpointer(Checkpointer):
             return False
         return True
 
+    def free_memory(self, uuid: str) -> int | None:
+        """From NVML, which the helper opens for this if the daemon did not give it."""
+        nvml = self._nvml
+        try:
+            if nvml is None:
+                import pynvml as nvml
+
+                nvml.nvmlInit()
+                self._nvml = nvml
+            return int(nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByUUID(uuid)).free)
+        except Exception:  # no pynvml, no NVML, an unknown card: the restore is tried anyway
+            return None
+
     # ---- the steps -------------------------------------------------------------------------
 
     def state(self, pid: int) -> str:

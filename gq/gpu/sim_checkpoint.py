@@ -83,6 +83,15 @@ class SimCheckpointer(Checkpointer):
                 return None
         return max(0, int(base) - self.frozen_bytes())
 
+    def free_memory(self, uuid: str) -> int | None:
+        from gq.gpu.sim import held_memory, memory_held_per_card
+
+        cards = {c.uuid: c for c in load_cards(self.state_dir)}
+        if uuid not in cards:
+            return None
+        return cards[uuid].memory_total - memory_held_per_card(
+            held_memory(self.state_dir)).get(uuid, 0)
+
     def frozen_bytes(self) -> int:
         """Host memory the checkpointed processes hold."""
         return sum(_size(r["proc"]) for r in self._records() if r["state"] == CHECKPOINTED)
@@ -163,17 +172,12 @@ class SimCheckpointer(Checkpointer):
         return self._record(pid)
 
     def _short_of(self, proc: SimProc) -> str | None:
-        from gq.gpu.sim import held_memory, memory_held_per_card
-
-        cards = {c.uuid: c for c in load_cards(self.state_dir)}
-        held = memory_held_per_card(held_memory(self.state_dir))
         for uuid in proc.cards:
-            card = cards.get(uuid)
-            if card is None:
+            free = self.free_memory(uuid)
+            if free is None:
                 return f"no simulated card {uuid}"
-            free = card.memory_total - held.get(uuid, 0)
             if proc.mem > free:
-                return (f"CUDA_ERROR_OUT_OF_MEMORY: GPU {card.index} has {free} bytes free, "
+                return (f"CUDA_ERROR_OUT_OF_MEMORY: {uuid} has {free} bytes free, "
                         f"{proc.mem} needed")
         return None
 

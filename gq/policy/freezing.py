@@ -108,7 +108,7 @@ def choose(victims: Sequence[Job], inp: SchedulerInput, rule: FreezeRule,
         why = why_not(job, rule, job.id in checkpoints)
         size = rule.facts[job.id].device_mem if why is None else 0
         if why is None:
-            why = _short(size, room.get(host, (None, None)))
+            why = too_big(size, room.get(host, (None, None)))
         if why is not None:
             out[job.id] = Choice(False, why)
             continue
@@ -124,7 +124,7 @@ def freezable(candidates: Sequence[Job], inp: SchedulerInput, rule: FreezeRule,
     """The candidates that could each be frozen now: preempting them loses no work."""
     room = _room(inp, rule)
     return {j.id for j in candidates if why_not(j, rule, j.id in checkpoints) is None
-            and _short(rule.facts[j.id].device_mem, room.get(_host_of(j, inp), (None, None)))
+            and too_big(rule.facts[j.id].device_mem, room.get(_host_of(j, inp), (None, None)))
             is None}
 
 
@@ -139,7 +139,9 @@ def _room(inp: SchedulerInput, rule: FreezeRule) -> dict[str, tuple[int | None, 
     return out
 
 
-def _short(size: int, room: tuple[int | None, int | None]) -> str | None:
+def too_big(size: int, room: tuple[int | None, int | None]) -> str | None:
+    """Why `size` bytes of frozen state do not fit in (what freeze_ram leaves, what the host
+    has free); None: they do."""
     budget, free = room
     if budget is not None and size > budget:
         return (f"its {_gib(size)} on the card do not fit in the host memory [preemption] "
@@ -163,6 +165,11 @@ def for_pass(inp: SchedulerInput, remap: bool) -> tuple[SchedulerInput, list[Job
     """The input a pass sees with frozen jobs: each host's memory less what its frozen jobs
     (and those being frozen or thawed) hold, and a thaw request per frozen job, to be queued
     with the pending jobs for the pass."""
+    thawing = [j for j in inp.running if j.state == JobState.RUNNING and j.host_mem
+               and j.mem is not None and j.frozen_cards]
+    if thawing:  # a slice being thawed needs what it held, whatever its --mem
+        bumped = {j.id: _holding_what_it_held(j) for j in thawing}
+        inp = replace(inp, running=[bumped.get(j.id, j) for j in inp.running])
     if not inp.frozen:
         return inp, []
     by_name = {h.name: h for h in inp.hosts}
@@ -176,6 +183,15 @@ def for_pass(inp: SchedulerInput, remap: bool) -> tuple[SchedulerInput, list[Job
     if all(a is b for a, b in zip(hosts, inp.hosts)):
         return inp, requests
     return replace(inp, host=hosts[0] if not isinstance(inp.host, tuple) else hosts), requests
+
+
+def _holding_what_it_held(job: Job) -> Job:
+    held = max(int(c.get("mem") or 0) for c in job.frozen_cards)
+    if held <= (job.mem or 0):
+        return job
+    bumped = clone(job)
+    bumped.mem = held
+    return bumped
 
 
 def _less_memory(host: Host, jobs: list[Job]) -> Host:
