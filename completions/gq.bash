@@ -126,8 +126,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --time-model --learn --cpus-per-host --from-history --preempt --config --jobs --tiers --share-util-max --json --help -h"
-            _gq_valued=" --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max "
+            _gq_flags="--cluster --policy --format --time-factor --time-model --learn --cpus-per-host --from-history --preempt --config --jobs --tiers --share-util-max --preempt-mode --freeze-ram --copy-rate --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max --preempt-mode --freeze-ram --copy-rate "
             _gq_arg="files" ;;
         "daemon")
             _gq_subs="run start stop reload restart restore status"
@@ -275,6 +275,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "update|--priority"|"update|-p") _gq_value="words:high normal low" ;;
         "sim|--policy") _gq_value="words:gq fifo greedy sjf-oracle tiresias qssf all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
+        "sim|--preempt-mode") _gq_value="words:freeze signal auto" ;;
         "reserve|--user") _gq_value="users" ;;
         "peers add|--user"|"peers add|-u") _gq_value="users" ;;
         "peers add|--identity"|"peers add|-i") _gq_value="files" ;;

@@ -102,7 +102,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max
+            set -g __gq_valued --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max --preempt-mode --freeze-ram --copy-rate
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop reload restart restore status
@@ -436,6 +436,9 @@ complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts,
 complete -c gq -n '__gq_at \'sim\'' -l jobs -x -d 'also write each job\'s start, end, host and cards (and why a job was dropped) to this CSV file'
 complete -c gq -n '__gq_at \'sim\'' -l tiers -x -d 'on: the trace\'s tiers'
 complete -c gq -n '__gq_at \'sim\'' -l share-util-max -x -d 'the gq policy shares a card between slices only if their SM utilisation (drawn from measured profiles) sums to at most this, as the daemon\'s [scheduler] share_util_max [default: memory alone decides]'
+complete -c gq -n '__gq_at \'sim\'' -l preempt-mode -x -a 'freeze signal auto' -d 'with --preempt: how victims make way, as the daemon\'s [preemption] mode: signal, freeze (their GPU state to host memory, timed by --copy-rate) or auto [default: signal]'
+complete -c gq -n '__gq_at \'sim\'' -l freeze-ram -x -d 'host memory frozen jobs may hold per host, e.g. 256G [default: no limit]'
+complete -c gq -n '__gq_at \'sim\'' -l copy-rate -x -d 'bytes per second a freeze or thaw copies, e.g. 10G (an assumption until measured: docs/sim.md) [default: 10G]'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F

@@ -12,7 +12,9 @@ takes the signal path, and the choice says why, in words the daemon records.
 A frozen job holds no card and no core but keeps its host memory. It waits in its tier's queue
 like a pending job (the same order, the same backfill protection) for a card it can be restored
 onto: its own, or, where the driver can move it, one of the same model; a slice needs its
-frozen memory free there, a whole-card job the card empty. It never preempts anything itself.
+frozen memory free there, a whole-card job the card empty. It never preempts anything itself,
+and is not thawed while jobs on its host are being stopped (what they free is meant for the
+jobs they are stopped for).
 
 Pure: the daemon and `gq sim` call it through decide() (gq/policy/decide.py).
 """
@@ -174,9 +176,12 @@ def for_pass(inp: SchedulerInput, remap: bool) -> tuple[SchedulerInput, list[Job
         return inp, []
     by_name = {h.name: h for h in inp.hosts}
     single = len(inp.hosts) == 1
+    # What jobs being stopped free is meant for the jobs they are stopped for: no thaw takes it
+    # meanwhile (a frozen victim would be thawed straight back where it was).
+    stopping = {"" if single else j.host for j in inp.running if j.state == JobState.PREEMPTING}
     requests = [thaw_request(j, inp.hosts[0] if single else by_name[j.host], remap,
                              None if single else j.host) for j in inp.frozen
-                if single or j.host in by_name]
+                if (single or j.host in by_name) and ("" if single else j.host) not in stopping]
     holders = [*inp.frozen, *(j for j in inp.running if j.host_mem)]
     hosts = tuple(_less_memory(h, [j for j in holders if single or j.host == h.name])
                   for h in inp.hosts)
