@@ -198,7 +198,7 @@ def test_thaws_never_overcommit_a_card_nor_leave_their_model(slices, frozen_spec
 
 
 def test_no_thaw_takes_what_jobs_being_stopped_free_for_others():
-    stopping = running(1, [0], mem=20 * G, state=JobState.PREEMPTING)
+    stopping = job(1, LOW, mem=20 * G, state=JobState.PREEMPTING, cards=[0])
     plan = plan_of([], [stopping], [frozen(5, 1, mem=20 * G, held=20 * G)])
     assert plan.thaws == []  # card 1 is free, but job 1 is being stopped for someone
     plan = plan_of([], [running(1, [0], mem=20 * G)], [frozen(5, 1, mem=20 * G, held=20 * G)])
