@@ -248,3 +248,56 @@ def test_gq_gpus_says_whether_jobs_on_each_card_can_be_frozen(make_host):
     assert "freeze (--preempt-mode)" not in host.gq("show", str(low)).stdout
     assert "freeze ([preemption] mode of the low tier); can be frozen now (30G to host memory)" \
         in host.gq("show", str(low)).stdout
+
+
+def test_a_bogus_preempt_mode_is_one_line_exit_2_and_nothing_queued(make_host):
+    host = make_host()
+    out = host.gq("submit", "--preempt-mode", "bogus", "--", "true", check=False)
+    assert (out.returncode, out.stderr) == (
+        2, "gq: --preempt-mode 'bogus': expected freeze, signal or auto\n")
+    with pytest.raises(Exception, match="expected freeze, signal or auto"):
+        host.call("submit", command=["true"], cwd=str(host.work), preempt_mode="thaw")
+    assert host.count_jobs() == 0
+    job = host.job(host.submit("--preempt-mode", "AUTO", "--hold", "--", "true"))
+    assert job["preempt_mode"] == "auto"
+
+
+@pytest.mark.parametrize("text, error", [
+    ('mode = "thaw"', "[preemption] mode = 'thaw': expected freeze | signal | auto, or a table "
+                      'of tiers such as {low = "auto"}'),
+    ('mode = {top = "auto"}', "[preemption] mode: top: expected high, normal or low"),
+    ('mode = {low = "cold"}', "[preemption] mode: low = 'cold': expected freeze | signal | auto"),
+    ('freeze_ram = "12XB"', "[preemption] freeze_ram = '12XB': expected a size like 20G, 512M or "
+                            "1.5T; or a share like 25%"),
+    ('freeze_ram = "150%"', "[preemption] freeze_ram = '150%': expected a size like 64G or a "
+                            "share of the host's memory like 25%"),
+    ('lock_timeout = "soon"', "[preemption] lock_timeout = "),
+])
+def test_the_freeze_settings_are_checked_naming_the_line(tmp_path, text, error):
+    from gq.config import load_config
+    from gq.protocol import GqError
+
+    path = tmp_path / "config.toml"
+    path.write_text(f"[host]\nram = \"128G\"\n\n[preemption]\n{text}\n")
+    with pytest.raises(GqError) as e:
+        load_config(path)
+    assert str(e.value).startswith(f"{path} line 5: {error}")
+
+
+def test_the_freeze_settings_and_their_defaults(tmp_path):
+    from gq.config import load_config
+
+    path = tmp_path / "config.toml"
+    path.write_text('[host]\nram = "128G"\n')
+    cfg = load_config(path)
+    assert cfg.preemption.modes == {"high": "signal", "normal": "signal", "low": "signal"}
+    assert cfg.preemption.freeze_ram_bytes(cfg.host_ram) == 32 * G  # a quarter of [host] ram
+    path.write_text('[host]\nram = "128G"\n[preemption]\nmode = "auto"\nfreeze_ram = "50%"\n'
+                    'lock_timeout = "30s"\n')
+    cfg = load_config(path).preemption
+    assert cfg.modes == {"high": "auto", "normal": "auto", "low": "auto"}
+    assert (cfg.freeze_ram_bytes(128 * G), cfg.lock_timeout) == (64 * G, 30.0)
+    path.write_text('[preemption]\nmode = {low = "freeze"}\nfreeze_ram = "64G"\n')
+    cfg = load_config(path).preemption
+    assert cfg.modes["low"] == "freeze" and cfg.modes["normal"] == "signal"
+    assert cfg.freeze_ram_bytes(None) == 64 * G
