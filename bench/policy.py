@@ -1,7 +1,9 @@
 """Benchmark the scheduling policy: gq against fifo, greedy, the shortest-job oracle and the
 published baselines Tiresias and QSSF on the shared traces (what `gq sim` prints), with the
 traces' tiers and with tiers off; the issue's targets as ratios; what sharing a card costs
-(gq/sim/colocation.py); and how the cost of one pass grows with the queue."""
+(gq/sim/colocation.py); the high tier's wait when victims are frozen instead of signalled
+(gq/sim/freeze_model.py; `--freeze` prints that alone); and how the cost of one pass grows with
+the queue."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from gq.model import Job, JobState, Tier
 from gq.policy import RunInterval, SchedulerInput, decayed_usage, schedule
 from gq.sim.cluster import describe_cluster, parse_cluster
 from gq.sim.colocation import SHARE_UTIL_MAX, sharing_figures
+from gq.sim.freeze_model import COPY_RATE, OVERHEAD, FreezeModel
 from gq.sim.metrics import metrics
 from gq.sim.replay import Preemption, ReplayTimeout, replay
 from gq.sim.time_model import TimeModel
@@ -54,11 +57,16 @@ TARGET_PREEMPT = 3.0  # high-tier avg wait without preemption at least 3x that w
 # replays with tiers off; the baselines ignore tiers, so theirs are not replayed twice (their
 # /off rows are their tiered runs, relabelled).
 RESERVATIONS = 8  # the daemon's default [scheduler] reservations
+FREEZE_RAM = 256 << 30  # per host: [preemption] freeze_ram's default share of a 1 TB server
 BASELINES = ("fifo", "greedy", "sjf-oracle", "tiresias", "qssf")
 RUNS = {
     "gq": ("gq", None, RESERVATIONS, True, None),
     **{b: (b, None, RESERVATIONS, True, None) for b in BASELINES},
     "gq+preempt": ("gq", Preemption(), RESERVATIONS, True, None),
+    # The same, victims frozen instead (one-card jobs; the rest take the signal path), with a
+    # quarter of a typical 1 TB GPU server's memory for frozen state.
+    "gq+freeze": ("gq", Preemption(freeze=FreezeModel("freeze", FREEZE_RAM)), RESERVATIONS, True,
+                  None),
     "gq/off": ("gq", None, RESERVATIONS, False, None),
     # The daemon's [scheduler] share_util_max on the drawn profiles of slices (a trace without
     # slices: the gq run, relabelled).
@@ -320,12 +328,67 @@ def print_case(case: dict) -> None:
     tiers = tier_ratios(case)
     if tiers:
         print(f"  by tier, gq's avg wait / fifo's: {tiers}")
+    print_freeze(case)
     print("  targets:")
     for t in case["targets"]:
         value = f"{t['value']:.5f}" if "replay" not in t["target"] else f"{t['value']:.1f}s"
         ok = "" if t["ok"] is None else verdict(t["ok"])
         name = t["target"].replace(" <= inf", "")
         print(f"    {name:<58} {value:>9}  {ok:<6}  ({t['scope']})")
+
+
+def freeze_rows(case: dict) -> list[tuple[str, str, str]] | None:
+    """Signal-and-requeue (gq+preempt) against freezing (gq+freeze): (what, signal, freeze)."""
+    res = case["results"] if case["results"].get("gq+freeze") else case["prefix"]
+    sig, frz = res.get("gq+preempt"), res.get("gq+freeze")
+    if not (sig and frz):
+        return None
+    d = format_duration
+    return [
+        ("high tier's avg wait", d(_high_wait(sig)), d(_high_wait(frz))),
+        ("jobs others were stopped for", str(sig["preempted_for"]), str(frz["preempted_for"])),
+        ("  their avg wait", d(sig["avg_wait_preempted_for_s"]),
+         d(frz["avg_wait_preempted_for_s"])),
+        ("  first stop to their start, median", d(sig["p50_stop_delay_s"]),
+         d(frz["p50_stop_delay_s"])),
+        ("  first stop to their start, mean", d(sig["avg_stop_delay_s"]),
+         d(frz["avg_stop_delay_s"])),
+        ("victims requeued / frozen", str(sig["preemptions"]),
+         f"{frz['preemptions']} / {frz['freezes']}"),
+        ("card-hours stopping (grace; freeze + thaw)", f"{sig['grace_card_seconds'] / 3600:.2f}",
+         f"{(frz['freeze_card_seconds'] + frz['thaw_card_seconds']) / 3600:.2f}"),
+        ("card-hours a victim without checkpoints loses", f"{sig['at_risk_card_seconds'] / 3600:.1f}",
+         "0 (frozen ones)"),
+    ]
+
+
+def print_freeze(case: dict) -> None:
+    rows = freeze_rows(case)
+    if not rows:
+        return
+    print(f"  freeze vs signal ({COPY_RATE >> 30} GiB/s each way + {OVERHEAD:g}s, freeze_ram "
+          f"{FREEZE_RAM >> 30}G per host; signal: grace 60s):")
+    print(f"    {'':<46} {'signal':>12} {'freeze':>12}")
+    for what, sig, frz in rows:
+        print(f"    {what:<46} {sig:>12} {frz:>12}")
+
+
+def freeze_only(args) -> int:
+    """`--freeze`: only gq+preempt and gq+freeze, on the public traces, in full."""
+    global POLICIES
+    POLICIES = ["gq+preempt", "gq+freeze"]
+    cases = []
+    for name, cluster in CASES[:2]:
+        case = run_case(name, cluster, args.quick, True)
+        case["freeze"] = freeze_rows(case)
+        cases.append(case)
+        if not args.json:
+            print(f"\n{name} at {cluster}, {case['jobs']:,} jobs, {TIME_MODEL}")
+            print_freeze(case)
+            sys.stdout.flush()
+    if args.json:
+        print(json.dumps({"machine": machine(), "cases": cases}, indent=2))
+    return 0
 
 
 def print_sharing(rows: list[dict]) -> None:
@@ -347,7 +410,11 @@ def main() -> int:
     ap.add_argument("--full", action="store_true",
                     help="replay every trace in full, however long it takes")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--freeze", action="store_true",
+                    help="only the high tier's wait with freezing against signal-and-requeue")
     args = ap.parse_args()
+    if args.freeze:
+        return freeze_only(args)
     report = {"machine": machine(), "time_model": TIME_MODEL, "cases": [], "passes": []}
     if not args.json:
         print(f"every replay: {TIME_MODEL}")

@@ -11,13 +11,13 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "submit")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
             _gq_arg="command" ;;
         "add")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
             _gq_arg="command" ;;
         "ls")
             _gq_subs=""
@@ -126,8 +126,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --time-model --learn --cpus-per-host --from-history --preempt --config --jobs --tiers --share-util-max --json --help -h"
-            _gq_valued=" --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max "
+            _gq_flags="--cluster --policy --format --time-factor --time-model --learn --cpus-per-host --from-history --preempt --config --jobs --tiers --share-util-max --preempt-mode --freeze-ram --copy-rate --json --help -h"
+            _gq_valued=" --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max --preempt-mode --freeze-ram --copy-rate "
             _gq_arg="files" ;;
         "daemon")
             _gq_subs="run start stop reload restart restore status"
@@ -252,6 +252,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
     case "$1|$2" in
         "submit|--priority"|"submit|-p") _gq_value="words:high normal low" ;;
         "submit|--signal") _gq_value="words:USR1 USR2 TERM INT HUP QUIT" ;;
+        "submit|--preempt-mode") _gq_value="words:freeze signal auto" ;;
         "submit|--after") _gq_value="jobs:after" ;;
         "submit|--afterok") _gq_value="jobs:after" ;;
         "submit|--afternotok") _gq_value="jobs:after" ;;
@@ -260,6 +261,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "submit|--host") _gq_value="hosts" ;;
         "add|--priority"|"add|-p") _gq_value="words:high normal low" ;;
         "add|--signal") _gq_value="words:USR1 USR2 TERM INT HUP QUIT" ;;
+        "add|--preempt-mode") _gq_value="words:freeze signal auto" ;;
         "add|--after") _gq_value="jobs:after" ;;
         "add|--afterok") _gq_value="jobs:after" ;;
         "add|--afternotok") _gq_value="jobs:after" ;;
@@ -267,12 +269,13 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "add|--mail") _gq_value="users" ;;
         "add|--host") _gq_value="hosts" ;;
         "ls|--user"|"ls|-u") _gq_value="users" ;;
-        "ls|--state"|"ls|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
+        "ls|--state"|"ls|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost frozen" ;;
         "ps|--user"|"ps|-u") _gq_value="users" ;;
-        "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost" ;;
+        "ps|--state"|"ps|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost frozen" ;;
         "update|--priority"|"update|-p") _gq_value="words:high normal low" ;;
         "sim|--policy") _gq_value="words:gq fifo greedy sjf-oracle tiresias qssf all" ;;
         "sim|--format") _gq_value="words:auto alibaba philly gq" ;;
+        "sim|--preempt-mode") _gq_value="words:freeze signal auto" ;;
         "reserve|--user") _gq_value="users" ;;
         "peers add|--user"|"peers add|-u") _gq_value="users" ;;
         "peers add|--identity"|"peers add|-i") _gq_value="files" ;;

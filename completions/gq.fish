@@ -10,11 +10,11 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'submit'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
             set -g __gq_arg command
         case 'add'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
             set -g __gq_arg command
         case 'ls'
             set -g __gq_subs
@@ -102,7 +102,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'sim'
             set -g __gq_subs
-            set -g __gq_valued --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max
+            set -g __gq_valued --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max --preempt-mode --freeze-ram --copy-rate
             set -g __gq_arg files
         case 'daemon'
             set -g __gq_subs run start stop reload restart restore status
@@ -297,6 +297,7 @@ complete -c gq -n '__gq_at \'submit\'' -l no-preemptible -d 'never stop it for o
 complete -c gq -n '__gq_at \'submit\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT' -d 'checkpoint signal, sent to the job\'s main process on preemption and DUR before the --time limit, e.g. USR1@5m'
 complete -c gq -n '__gq_at \'submit\'' -l signal-group -d 'send the checkpoint signal to the job\'s whole process group, not its main process'
 complete -c gq -n '__gq_at \'submit\'' -l grace -x -d 'time between the checkpoint signal and SIGKILL'
+complete -c gq -n '__gq_at \'submit\'' -l preempt-mode -x -a 'freeze signal auto' -d 'how it makes way when preempted: freeze (its GPU state to host memory, thawed later where it was), signal (the checkpoint signal, then requeued) or auto (freeze if it saves no checkpoints)'
 complete -c gq -n '__gq_at \'submit\'' -l retry-oom -x -d 'after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem'
 complete -c gq -n '__gq_at \'submit\'' -l after -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
 complete -c gq -n '__gq_at \'submit\'' -l afterok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
@@ -326,6 +327,7 @@ complete -c gq -n '__gq_at \'add\'' -l no-preemptible -d 'never stop it for othe
 complete -c gq -n '__gq_at \'add\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT' -d 'checkpoint signal, sent to the job\'s main process on preemption and DUR before the --time limit, e.g. USR1@5m'
 complete -c gq -n '__gq_at \'add\'' -l signal-group -d 'send the checkpoint signal to the job\'s whole process group, not its main process'
 complete -c gq -n '__gq_at \'add\'' -l grace -x -d 'time between the checkpoint signal and SIGKILL'
+complete -c gq -n '__gq_at \'add\'' -l preempt-mode -x -a 'freeze signal auto' -d 'how it makes way when preempted: freeze (its GPU state to host memory, thawed later where it was), signal (the checkpoint signal, then requeued) or auto (freeze if it saves no checkpoints)'
 complete -c gq -n '__gq_at \'add\'' -l retry-oom -x -d 'after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem'
 complete -c gq -n '__gq_at \'add\'' -l after -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
 complete -c gq -n '__gq_at \'add\'' -l afterok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
@@ -344,7 +346,7 @@ complete -c gq -n '__gq_at \'add\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'add\'' -F -a '(__fish_complete_command)'
 complete -c gq -n '__gq_at \'ls\'' -l all -s a -d 'also ended jobs, however old'
 complete -c gq -n '__gq_at \'ls\'' -l user -s u -x -a '(__fish_complete_users)' -d 'only this user\'s'
-complete -c gq -n '__gq_at \'ls\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
+complete -c gq -n '__gq_at \'ls\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost frozen' -d 'only jobs in this state (repeatable)'
 complete -c gq -n '__gq_at \'ls\'' -l last -x -d 'with --all: the last N jobs submitted'
 complete -c gq -n '__gq_at \'ls\'' -l since -x -d 'with --all: jobs active in the last DUR (e.g. 2h, 7d)'
 complete -c gq -n '__gq_at \'ls\'' -l start -d 'show when pending jobs with a reservation are expected to start'
@@ -355,7 +357,7 @@ complete -c gq -n '__gq_at \'ls\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'clean\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'ps\'' -l all -s a -d 'also ended jobs, however old'
 complete -c gq -n '__gq_at \'ps\'' -l user -s u -x -a '(__fish_complete_users)' -d 'only this user\'s'
-complete -c gq -n '__gq_at \'ps\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost' -d 'only jobs in this state (repeatable)'
+complete -c gq -n '__gq_at \'ps\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost frozen' -d 'only jobs in this state (repeatable)'
 complete -c gq -n '__gq_at \'ps\'' -l last -x -d 'with --all: the last N jobs submitted'
 complete -c gq -n '__gq_at \'ps\'' -l since -x -d 'with --all: jobs active in the last DUR (e.g. 2h, 7d)'
 complete -c gq -n '__gq_at \'ps\'' -l start -d 'show when pending jobs with a reservation are expected to start'
@@ -434,6 +436,9 @@ complete -c gq -n '__gq_at \'sim\'' -l config -x -d 'the lab\'s pools, accounts,
 complete -c gq -n '__gq_at \'sim\'' -l jobs -x -d 'also write each job\'s start, end, host and cards (and why a job was dropped) to this CSV file'
 complete -c gq -n '__gq_at \'sim\'' -l tiers -x -d 'on: the trace\'s tiers'
 complete -c gq -n '__gq_at \'sim\'' -l share-util-max -x -d 'the gq policy shares a card between slices only if their SM utilisation (drawn from measured profiles) sums to at most this, as the daemon\'s [scheduler] share_util_max [default: memory alone decides]'
+complete -c gq -n '__gq_at \'sim\'' -l preempt-mode -x -a 'freeze signal auto' -d 'with --preempt: how victims make way, as the daemon\'s [preemption] mode: signal, freeze (their GPU state to host memory, timed by --copy-rate) or auto [default: signal]'
+complete -c gq -n '__gq_at \'sim\'' -l freeze-ram -x -d 'host memory frozen jobs may hold per host, e.g. 256G [default: no limit]'
+complete -c gq -n '__gq_at \'sim\'' -l copy-rate -x -d 'bytes per second a freeze or thaw copies, e.g. 10G (an assumption until measured: docs/sim.md) [default: 10G]'
 complete -c gq -n '__gq_at \'sim\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'sim\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'sim\'' -r -F

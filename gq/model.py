@@ -17,6 +17,7 @@ class JobState(StrEnum):
     TIMEOUT = "timeout"
     OOM = "oom"
     LOST = "lost"
+    FROZEN = "frozen"  # its GPU state checkpointed to host memory, its process alive and stopped
 
     @property
     def active(self) -> bool:
@@ -29,18 +30,37 @@ class JobState(StrEnum):
 
 WAITING_STATES = frozenset({JobState.PENDING, JobState.HELD})
 RUNNING_STATES = frozenset({JobState.RUNNING, JobState.PREEMPTING})
-ACTIVE_STATES = WAITING_STATES | RUNNING_STATES
+# Its process lives on, holding host memory but no card or core, until it is thawed.
+FROZEN_STATES = frozenset({JobState.FROZEN})
+ACTIVE_STATES = WAITING_STATES | RUNNING_STATES | FROZEN_STATES
 ENDED_STATES = frozenset(JobState) - ACTIVE_STATES
+
+# --preempt-mode: how a preempted job makes way (docs/preemption.md#freezing).
+PREEMPT_MODES = ("freeze", "signal", "auto")
+
+
+def parse_preempt_mode(text: object) -> str:
+    """'Freeze' -> 'freeze'; ValueError naming the choices for anything else."""
+    mode = str(text).strip().lower()
+    if mode not in PREEMPT_MODES:
+        raise ValueError(f"--preempt-mode {str(text)[:40]!r}: expected freeze, signal or auto")
+    return mode
 
 # The one place where state changes are allowed. Ended jobs may go back to pending
 # (requeue) and a pending job may end without running (cancel, lost dependency).
 TRANSITIONS: dict[JobState, frozenset[JobState]] = {
     JobState.PENDING: frozenset({JobState.HELD, JobState.RUNNING, JobState.CANCELLED}),
     JobState.HELD: frozenset({JobState.PENDING, JobState.CANCELLED}),
+    # running -> frozen: a thaw that found its card taken after all, and did not begin.
     JobState.RUNNING: frozenset(
-        {JobState.PREEMPTING, JobState.PENDING} | ENDED_STATES
+        {JobState.PREEMPTING, JobState.PENDING, JobState.FROZEN} | ENDED_STATES
     ),
-    JobState.PREEMPTING: frozenset({JobState.PENDING, JobState.HELD} | ENDED_STATES),
+    JobState.PREEMPTING: frozenset({JobState.PENDING, JobState.HELD, JobState.FROZEN}
+                                   | ENDED_STATES),
+    # frozen -> running: thawed; -> preempting: `gq requeue` takes the signal path; -> an ended
+    # state: cancelled, or its process ended while frozen (its time limit does not run).
+    JobState.FROZEN: frozenset({JobState.RUNNING, JobState.PREEMPTING}
+                               | (ENDED_STATES - {JobState.TIMEOUT})),
     **{s: frozenset({JobState.PENDING}) for s in ENDED_STATES},
 }
 
@@ -164,9 +184,25 @@ class Job:
     # the log lines or facts that say so. None on jobs that did not fail.
     failure: str | None = None
     failure_evidence: list[str] = field(default_factory=list)
+    # Freezing (docs/preemption.md#freezing). preempt_mode: --preempt-mode (None: its tier's
+    # default, [preemption] mode). host_mem: bytes of host memory its GPU state takes while it
+    # is frozen (set when the freeze is decided, cleared once it is thawed). frozen_cards: the
+    # cards it was frozen from, [{"index", "uuid", "name", "mem"}]: it is thawed on the same
+    # ones or on cards of the same model. freeze_op: "freeze" or "thaw" while a helper is at
+    # it, recorded before the helper starts, so that a restarted daemon finishes it.
+    # freeze_note: how the last freeze or thaw went, or why it took the signal path instead.
+    preempt_mode: str | None = None
+    host_mem: int | None = None
+    frozen_cards: list[dict] = field(default_factory=list)
+    frozen_at: float | None = None
+    freeze_op: str | None = None
+    freeze_note: str | None = None
     # Cards kept from a waiting job (not stored): those where another job's overrun killed its
     # last run, while that job runs (gq/daemon/collateral.py).
     avoid_gpus: frozenset[int] = frozenset()
+    # The host a waiting job must run on, in a cluster (not stored): a frozen job's, to be
+    # thawed where its process lives (gq/policy/freezing.py).
+    pinned: str | None = None
 
     @property
     def whole_cards(self) -> bool:

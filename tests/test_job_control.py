@@ -123,7 +123,8 @@ def test_ls_table_and_json(host):
 
 def test_gpus_shows_cards(host):
     out = host.gq("gpus").stdout
-    assert "SimGPU-80G (sim)" in out and len(out.splitlines()) == 5
+    assert "SimGPU-80G (sim)" in out and len(out.splitlines()) == 6
+    assert out.splitlines()[-1].startswith("freezing (driver simulated): GPU 0,1,2,3 can")
 
 
 def test_show_hides_env_from_other_users_but_not_owner(host):

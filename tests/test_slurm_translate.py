@@ -65,6 +65,7 @@ def test_time_limits_round_up_to_slurms_minutes(limit, expected):
     ({"array": {"start": 0}}, "--array/--sweep"),
     ({"retry_oom": 2}, "--retry-oom"),
     ({"notify": "echo"}, "--notify"),
+    ({"preempt_mode": "freeze"}, "--preempt-mode freeze: --host hpc (a Slurm peer) preempts"),
     ({"cwd": "rel"}, "--cwd 'rel': a Slurm job needs an absolute directory"),
     ({"afterok": ["gpu2:3"]}, "--afterok gpu2:3"),
     ({"signal_before": 60, "signal": "SIGUSR1"}, "--signal USR1@1m00s: needs --time"),

@@ -189,3 +189,18 @@ def test_the_job_screen_lists_what_the_job_really_runs():
     assert str(processes_renderable({**job, "processes": []})) == (
         "no processes of it on the cards (yet)")
     assert str(processes_renderable({**job, "state": "pending"})) == ""
+
+
+def test_a_frozen_job_shows_its_host_memory_in_the_queue_and_the_heading():
+    from gq.tui.panels import host_heading
+
+    frozen = {**tui_data.job(30, "ann", "pretrain", "frozen", tier="low", ran=600),
+              "host_mem": 30 << 30, "frozen_at": tui_data.iso(tui_data.NOW - 120)}
+    host = host_snapshot("lab1", tui_data.NOW, ping={"user": "ann"}, jobs=[frozen], gpus=[],
+                         offenders=[])
+    (row,) = host.jobs
+    cells = row_text(row, columns(120, hosts=False), tui_data.NOW, False).plain
+    assert "frozen" in cells and "none" in cells and "2m00s" in cells
+    assert "30G in host memory" in cells
+    heading = host_heading(host, tui_data.NOW).plain
+    assert heading.endswith("0 running · 0 waiting · 1 frozen (30G host memory)")

@@ -84,6 +84,7 @@ def submit(
     signal: Annotated[Optional[str], _opt("signal")] = None,
     signal_group: Annotated[bool, _opt("signal_group")] = False,
     grace: Annotated[Optional[str], _opt("grace")] = None,
+    preempt_mode: Annotated[Optional[str], _opt("preempt_mode")] = None,
     retry_oom: Annotated[Optional[str], _opt("retry_oom")] = None,
     after: Annotated[Optional[list[str]], _opt("after")] = None,
     afterok: Annotated[Optional[list[str]], _opt("afterok")] = None,
@@ -501,13 +502,24 @@ def sim(
         "SM utilisation (drawn from measured profiles) sums to at most this, as the daemon's "
         "[scheduler] share_util_max [default: memory alone decides]", metavar="PERCENT",
         show_default=False)] = None,
+    preempt_mode: Annotated[Optional[str], typer.Option(
+        "--preempt-mode", help="with --preempt: how victims make way, as the daemon's "
+        "[preemption] mode: signal, freeze (their GPU state to host memory, timed by "
+        "--copy-rate) or auto [default: signal]", metavar="MODE", show_default=False)] = None,
+    freeze_ram: Annotated[Optional[str], typer.Option(
+        "--freeze-ram", help="host memory frozen jobs may hold per host, e.g. 256G "
+        "[default: no limit]", metavar="SIZE", show_default=False)] = None,
+    copy_rate: Annotated[Optional[str], typer.Option(
+        "--copy-rate", help="bytes per second a freeze or thaw copies, e.g. 10G (an assumption "
+        "until measured: docs/sim.md) [default: 10G]", metavar="SIZE", show_default=False)] = None,
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
-    from gq.cli.sim_cmd import run_sim
+    from gq.cli.sim_cmd import freezing_of, run_sim
 
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
-                   preempt, lab, jobs, tiers, share_util_max, time_model, learn)
+                   preempt, lab, jobs, tiers, share_util_max, time_model, learn,
+                   freezing_of(preempt, preempt_mode, freeze_ram, copy_rate))
 # ---- end of gq sim ----
 
 

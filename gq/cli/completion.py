@@ -30,6 +30,7 @@ def _option_kinds() -> dict[str, str]:
         "--priority": "words:" + " ".join(t.value for t in Tier),
         "--state": "words:" + " ".join(s.value for s in JobState),
         "--signal": "words:" + _SIGNALS,
+        "--preempt-mode": "words:freeze signal auto",
         "--host": "hosts",
         "--identity": "files",
         "--after": "jobs:after",

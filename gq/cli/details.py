@@ -36,6 +36,7 @@ def print_job(job: dict[str, Any]) -> None:
         ("time limit", format_duration(job["time_limit"]) if job["time_limit"] else "-"),
         ("run time", _prediction_text(job.get("prediction"))),
         ("preemption", _preemption_text(job)),
+        ("freezing", _freezing_text(job)),
         ("peak gpu mem", format_size(job["peak_mem"]) if job.get("peak_mem") else "-"),
         ("gpu usage", _usage_text(job.get("usage"))),
         ("command", shlex.join(job["command"])),
@@ -106,6 +107,25 @@ def _preemption_text(job: dict[str, Any]) -> str:
     if job["retry_oom"]:
         text += f"; out-of-memory retries {job['oom_retries']} of {job['retry_oom']}"
     return text
+def _freezing_text(job: dict[str, Any]) -> str:
+    """Its preempt mode, and whether it can be frozen now, or what it holds while frozen."""
+    view = job.get("freeze") or {}
+    if not view:
+        return "-"
+    text = f"{view['mode']} ({view['from']})"
+    if job["state"] == "frozen":
+        cards = ",".join(str(c.get("index")) for c in job.get("frozen_cards") or ())
+        text += (f"; frozen since {job['frozen_at']}, {format_size(job['host_mem'] or 0)} in "
+                 f"host memory, from GPU {cards}")
+    elif view.get("can"):
+        text += f"; can be frozen now ({format_size(view['host_mem'])} to host memory)"
+    elif view.get("why"):
+        text += f"; cannot be frozen now: {view['why']}"
+    if job.get("freeze_note"):
+        text += f"; last: {job['freeze_note']}"
+    return text
+
+
 def _array_text(array: dict) -> str:
     limit = f", at most {array['limit']} at once" if array["limit"] else ""
     params = " ".join(f"{k}={v}" for k, v in array["params"].items())
@@ -158,6 +178,24 @@ def print_gpus(cards: list[dict[str, Any]]) -> None:
         for row, c in zip(rows, cards):
             row.insert(1, c.get("pool") or "-")
     print(table(headers, rows))
+    print(_freeze_summary(cards))
+
+
+def _freeze_summary(cards: list[dict[str, Any]]) -> str:
+    """Whether jobs on each card can be frozen to host memory, and why not, in a line or two."""
+    views = [(c["index"], c.get("freeze")) for c in cards if c.get("freeze")]
+    if not views:
+        return "freezing: not known (a daemon from before freezing)"
+    driver = views[0][1]["driver"]
+    can = [str(i) for i, v in views if v["can"]]
+    why: dict[str, list[str]] = {}
+    for i, v in views:
+        if not v["can"]:
+            why.setdefault(v["why"], []).append(str(i))
+    parts = [f"GPU {','.join(can)} can" + (" (a thaw may move a job to a card of its model)"
+                                           if views[0][1]["remap"] else "")] if can else []
+    parts += [f"GPU {','.join(ids)} cannot: {text}" for text, ids in why.items()]
+    return f"freezing{f' (driver {driver})' if driver else ''}: " + "; ".join(parts)
 
 
 def print_slurm_nodes(nodes: list[dict[str, Any]]) -> None:

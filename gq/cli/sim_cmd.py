@@ -19,13 +19,17 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
             preempt: str | None = None, lab_file: str | None = None,
             jobs_file: str | None = None, tiers: str = "on",
             share_util_max: float | None = None, time_model: str | None = None,
-            learn: bool = False) -> int:
+            learn: bool = False, freezing: Any = None) -> int:
     from gq.sim.cluster import DEFAULT_CLUSTER, describe_cluster, parse_cluster
     from gq.sim.lab import Lab, read_lab
     from gq.sim.metrics import metrics
     from gq.sim.replay import POLICIES, replay
 
     preemption = preemption_of(preempt)
+    if preemption is not None and freezing is not None:
+        from dataclasses import replace
+
+        preemption = replace(preemption, freeze=freezing)
     if policy not in POLICY_CHOICES:
         raise BadInput(f"--policy {policy}: expected one of {', '.join(POLICY_CHOICES)}")
     if tiers not in ("on", "off"):
@@ -146,6 +150,31 @@ def preemption_of(tiers: str | None):
         raise BadInput(f"--preempt {tiers}: expected lower tiers to preempt, e.g. low or "
                        "normal,low (high work is never preempted)")
     return Preemption(tiers=frozenset(str(Tier(t)) for t in names))
+
+
+def freezing_of(preempt: str | None, mode: str | None, freeze_ram: str | None,
+                copy_rate: str | None):
+    """--preempt-mode, --freeze-ram, --copy-rate: the replay's freezing, or None (signal)."""
+    from gq.model import parse_preempt_mode
+    from gq.units import parse_size
+
+    if mode is None and (freeze_ram or copy_rate):
+        raise BadInput("--freeze-ram and --copy-rate need --preempt-mode freeze or auto")
+    if mode is None:
+        return None
+    try:
+        mode = parse_preempt_mode(mode)
+        ram = None if freeze_ram is None else parse_size(freeze_ram)
+        rate = None if copy_rate is None else parse_size(copy_rate)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    if preempt is None:
+        raise BadInput(f"--preempt-mode {mode}: needs --preempt (which tiers may be preempted)")
+    if mode == "signal":
+        return None
+    from gq.sim.freeze_model import FreezeModel
+
+    return FreezeModel(mode, ram, **({} if rate is None else {"rate": float(rate)}))
 
 
 def read(trace: str, fmt: str) -> tuple[list, str]:

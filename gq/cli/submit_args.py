@@ -53,6 +53,11 @@ OPTIONS: tuple[Opt, ...] = (
         "send the checkpoint signal to the job's whole process group, not its main process"),
     Opt("--grace", None, "grace", "value", "DUR",
         "time between the checkpoint signal and SIGKILL  [default: 60s]"),
+    Opt("--preempt-mode", None, "preempt_mode", "value", "MODE",
+        "how it makes way when preempted: freeze (its GPU state to host memory, thawed later "
+        "where it was), signal (the checkpoint signal, then requeued) or auto (freeze if it "
+        "saves no checkpoints); a freeze that cannot be done takes the signal path  "
+        "[default: its tier's, [preemption] mode]"),
     Opt("--retry-oom", None, "retry_oom", "value", "N",
         "after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem"),
     Opt("--after", None, "after", "multi", "ID[,ID]", "start after these jobs end, any outcome"),
@@ -194,6 +199,11 @@ def _preemption_args(values: dict[str, Any]) -> dict[str, Any]:
                                 lambda t: parse_duration(t, allow_zero=True))
     if values.get("retry_oom") is not None:
         args["retry_oom"] = _whole("--retry-oom", values["retry_oom"])
+    if values.get("preempt_mode") is not None:
+        from gq.model import parse_preempt_mode
+
+        args["preempt_mode"] = _parsed("--preempt-mode", values["preempt_mode"],
+                                       parse_preempt_mode, prefixed=True)
     return args
 
 

@@ -20,10 +20,14 @@ from gq.config.telemetry import (
     OFFENDER_KEYS, TELEMETRY_KEYS, OffendersConfig, TelemetryConfig, parse_offenders,
     parse_telemetry,
 )
+from gq.model import PREEMPT_MODES
 from gq.policy import FairShareConfig, Limits, UserLimits
 from gq.policy.accounts import Accounts
 from gq.protocol import MAX_LINE, GqError
 from gq.units import parse_duration, parse_size
+
+
+_TIERS = ("high", "normal", "low")
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,18 @@ class PreemptionConfig:
     grace: float = 60.0  # default seconds between the checkpoint signal and SIGKILL
     max_requeues: int = 5  # preemptions of one job before it is held instead of requeued
     preemptible: frozenset[str] = frozenset({"low"})  # tiers preemptible unless told otherwise
+    # Freezing (docs/preemption.md#freezing): each tier's --preempt-mode default; the host
+    # memory frozen jobs may hold, as bytes or as a share of [host] ram; how long the driver's
+    # lock may wait for a job's submitted GPU work before the freeze takes the signal path.
+    modes: dict[str, str] = field(default_factory=lambda: dict.fromkeys(_TIERS, "signal"))
+    freeze_ram: int | None = None  # bytes; None: freeze_ram_share of the host's memory
+    freeze_ram_share: float = 0.25
+    lock_timeout: float = 10.0
+
+    def freeze_ram_bytes(self, host_ram: int | None) -> int:
+        if self.freeze_ram is not None:
+            return self.freeze_ram
+        return int(self.freeze_ram_share * host_ram) if host_ram else 0
 
 
 @dataclass
@@ -114,7 +130,8 @@ _KNOWN = {
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
                   "weight_age", "weight_short", "share_util_max", "learn_mem"},
     "limits": {"max_running_gpus", "max_pending_jobs", "high_share", "users"},
-    "preemption": {"exempt", "grace", "max_requeues", "preemptible"},
+    "preemption": {"exempt", "grace", "max_requeues", "preemptible", "mode", "freeze_ram",
+                   "lock_timeout"},
     "notify": {"on_finish", "timeout", "sendmail"},
     "telemetry": TELEMETRY_KEYS,
     "offenders": OFFENDER_KEYS,
@@ -123,7 +140,6 @@ _KNOWN = {
     "access": {"admins", "queue"},
     "backup": {"every", "jobs", "keep"},
 }
-_TIERS = ("high", "normal", "low")
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
 
 
@@ -250,7 +266,14 @@ def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
     if not isinstance(tiers, list) or any(t not in _TIERS for t in tiers):
         raise ValueError(f"[preemption] preemptible = {tiers!r}: expected a list of tiers, "
                          'e.g. ["low"] or ["normal", "low"]')
+    ram, share = base.freeze_ram, base.freeze_ram_share
+    if "freeze_ram" in table:
+        ram, share = _freeze_ram(table["freeze_ram"])
     return PreemptionConfig(
+        modes=_modes(table["mode"], base.modes) if "mode" in table else base.modes,
+        freeze_ram=ram, freeze_ram_share=share,
+        lock_timeout=(_duration("[preemption] lock_timeout", table["lock_timeout"])
+                      if "lock_timeout" in table else base.lock_timeout),
         exempt=(_duration("[preemption] exempt", table["exempt"], allow_zero=True)
                 if "exempt" in table else base.exempt),
         grace=(_duration("[preemption] grace", table["grace"], allow_zero=True)
@@ -259,6 +282,42 @@ def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:
                       if "max_requeues" in table else base.max_requeues),
         preemptible=frozenset(tiers),
     )
+
+
+def _modes(value: Any, base: dict[str, str]) -> dict[str, str]:
+    """mode = "auto" (every tier), or a table of tiers: {low = "auto", normal = "freeze"}."""
+    expected = " | ".join(PREEMPT_MODES)
+    if isinstance(value, str) and value in PREEMPT_MODES:
+        value = dict.fromkeys(_TIERS, value)
+    if not isinstance(value, dict):
+        raise ValueError(f"[preemption] mode = {value!r}: expected {expected}, or a table of "
+                         'tiers such as {low = "auto"}')
+    out = dict(base)
+    for tier, mode in value.items():
+        if tier not in _TIERS:
+            raise ValueError(f"[preemption] mode: {tier}: expected high, normal or low")
+        if mode not in PREEMPT_MODES:
+            raise ValueError(f"[preemption] mode: {tier} = {mode!r}: expected {expected}")
+        out[tier] = mode
+    return out
+
+
+def _freeze_ram(value: Any) -> tuple[int | None, float]:
+    """freeze_ram = "64G" (bytes), or "25%" of the host's memory ([host] ram)."""
+    text = str(value).strip()
+    if text.endswith("%"):
+        try:
+            share = float(text[:-1]) / 100
+        except ValueError:
+            share = -1.0
+        if not 0 <= share <= 1:
+            raise ValueError(f"[preemption] freeze_ram = {value!r}: expected a size like 64G "
+                             "or a share of the host's memory like 25%")
+        return None, share
+    try:
+        return parse_size(text), 0.0
+    except ValueError as e:
+        raise ValueError(f"[preemption] freeze_ram = {e}; or a share like 25%") from None
 
 
 def _notify(table: dict) -> NotifyConfig:

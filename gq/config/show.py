@@ -61,6 +61,11 @@ _GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
     ("preemption", "grace"): lambda c: _duration(c.preemption.grace),
     ("preemption", "max_requeues"): lambda c: c.preemption.max_requeues,
     ("preemption", "preemptible"): lambda c: sorted(c.preemption.preemptible),
+    ("preemption", "mode"): lambda c: dict(c.preemption.modes),
+    ("preemption", "freeze_ram"): lambda c: (
+        _size(c.preemption.freeze_ram) if c.preemption.freeze_ram is not None
+        else f"{c.preemption.freeze_ram_share * 100:g}%"),
+    ("preemption", "lock_timeout"): lambda c: _duration(c.preemption.lock_timeout),
     ("notify", "on_finish"): lambda c: c.notify.on_finish,
     ("notify", "timeout"): lambda c: _duration(c.notify.timeout),
     ("notify", "sendmail"): lambda c: c.notify.sendmail,
@@ -117,6 +122,8 @@ def effective(config: Config) -> list[dict[str, Any]]:
             value = getter(config) if getter else None
             for name, v in _flatten(key, value):
                 where = config.sources.get(f"{section}.{name}")
+                if key == "mode" and where is None:  # mode = "auto", or an inline table
+                    where = config.sources.get(f"{section}.{key}")
                 if key == "default_time" and config.default_time_by_tier:
                     # the file's default_time is the table of tiers (an inline one, unlined)
                     tiers = config.sources.get(f"{section}.{key}")

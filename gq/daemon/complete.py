@@ -21,7 +21,7 @@ _FOR: dict[str, tuple[frozenset[JobState], bool]] = {
     "cancel": (ACTIVE_STATES, True),
     "hold": (frozenset({JobState.PENDING}), True),
     "release": (frozenset({JobState.HELD, JobState.PENDING}), True),
-    "requeue": (frozenset({JobState.RUNNING}) | ENDED_STATES, True),
+    "requeue": (frozenset({JobState.RUNNING, JobState.FROZEN}) | ENDED_STATES, True),
     "update": (frozenset({JobState.PENDING, JobState.HELD, JobState.RUNNING}), True),
 }
 _ANY = (frozenset(JobState), False)

@@ -20,6 +20,7 @@ from gq.daemon.backups import BackupSchedule
 from gq.daemon.collateral import Collateral
 from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
+from gq.daemon.freezing import Freezing
 from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.layout import Layout
 from gq.daemon.mem_history import learned_utils
@@ -46,7 +47,7 @@ from gq.policy import (
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Ending, Preempting, Collateral):
+class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
     def __init__(
         self,
         layout: Layout,
@@ -104,6 +105,7 @@ class Daemon(Recovery, Ending, Preempting, Collateral):
         self.authority = Authority(config.access)
         self.backups = BackupSchedule(self.store, layout.db, config.backup)
         self.cut_logs = CutLogs(layout.logs)
+        self.start_freezing()
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -121,6 +123,7 @@ class Daemon(Recovery, Ending, Preempting, Collateral):
 
     def close(self) -> None:
         self.peers.close()
+        self.stop_helpers()
         for shim in self.shims.values():
             if self.loop:
                 self.loop.remove_reader(shim.pidfd)
@@ -208,7 +211,7 @@ class Daemon(Recovery, Ending, Preempting, Collateral):
     def host(self) -> Host:
         cards = tuple(
             Card(g.index, g.memory_total, self.external.get(g.index, 0), g.island,
-                 tuple(self.job_memory.get(g.index, {}).items()))
+                 tuple(self.job_memory.get(g.index, {}).items()), g.name)
             for g in self.cards
         )
         return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)
@@ -231,14 +234,17 @@ class Daemon(Recovery, Ending, Preempting, Collateral):
         # Held jobs keep the reason Held they were given when held, and take no part in a
         # pass (the policy would only say Held again): thousands held cost nothing.
         pending = [j for j in self.local_queue() if j.state != JobState.HELD]
-        if not pending:
+        holding = self.store.holding_jobs()
+        frozen = [j for j in holding if j.state == JobState.FROZEN and not j.freeze_op]
+        if not pending and not frozen:
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
             self.start_notes = {}
             return
-        running = self.store.holding_jobs()
+        running = [j for j in holding if j.state != JobState.FROZEN]
         pending = self.apply_kept_off(pending, running)
         self.fingerprints.keep_only({j.id for j in pending} | {j.id for j in running})
         inp = self.scheduler_input(pending, running)
+        inp.frozen = frozen
         plan = decide(inp, preempt=self.preempt_rule(inp))
         self.store.set_reasons(plan.reasons)
         self.shortfalls = plan.shortfalls
@@ -247,6 +253,8 @@ class Daemon(Recovery, Ending, Preempting, Collateral):
         self.scores = plan.scores
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
+        for thaw in plan.thaws:
+            self.thaw(thaw.job_id, list(thaw.gpu_ids))
         self.preempt_for_waiting(plan)
 
     def local_queue(self) -> list[Job]:

@@ -82,10 +82,13 @@ class Ending:
                 "the job began", started_at=None, gpu_ids=[], holding=0,
             )
             return
+        if job.host_mem or job.freeze_op:  # frozen, or being frozen or thawed: no longer
+            self.store.update(job_id, host_mem=None, freeze_op=None)
         # A job asked to stop that ended before its shim got the request ended by itself.
         by_itself = record is not None and not record.get("stopped")
         failure = None
-        if job.state == JobState.RUNNING or (job.state == JobState.PREEMPTING and by_itself):
+        if job.state in (JobState.RUNNING, JobState.FROZEN) or (
+                job.state == JobState.PREEMPTING and by_itself):
             label, failure = self._record_end(job, record, ended_at, now)
         elif job.state == JobState.PREEMPTING:
             label = self._requeue_stopped(job, record, never_started, now)

@@ -29,6 +29,9 @@ def explain(daemon: Daemon, job: Job) -> str:
         grace = format_duration(max(daemon.grace_of(v) for v in stopping))
         said = (f"job(s) {ids}, preempted for it, are stopping on GPU {cards or 'none'}: it "
                 f"starts once they have (SIGKILL after at most {grace}, their grace)")
+        if all(v.freeze_op == "freeze" for v in stopping):
+            said = (f"job(s) {ids}, preempted for it, are being frozen on GPU {cards}: it "
+                    "starts once their memory is in host memory")
         shortfall = f"{shortfall}; {said}" if shortfall and "preempting job(s)" not in (
             shortfall) else said
         forecast = None

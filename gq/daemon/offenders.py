@@ -11,7 +11,7 @@ from gq.config.telemetry import OffenderRules, OffendersConfig
 from gq.daemon.attribution import Owner
 from gq.daemon.collateral import mem_for_peak
 from gq.daemon.cpu_usage import CpuWindow
-from gq.model import RUNNING_STATES, Gpu, Job, JobState
+from gq.model import FROZEN_STATES, RUNNING_STATES, Gpu, Job, JobState
 from gq.store.samples import JobSample, Window
 from gq.units import format_duration, format_size
 
@@ -172,7 +172,7 @@ def process_offences(cards: list[Gpu], owners: dict[int, Owner],
                 f"pid {pid}{whose} is gone but still holds {where}",
                 "the driver frees it once the process is reaped; if it stays, reset the card "
                 f"when no job uses it: nvidia-smi --gpu-reset -i {min(on_cards)}", **base))
-        elif job is not None and job.state not in RUNNING_STATES:
+        elif job is not None and job.state not in RUNNING_STATES | FROZEN_STATES:
             found.append(Candidate(
                 "zombie", f"zombie:{pid}",
                 f"pid {pid} of job {job.id}, which is {job.state}, still holds {where}",

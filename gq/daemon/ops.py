@@ -84,6 +84,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "age": daemon.config.fairshare.weight_age,
                     "short": daemon.config.fairshare.weight_short},
     }
+    out["freeze"] = daemon.freeze_view(job)
     out["usage"] = usage_json(daemon, job)
     out["processes"] = processes_json(daemon, job)
     out["account"] = daemon.config.accounts.members.get(job.user)  # None: in no account
@@ -114,7 +115,8 @@ def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
         if job.state in ENDED_STATES:
             results.append(arrays.result(job, False, f"already {job.state}", from_array))
             continue
-        (running if job.state in (JobState.RUNNING, JobState.PREEMPTING) else waiting).append(job)
+        (running if job.state in (JobState.RUNNING, JobState.PREEMPTING, JobState.FROZEN)
+         else waiting).append(job)
         results.append(arrays.result(job, True, "cancelled", from_array))
     # One statement for all waiting ones: a 10,000-element array is one commit, not 10,000.
     daemon.store.end_waiting(waiting, JobState.CANCELLED, daemon.clock(), reason)
@@ -176,7 +178,7 @@ def _release(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
 def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
     now = daemon.clock()
     detail = f"requeued by {caller.user}"
-    if job.state == JobState.RUNNING:
+    if job.state in (JobState.RUNNING, JobState.FROZEN):  # a frozen one: SIGCONT first
         daemon.stop(job, JobState.PREEMPTING, detail)
         grace = format_duration(daemon.grace_of(job))
         return True, (f"sent {job.signal}; requeued once it exits (SIGKILL if it still runs "
@@ -198,6 +200,7 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     pools = daemon.config.pools.for_cards([g.index for g in daemon.cards]).cards
     pool_of = {g.index: ",".join(sorted(n for n, cards in pools.items() if g.index in cards))
                or None for g in daemon.cards}  # a card may be in several pools
+    freeze = daemon.cards_freeze_json()
     for card in daemon.cards:
         used = _held_by_jobs(daemon, card)
         on_card = [
@@ -213,6 +216,7 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
         ]
         out.append(gpu_json(card, on_card, daemon.external.get(card.index)))
         out[-1]["pool"] = pool_of.get(card.index)  # None: no pools configured
+        out[-1]["freeze"] = freeze.get(card.index)  # whether its jobs can be frozen, why not
     return out
 
 

@@ -17,20 +17,28 @@ class Preempting:
     """Part of Daemon (gq/daemon/core.py)."""
 
     def preempt_rule(self, inp: SchedulerInput) -> PreemptRule:
-        """The [preemption] settings, with checkpoint times read only when a pass could
-        preempt at all."""
+        """The [preemption] settings, with checkpoint times and what freezing needs to know
+        read only when a pass could preempt at all (or thaw: the probe says where)."""
         cfg = self.config.preemption
         if not wants_preemption(inp):
-            return PreemptRule(cfg.exempt)
+            return PreemptRule(cfg.exempt, freeze=self.freeze_rule([]) if inp.frozen else None)
         candidates = [j for j in inp.running if j.state == JobState.RUNNING and j.preemptible]
-        return PreemptRule(cfg.exempt, self.checkpoint_times(candidates))
+        return PreemptRule(cfg.exempt, self.checkpoint_times(candidates),
+                           self.freeze_rule(candidates))
 
     def preempt_for_waiting(self, plan: Plan) -> None:
         """Stop the victims the pass chose, and say in `gq why` what is done or why not."""
         for p in plan.preemptions:
             tier = self.store.get_job(p.job_id).priority
             for victim in p.victims:
-                self.preempt(victim.job_id, f"{PREEMPTED_FOR} {p.job_id} ({tier})")
+                reason = f"{PREEMPTED_FOR} {p.job_id} ({tier})"
+                choice = plan.freezing.get(victim.job_id)
+                if choice is not None and choice.freeze:
+                    self.freeze(victim.job_id, reason, choice)
+                else:
+                    quiet = choice is None or choice.reason == "its preempt mode is signal"
+                    self.preempt(victim.job_id, reason,
+                                 note=None if quiet else f"not frozen: {choice.reason}")
             ids = ",".join(str(v.job_id) for v in p.victims)
             self._add_shortfall(p.job_id, f"preempting job(s) {ids} for it")
         for job_id, note in plan.preempt_notes.items():
@@ -41,9 +49,14 @@ class Preempting:
         before = self.shortfalls.get(job_id)
         self.shortfalls[job_id] = f"{before}; {text}" if before else text
 
-    def preempt(self, job_id: int, reason: str) -> None:
+    def preempt(self, job_id: int, reason: str, note: str | None = None) -> None:
+        """The signal path; `note`: why the job, which may be frozen, is not."""
         job = self.store.get_job(job_id)
-        self.stop(job, JobState.PREEMPTING, reason, preemptions=job.preemptions + 1)
+        if note is None:
+            self.stop(job, JobState.PREEMPTING, reason, preemptions=job.preemptions + 1)
+        else:
+            self.stop(job, JobState.PREEMPTING, f"{reason}; {note}: signal path",
+                      preemptions=job.preemptions + 1, freeze_note=note)
 
     def checkpoint_times(self, jobs: list[Job]) -> dict[int, float]:
         """When each job last wrote into its GQ_CHECKPOINT_DIR (the directory, or a file in

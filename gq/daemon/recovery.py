@@ -112,7 +112,9 @@ class Recovery:
         self.unadopted.discard(job.id)
         log.info("re-adopted job %s (shim pid %s)", job.id, shim.pid)
         self.watch(shim)
-        if job.state in self.STOP_REQUESTS:
+        if job.freeze_op:  # a freeze or thaw under way: finish it, and ask the shim nothing
+            self.resume_freezing(job)
+        elif job.state in self.STOP_REQUESTS:
             # The stop was decided by a daemon that died, maybe before it asked the shim; a
             # shim asked twice does it once.
             self.supervisor.ask(shim, self.STOP_REQUESTS[job.state])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gq.job_request import HostLimits, flag_arg, int_arg, request_fields
-from gq.model import DepKind, Job, JobState, Reason
+from gq.model import DepKind, Job, JobState, Reason, parse_preempt_mode
 from gq.protocol import BadInput
 from gq.units import format_duration, parse_signal
 
@@ -107,6 +107,11 @@ def check_preemption(args: dict[str, Any], gpus: int, time_limit: float | None,
     if retry and gpus == 0:
         raise BadInput("--retry-oom retries with more GPU memory and needs --gpus 1 or more")
     out["retry_oom"] = retry
+    if args.get("preempt_mode") is not None:
+        try:
+            out["preempt_mode"] = parse_preempt_mode(args["preempt_mode"])
+        except ValueError as e:
+            raise BadInput(str(e)) from None
     return out
 
 

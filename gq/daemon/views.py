@@ -35,6 +35,10 @@ def job_json(job: Job) -> dict[str, Any]:
     # len(gpu_ids) is what the run got.
     for key in ("pool", "gpus_max", "interactive"):
         out[key] = getattr(job, key)
+    # Freezing (docs/preemption.md#freezing): preempt_mode None is the tier's default.
+    for key in ("preempt_mode", "host_mem", "frozen_cards", "freeze_op", "freeze_note"):
+        out[key] = getattr(job, key)
+    out["frozen_at"] = iso(job.frozen_at)
     out["array"] = None if job.array is None else {
         "id": job.array.id, "index": job.array.index, "size": job.array.size,
         "limit": job.array.limit, "params": job.array.params,
@@ -71,6 +75,7 @@ def brief_json(job: Job) -> dict[str, Any]:
         "id": job.array.id, "index": job.array.index, "size": job.array.size,
         "limit": job.array.limit}
     out["failure"] = job.failure
+    out["host_mem"], out["frozen_at"] = job.host_mem, iso(job.frozen_at)
     return out
 
 
@@ -153,10 +158,27 @@ def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | No
     if job.state in (JobState.RUNNING, JobState.PREEMPTING):
         cards = ",".join(str(i) for i in job.gpu_ids) or "no cards (CPU-only)"
         why = f" ({job.reason})" if job.state == JobState.PREEMPTING and job.reason else ""
-        return f"Job {name} is {job.state}{why} on {job.host}, GPU {cards}."
+        thawing = "; it is being thawed there" if job.freeze_op == "thaw" else ""
+        return f"Job {name} is {job.state}{why} on {job.host}, GPU {cards}{thawing}."
+    if job.state == JobState.FROZEN:
+        return frozen_sentence(job, shortfall)
     ended = f" with exit code {job.exit_code}" if job.exit_code is not None else ""
     why = f" ({job.reason})" if job.reason else ""
     return f"Job {name} ended as {job.state}{ended}{why}."
+
+
+def frozen_sentence(job: Job, shortfall: str | None = None) -> str:
+    """A frozen job: what it holds, and what its thaw waits for."""
+    name = job_label(job)
+    was = ",".join(str(c.get("index")) for c in job.frozen_cards) or "?"
+    size = format_size(job.host_mem or 0)
+    why = f" ({job.reason})" if job.reason else ""
+    text = (f"Job {name} is frozen{why} on {job.host}: its GPU state ({size}) is in host "
+            f"memory and its processes are stopped; it is thawed once GPU {was}, or a card of "
+            "its model where the driver can move it, has room")
+    if shortfall:
+        text += f"; short of {shortfall}"
+    return text + "."
 
 
 def failure_text(job: Job) -> str:

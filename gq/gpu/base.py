@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from gq.gpu.checkpoint import Checkpointer, Unsupported
 from gq.model import Gpu
 
 
@@ -25,6 +26,10 @@ class CardBackend(ABC):
         """Extra environment a job needs to reach these cards (the simulator's state directory)."""
         return {}
 
+    def checkpointer(self) -> Checkpointer:
+        """What freezes processes on these cards (gq/gpu/checkpoint.py)."""
+        return Unsupported(f"the {self.kind} card backend cannot checkpoint processes")
+
     def close(self) -> None:
         """Release the driver. Safe to call twice."""
 
@@ -45,3 +50,6 @@ class NoCards(CardBackend):
 
     def read(self) -> list[Gpu]:
         return []
+
+    def checkpointer(self) -> Checkpointer:
+        return Unsupported(self.reason)

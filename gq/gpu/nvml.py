@@ -46,6 +46,11 @@ class NvmlBackend(CardBackend):
         # NVML index -> island; {} when the topology is unknown. Read once: links do not change.
         self._islands: dict[int, int] = read_islands(self._nvml, self._errors)
 
+    def checkpointer(self):
+        from gq.gpu.cuda_checkpoint import CudaCheckpointer
+
+        return CudaCheckpointer(nvml=self._nvml)
+
     def close(self) -> None:
         if self._open:
             self._open = False

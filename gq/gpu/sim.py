@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -208,6 +209,21 @@ class SimProc:
         )
 
 
+class registration_lock:
+    """Serialises check-then-register on the simulated cards (a burn process starting, a
+    restore of a frozen one), so that two cannot both take a card's last bytes."""
+
+    def __init__(self, state_dir: Path):
+        self.path = Path(state_dir) / "burn.lock"
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o666)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
 @dataclass
 class HeldMemory:
     proc: SimProc
@@ -317,6 +333,11 @@ class SimBackend(CardBackend):
 
     def job_env(self) -> dict[str, str]:
         return {SIM_DIR_ENV: str(self.state_dir)}
+
+    def checkpointer(self):
+        from gq.gpu.sim_checkpoint import SimCheckpointer
+
+        return SimCheckpointer(self.state_dir)
 
     def read(self) -> list[Gpu]:
         held = held_memory(self.state_dir)

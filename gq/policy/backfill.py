@@ -15,12 +15,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gq.model import Job
+from gq.model import Job, JobState
 from gq.policy.placement import Capacity
 from gq.policy.windows import Window, kept_cards
 
 # A job past its expected end is assumed to end this much later: it is overdue, not gone.
 OVERDUE_GRACE = 60.0
+STOPPING_GRACE = 60.0  # [preemption] grace's default: a job stopped without one of its own
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,12 @@ class Reservation:
 
 
 def expected_end(job: Job, now: float, limit: float) -> float:
-    """When a job holding resources should end, given its (declared or assumed) limit."""
+    """When a job holding resources should end, given its (declared or assumed) limit. A job
+    being stopped (preempted: signalled, or being frozen) ends within its grace at the latest:
+    what it frees is then reserved for the job it is stopped for, not backfilled meanwhile."""
     end = (job.started_at if job.started_at is not None else now) + limit
+    if job.state is JobState.PREEMPTING:
+        end = min(end, now + (job.grace if job.grace is not None else STOPPING_GRACE))
     return max(end, now + OVERDUE_GRACE) if end <= now else end
 
 

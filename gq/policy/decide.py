@@ -8,6 +8,10 @@ callers only act on it: the daemon starts processes and signals victims, the rep
 virtual clock, the estimate of `--host any` reads when a job would start. So they cannot
 disagree on what one pass decides.
 
+Frozen jobs (gq/policy/freezing.py) wait in the queue for the pass as thaw requests: the plan's
+`thaws` are kept apart from its starts, and its `freezing` says, for each victim, whether it is
+frozen or signalled, and why.
+
 `explain=False` (the replay) reads the queue only as far as a start is still possible: the
 same starts, fewer reasons. Tiresias preempts by its own rule (gq/policy/tiresias.py); the
 other baselines never preempt.
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from gq.model import JobState, Reason
 from gq.policy.arrays import throttled
 from gq.policy.baselines import fifo, greedy
+from gq.policy.freezing import FreezeRule, choose, for_pass, freezable
 from gq.policy.preemption import plan_preemptions
 from gq.policy.schedule import allowed_cards, schedule
 from gq.policy.shortest_first import qssf, sjf_oracle
@@ -42,33 +47,50 @@ NEEDS_RUN_TIME = frozenset({"sjf-oracle", "qssf"})
 @dataclass(frozen=True)
 class PreemptRule:
     """gq's preemption ([preemption] of the daemon): a running job is exempt for `exempt`
-    seconds after each start; `checkpoints`: job id -> when it last saved (epoch seconds)."""
+    seconds after each start; `checkpoints`: job id -> when it last saved (epoch seconds);
+    `freeze`: which victims may be frozen instead of signalled (None: none)."""
 
     exempt: float = 600.0
     checkpoints: Mapping[int, float] = field(default_factory=dict)
+    freeze: FreezeRule | None = None
 
 
 def decide(inp: SchedulerInput, policy: str = "gq", explain: bool = True,
            preempt: PreemptRule | None = None) -> Plan:
     """What to start, reserve, hold back and stop now (see the module docstring)."""
     try:
-        choose = POLICIES[policy]
+        choose_starts = POLICIES[policy]
     except KeyError:
         raise ValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}") from None
     queue = inp.pending
     held = throttled(queue.limited.values(), inp.running) if queue.limited else {}
     removed = [queue.remove(job_id) for job_id in held]
+    remap = preempt is not None and preempt.freeze is not None and preempt.freeze.remap
+    inp, thawing = for_pass(inp, remap)
+    for request in thawing:
+        queue.add(request)
     try:
-        plan = choose(inp, explain)
+        plan = choose_starts(inp, explain)
     finally:
+        for request in thawing:
+            queue.remove(request.id)
         for job in removed:
             queue.add(job)
     if held:
         plan.reasons.update(held)
         plan.held_back = held
+    if thawing:
+        _thaws_apart(plan, {r.id for r in thawing})
     if preempt is not None and policy == "gq":
         _preempt_for_waiting(inp, plan, preempt)
     return plan
+
+
+def _thaws_apart(plan: Plan, ids: set[int]) -> None:
+    """The starts and reasons of thaw requests, out of those of pending jobs."""
+    plan.thaws = [s for s in plan.starts if s.job_id in ids]
+    plan.starts = [s for s in plan.starts if s.job_id not in ids]
+    plan.thaw_reasons = {i: plan.reasons.pop(i) for i in ids if i in plan.reasons}
 
 
 def wants_preemption(inp: SchedulerInput) -> bool:
@@ -91,6 +113,14 @@ def _preempt_for_waiting(inp: SchedulerInput, plan: Plan, rule: PreemptRule) -> 
     allowed = None
     if len(inp.hosts) == 1:
         allowed = {j.id: allowed_cards(inp, j, inp.hosts[0]) for j in waiting}
+    checkpoints = rule.checkpoints
+    if rule.freeze is not None:  # a job that can be frozen loses no work
+        lossless = freezable(candidates, inp, rule.freeze, rule.checkpoints)
+        checkpoints = {**rule.checkpoints, **dict.fromkeys(lossless, inp.now)}
     decided = plan_preemptions(inp.host, waiting, inp.running, inp.now, rule.exempt,
-                               rule.checkpoints, allowed=allowed)
+                               checkpoints, allowed=allowed)
     plan.preemptions, plan.preempt_notes = decided.preemptions, decided.notes
+    if rule.freeze is not None and decided.preemptions:
+        by_id = {j.id: j for j in candidates}
+        victims = [by_id[v.job_id] for p in decided.preemptions for v in p.victims]
+        plan.freezing = choose(victims, inp, rule.freeze, rule.checkpoints)

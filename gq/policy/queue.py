@@ -43,6 +43,8 @@ INTERACTIVE_LANE = -1  # ahead of the tiers' ranks (0 is high)
 def shape(job: Job) -> tuple:
     """What a job asks for, as placement sees it: resources, pool and elastic range."""
     request = job.gpus, job.mem, job.cpus, job.ram, job.pool, job.gpus_max
+    if job.pinned is not None:  # a thaw, on its own host of a cluster
+        return (*request, job.avoid_gpus, job.pinned)
     return (*request, job.avoid_gpus) if job.avoid_gpus else request
 
 

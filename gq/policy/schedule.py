@@ -254,6 +254,8 @@ def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Res
     where each request fits, kept by the caller until the next start."""
     counts = range(request[1], job.gpus - 1, -1) if job.gpus_max else (None,)
     blocking_r, short, fitted = None, None, False
+    if job.pinned is not None:  # a frozen job is thawed on its own host
+        hosts = [state for state in hosts if state.host.name == job.pinned]
     for n in counts:
         key = request if n is None else (request, n)
         where = fitting.get(key)
@@ -285,6 +287,8 @@ def _earliest_reservation(job: Job, hosts: list[_HostState], now: float,
     hold. An elastic job is reserved by its minimum."""
     best, where = None, None
     for state in hosts:
+        if job.pinned is not None and state.host.name != job.pinned:
+            continue
         if not state.could_ever_fit(job, pool):
             continue
         r = reserve(job, state.host.name, state.reserved, state.by_end, now,

@@ -17,6 +17,7 @@ from gq.policy.quotas import Limits
 from gq.policy.windows import Window
 
 if TYPE_CHECKING:
+    from gq.policy.freezing import Choice
     from gq.policy.preemption import Note, Preemption
 
 
@@ -35,6 +36,9 @@ class Card:
     # For placement a job occupies the larger of its --mem and this plus a margin
     # (placement.MEASURED_MARGIN); a job above its --mem keeps new slices off the card.
     measured: tuple[tuple[int, int], ...] = ()
+    # Its model, as the driver names it: a frozen job may be thawed on another card of its
+    # model (gq/policy/freezing.py). "" when unknown, as in a replay (all one model).
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,9 @@ class SchedulerInput:
     util: dict[int, float] = field(default_factory=dict)
     share_util_max: float | None = None
     expected_run_time: Callable[[Job], float] | None = None
+    # Frozen jobs (gq/policy/freezing.py): alive, holding host memory but no card or core,
+    # waiting to be thawed; the plan's `thaws` says which are, where.
+    frozen: list[Job] = field(default_factory=list)
 
     def __post_init__(self):
         if not isinstance(self.pending, PendingQueue):
@@ -167,3 +174,9 @@ class Plan:
     # waiting jobs considered but not served, why nothing is stopped for them.
     preemptions: list[Preemption] = field(default_factory=list)
     preempt_notes: dict[int, Note] = field(default_factory=dict)
+    # Freezing (gq/policy/freezing.py): for each victim, frozen or signalled, and why; the
+    # frozen jobs to thaw now, on which cards (their memory is then theirs), and why each
+    # other frozen job waits (a Reason, with its shortfall in `shortfalls`).
+    freezing: dict[int, Choice] = field(default_factory=dict)
+    thaws: list[Start] = field(default_factory=list)
+    thaw_reasons: dict[int, str] = field(default_factory=dict)

@@ -43,6 +43,7 @@ class SubmitArgs(TypedDict, total=False):
     signal_before: float
     grace: float
     retry_oom: int
+    preempt_mode: Literal["freeze", "signal", "auto"]  # how it makes way (docs/preemption.md)
     after: list[str]
     afterok: list[str]
     afternotok: list[str]
@@ -200,6 +201,13 @@ class JobView(TypedDict, total=False):
     expected_start: str | None
     expected_start_basis: str | None  # what the forecast rests on (docs/scheduling.md)
     never_starts: str | None  # `wait`: why the job can no longer start without someone acting
+    # Freezing (docs/preemption.md): preempt_mode None is the tier's default
+    preempt_mode: str | None
+    host_mem: int | None  # bytes of its GPU state held in host memory while frozen
+    frozen_at: str | None
+    frozen_cards: list[dict[str, Any]]  # the cards it was frozen on
+    freeze_op: str | None  # "freeze" or "thaw" under way
+    freeze_note: str | None
 
 
 class Submitted(JobView, total=False):
@@ -224,6 +232,7 @@ class JobDetail(JobView, total=False):
     processes: list[dict[str, Any]] | None
     stdout: str
     stderr: str
+    freeze: dict[str, Any] | None  # whether it can be frozen, and why not
 
 
 class WhyAnswer(TypedDict, total=False):
@@ -264,6 +273,7 @@ class CardView(TypedDict, total=False):
     processes: list[dict[str, Any]] | None  # None: the list could not be read
     pool: str | None
     host: str  # in a listing of every host
+    freeze: dict[str, Any] | None  # whether its jobs can be frozen, and why not
 
 
 class Outcome(TypedDict, total=False):

@@ -1,15 +1,18 @@
 """A stand-in for a training job: holds memory and utilisation on the simulated cards it can see.
 
     gq burn --mem 10G --util 80 --seconds 5 [--leak]    (also: python -m gq.sim.burn ...)
+    gq burn --mem 10G --steps 200 --step-time 0.05       (a "training" run of 200 steps)
 
 It registers itself in the simulator's state directory (GQ_SIM_DIR, else $GQ_HOME/sim) on every
 card in CUDA_VISIBLE_DEVICES, and fails the way PyTorch does when a card has too little room.
+With --steps it prints `step N loss X` after each step, X a deterministic function of N (a
+pseudo-random walk from a fixed seed), and exits 0 after the last: a run frozen and thawed
+prints the same lines as one left alone, once each, and a restarted one starts again at 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import signal
 import sys
@@ -27,14 +30,17 @@ class BurnError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    return run(args.mem, args.util, args.seconds, args.leak)
+    return run(args.mem, args.util, args.seconds, args.leak, args.steps, args.step_time)
 
 
-def run(mem: int, util: int = 100, seconds: float | None = None, leak: bool = False) -> int:
-    """Hold `mem` bytes and `util`% on each visible card for `seconds` (None: until stopped)."""
+def run(mem: int, util: int = 100, seconds: float | None = None, leak: bool = False,
+        steps: int | None = None, step_time: float = 0.05) -> int:
+    """Hold `mem` bytes and `util`% on each visible card for `seconds` (None: until stopped),
+    or for `steps` steps of `step_time` seconds."""
     from gq.gpu import sim
 
-    args = argparse.Namespace(mem=mem, util=util, seconds=seconds, leak=leak)
+    args = argparse.Namespace(mem=mem, util=util, seconds=seconds, leak=leak, steps=steps,
+                              step_time=step_time)
 
     try:
         state_dir = sim.sim_dir_from_env()
@@ -42,7 +48,7 @@ def run(mem: int, util: int = 100, seconds: float | None = None, leak: bool = Fa
     except BurnError as e:
         print(f"gq: burn: {e}", file=sys.stderr)
         return EXIT_USAGE
-    with _state_lock(state_dir):
+    with sim.registration_lock(state_dir):
         oom = _out_of_memory(state_dir, cards, args.mem)
         if oom:
             print(oom, file=sys.stderr)
@@ -73,6 +79,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--mem", type=size, default=parse_size("1G"), help="memory per card (1G)")
     p.add_argument("--util", type=percent, default=100, help="utilisation percent (100)")
     p.add_argument("--seconds", type=float, default=None, help="how long to run (forever)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="run this many steps, printing each one's loss, then exit 0")
+    p.add_argument("--step-time", type=float, default=0.05, help="seconds per step (0.05)")
     p.add_argument("--leak", action="store_true",
                    help="leave the memory held after exit, as zombie memory")
     return p.parse_args(argv)
@@ -103,20 +112,6 @@ def _visible_cards(state_dir: Path, visible: str | None):
         if card not in chosen:
             chosen.append(card)
     return chosen
-
-
-class _state_lock:
-    """Serialises check-then-register so that two burns cannot both take a card's last bytes."""
-
-    def __init__(self, state_dir: Path):
-        self.path = state_dir / "burn.lock"
-
-    def __enter__(self) -> None:
-        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o666)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self.fd)
 
 
 def _out_of_memory(state_dir: Path, cards, mem: int) -> str | None:
@@ -156,11 +151,32 @@ def _hold(path: Path, cards, args: argparse.Namespace) -> int:
     print(f"burn {os.getpid()}: holding {_gib(args.mem)} at {args.util}% on {where}"
           + (" (leaks on exit)" if args.leak else ""), flush=True)
     try:
-        _sleep(args.seconds)
+        if args.steps is None:
+            _sleep(args.seconds)
+        else:
+            _train(args.steps, args.step_time)
     finally:
         if not args.leak:
             path.unlink(missing_ok=True)
     return 0
+
+
+def loss_at(step: int) -> float:
+    """The loss a --steps run prints at `step`: a pseudo-random walk down from 2.0."""
+    value, state = 2.0, 12345
+    for _ in range(step):
+        state = (state * 1103515245 + 12345) % 2**31
+        value = value * 0.995 + (state / 2**31 - 0.5) * 0.01
+    return value
+
+
+def _train(steps: int, step_time: float) -> None:
+    value, state = 2.0, 12345
+    for step in range(1, steps + 1):
+        time.sleep(step_time)
+        state = (state * 1103515245 + 12345) % 2**31
+        value = value * 0.995 + (state / 2**31 - 0.5) * 0.01
+        print(f"step {step} loss {value:.9f}", flush=True)
 
 
 def _sleep(seconds: float | None) -> None:

@@ -84,6 +84,10 @@ def metrics(result: ReplayResult) -> dict[str, Any]:
         "preemptions": result.preemptions,
         "grace_card_seconds": result.grace_card_seconds,
         "at_risk_card_seconds": result.at_risk_card_seconds,
+        "freezes": result.freezes,
+        "freeze_card_seconds": result.freeze_card_seconds,
+        "thaw_card_seconds": result.thaw_card_seconds,
+        **_preempted_for(result),
         "sharing": result.sharing,
         "gpus": total_gpus,
         "hosts": len(result.hosts),
@@ -91,3 +95,17 @@ def metrics(result: ReplayResult) -> dict[str, Any]:
         "sim_seconds": result.wall_seconds,
         "sim_cpu_seconds": result.cpu_seconds,
     }
+
+
+def _preempted_for(result: ReplayResult) -> dict[str, Any]:
+    """The jobs other jobs were stopped for: how many, their average wait, and how long from
+    the first stop for each to its start (a grace, or a freeze)."""
+    served = [j for j in result.jobs if j.job_id in result.preempted_for]
+    if not served:
+        return {"preempted_for": 0, "avg_wait_preempted_for_s": 0.0, "avg_stop_delay_s": 0.0,
+                "p50_stop_delay_s": 0.0}
+    delays = [j.start - result.preempted_for[j.job_id] for j in served]
+    return {"preempted_for": len(served),
+            "avg_wait_preempted_for_s": sum(j.wait for j in served) / len(served),
+            "avg_stop_delay_s": sum(delays) / len(delays),
+            "p50_stop_delay_s": percentile(delays, 50)}

@@ -22,6 +22,11 @@ work on the signal). Its end of grace is one more kind of event, and so is the e
 exempt period (a pass then may preempt it); a pass is skipped only if it could neither start
 nor preempt anything.
 
+With freezing (`preemption.freeze`, gq/sim/freeze_model.py), a victim the policy chooses to
+freeze stops progressing at once, holds its cards for its freeze time, then holds none, waiting
+frozen until a pass thaws it (gq/policy/freezing.py); its thaw holds its new cards for the thaw
+time before it goes on with the run time it had left. Neither is a restart.
+
 Fair share charges a job's dominant share of its host from its start, like the daemon, with
 usage recalculated every `usage_refresh` simulated seconds, on a fixed grid (Slurm
 recalculates priorities periodically too: PriorityCalcPeriod, 5 minutes by default).
@@ -35,6 +40,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from dataclasses import replace
 from typing import Callable
 
 from gq.model import Job, JobState, Tier
@@ -179,6 +185,10 @@ class _Replay:
         # Events after arrivals: (time, job id, its run): the end of that run, or of its grace
         # if it was preempted; a run of -1 only wakes the replay (an exempt period ended).
         self.completions: list[tuple[float, int, int]] = []
+        # Each job's current run or freeze (starts, freezes and thaws count up): what tells an
+        # event of the job's present from a stale one.
+        self.epochs: dict[int, int] = {}
+        self.frozen: dict[int, Job] = {}  # frozen jobs, waiting to be thawed
         self.remaining: dict[int, float] = {}  # run time left (less after a preemption)
         self.first_start: dict[int, float] = {}
         self.held: dict[int, float] = {}  # card-holding seconds of runs that ended
@@ -244,8 +254,9 @@ class _Replay:
             while i < n and arrivals[i].submitted_at <= t:
                 self.arrive(arrivals[i])
                 i += 1
-            if not self.pending or (self.skip_idle_passes and not self.could_start()
-                                    and not self.could_preempt(t)):
+            if (not self.pending and not self.frozen) or (
+                    self.skip_idle_passes and not self.frozen and not self.could_start()
+                    and not self.could_preempt(t)):
                 self.result.skipped_passes += 1
                 continue
             self.run_pass(t)
@@ -254,7 +265,7 @@ class _Replay:
                     f"{self.policy_name}: over {self.max_wall_s:.0f}s of wall time at simulated "
                     f"second {t:.0f}: {len(self.result.jobs)} of {n} jobs done, "
                     f"{len(self.pending)} waiting, {self.result.passes} passes")
-        self.result.unfinished = len(self.pending)
+        self.result.unfinished = len(self.pending) + len(self.frozen)
         self.result.sharing = self.sharing.figures()
         self.result.wall_seconds = time.perf_counter() - began
         self.result.cpu_seconds = time.process_time() - cpu_began
@@ -275,9 +286,11 @@ class _Replay:
     def run_ends(self, job_id: int, run: int, now: float) -> None:
         """A run's end, or the end of its grace after a preemption; stale events are dropped."""
         job = self.running.get(job_id)
-        if job is None or job.restarts != run:
+        if job is None or self.epochs.get(job_id) != run:
             return
-        if now >= job.started_at + self.remaining[job_id] / self.speed.get(job_id, 1.0):
+        if job.state is JobState.PREEMPTING and job.host_mem:
+            self.frozen_now(job, now)
+        elif now >= job.started_at + self.remaining[job_id] / self.speed.get(job_id, 1.0):
             self.complete(job, now)
         else:
             self.requeue(job, now)
@@ -306,7 +319,8 @@ class _Replay:
             tj.job_id, job.user, job.priority, job.gpus_held, weight, job.submitted_at,
             self.first_start[job.id], now, job.host,
             timed_out=self.run_time[job.id] < tj.duration, preemptions=job.restarts,
-            held=self.held[job.id] if job.restarts else None, gpu_ids=tuple(job.gpu_ids)))
+            held=self.held[job.id] if job.restarts or self.epochs[job.id] > 1 else None,
+            gpu_ids=tuple(job.gpu_ids)))
 
     def could_preempt(self, now: float) -> bool:
         """Whether a pass could preempt: some job waits in a higher tier than a running,
@@ -333,15 +347,21 @@ class _Replay:
     def preempt(self, plan: Plan, now: float) -> None:
         """Signal the jobs the pass chose to stop."""
         for p in plan.preemptions:
+            self.result.preempted_for.setdefault(self.trace_ids[p.job_id].job_id, now)
             for victim in p.victims:
-                self.signal(self.running[victim.job_id], victim, now)
+                choice = plan.freezing.get(victim.job_id)
+                if choice is not None and choice.freeze:
+                    self.freeze(self.running[victim.job_id], choice.host_mem, now)
+                else:
+                    self.signal(self.running[victim.job_id], victim, now)
 
     def signal(self, job: Job, victim: Victim, now: float) -> None:
         job.state = JobState.PREEMPTING
         self.signalled[job.id] = now
         self.result.preemptions += 1
         self.result.at_risk_card_seconds += victim.lost_card_seconds
-        heapq.heappush(self.completions, (now + self.preemption.grace, job.id, job.restarts))
+        heapq.heappush(self.completions, (now + self.preemption.grace, job.id,
+                                          self.epochs[job.id]))
 
     def requeue(self, job: Job, now: float) -> None:
         """The grace of a preempted job is over: it saved its work at the signal and waits
@@ -381,10 +401,18 @@ class _Replay:
             share_util_max=self.share_util_max,
             predicted={} if self.learned is None else self.learned.limits(running, now),
         )
-        rule = PreemptRule(self.preemption.exempt) if self.preemption is not None else None
+        inp.frozen = list(self.frozen.values())
+        rule = None
+        if self.preemption is not None:
+            model = self.preemption.freeze
+            rule = PreemptRule(self.preemption.exempt, freeze=None if model is None else model.rule(
+                [j for j in running if j.preemptible and j.state is JobState.RUNNING],
+                self.card_memory, self.preemption.tiers))
         plan = self.policy(inp, rule)
         for start in plan.starts:
             self.start(start.job_id, start.host, start.gpu_ids, now)
+        for thaw in plan.thaws:
+            self.thaw(thaw.job_id, thaw.host, thaw.gpu_ids, now)
         self.preempt(plan, now)
 
     def expected_run_time(self, job: Job) -> float:
@@ -406,16 +434,55 @@ class _Replay:
         check_fits(job, host, gpu_ids, capacity, self.policy_name)
         capacity.take(job, gpu_ids)
         self.fits.clear()
+        self.run_on(job, host, gpu_ids, now)
+
+    def run_on(self, job: Job, host: str, gpu_ids: tuple[int, ...], now: float) -> None:
+        """A start or a thaw: the job holds its cards from now, and ends when its run is done."""
         job.state, job.started_at = JobState.RUNNING, now
         job.host, job.gpu_ids = host, list(gpu_ids)
-        self.running[job_id] = job
-        self.first_start.setdefault(job_id, now)
+        self.running[job.id] = job
+        self.epochs[job.id] = self.epochs.get(job.id, 0) + 1
+        self.first_start.setdefault(job.id, now)
         if job.mem is not None:
-            self.speed[job_id] = self.sharing.start(job_id, host, gpu_ids, now)
-        run = self.remaining[job_id] / self.speed.get(job_id, 1.0)
-        heapq.heappush(self.completions, (now + run, job_id, job.restarts))
+            self.speed[job.id] = self.sharing.start(job.id, host, gpu_ids, now)
+        run = self.remaining[job.id] / self.speed.get(job.id, 1.0)
+        heapq.heappush(self.completions, (now + run, job.id, self.epochs[job.id]))
         if self.preemption is not None and job.preemptible and self.preemption.exempt > 0:
-            heapq.heappush(self.completions, (now + self.preemption.exempt, job_id, -1))
+            heapq.heappush(self.completions, (now + self.preemption.exempt, job.id, -1))
+
+    # ---- freezing -------------------------------------------------------------------------
+
+    def freeze(self, job: Job, size: int, now: float) -> None:
+        """The job stops progressing now; its cards are free once its memory is copied out."""
+        job.state, job.host_mem = JobState.PREEMPTING, size
+        job.frozen_cards = [{"index": i, "name": "", "mem": size // len(job.gpu_ids)}
+                            for i in job.gpu_ids]
+        self.signalled[job.id] = now
+        self.result.freezes += 1
+        self.epochs[job.id] += 1
+        done = now + self.preemption.freeze.seconds(size)
+        heapq.heappush(self.completions, (done, job.id, self.epochs[job.id]))
+
+    def frozen_now(self, job: Job, now: float) -> None:
+        weight = self.release(job, now)
+        signalled = self.signalled.pop(job.id)
+        self.remaining[job.id] -= (signalled - job.started_at) * self.speed.pop(job.id, 1.0)
+        self.result.freeze_card_seconds += weight * (now - signalled)
+        job.state, job.gpu_ids = JobState.FROZEN, []
+        self.frozen[job.id] = job
+
+    def thaw(self, job_id: int, host: str, gpu_ids: tuple[int, ...], now: float) -> None:
+        """Its memory is copied back onto its new cards (held, no progress), then it goes on."""
+        job = self.frozen.pop(job_id)
+        check_fits(job, host, gpu_ids, self.capacity[host], self.policy_name)
+        self.capacity[host].take(job, gpu_ids)
+        self.fits.clear()
+        seconds = self.preemption.freeze.seconds(job.host_mem or 0)
+        self.remaining[job_id] += seconds
+        self.result.thaw_card_seconds += seconds * cards_held(
+            replace(job, gpu_ids=list(gpu_ids)), self.card_memory[host])
+        job.host_mem, job.frozen_cards = None, []
+        self.run_on(job, host, gpu_ids, now)
 
     # ---- fair share -----------------------------------------------------------------------
 

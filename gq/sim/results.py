@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from gq.model import Tier
 from gq.policy import Host
+from gq.sim.freeze_model import FreezeModel
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,8 @@ class Preemption:
     exempt: float = 600.0
     grace: float = 60.0
     tiers: frozenset[str] = frozenset({"low"})  # [preemption] preemptible
+    # Freezing instead of the signal (gq/sim/freeze_model.py); None: the signal path only.
+    freeze: FreezeModel | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,14 @@ class ReplayResult:
     preemptions: int = 0
     grace_card_seconds: float = 0.0
     at_risk_card_seconds: float = 0.0
+    # Freezing (--preempt-mode freeze|auto): victims frozen, and the card-seconds their freezes
+    # and thaws held cards without progress (the copies to host memory and back).
+    freezes: int = 0
+    freeze_card_seconds: float = 0.0
+    thaw_card_seconds: float = 0.0
+    # Trace job id -> when jobs were first stopped for it: its start less that is what the
+    # victims' stopping cost it (a grace, or a freeze).
+    preempted_for: dict[str, float] = field(default_factory=dict)
     # Slices sharing cards (gq/sim/colocation.py): pairs formed, the share slowed below 0.8x,
     # card-hours shared, and the work done on shared cards per card-hour (1.0: one job alone).
     sharing: dict = field(default_factory=dict)

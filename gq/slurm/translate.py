@@ -98,6 +98,9 @@ def _refuse_untranslatable(args: dict[str, Any], target: SlurmTarget) -> None:
     if args.get("notify"):
         raise BadInput(f"--notify: {where} cannot run a command when the job ends; "
                        "use --mail")
+    if args.get("preempt_mode") == "freeze":  # auto there is the signal: Slurm's requeue
+        raise BadInput(f"--preempt-mode freeze: {where} preempts by its own PreemptMode; "
+                       "use --preempt-mode signal or auto")
 
 
 def script(args: dict[str, Any], peer: str) -> str:

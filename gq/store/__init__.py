@@ -22,12 +22,13 @@ from gq.store.samples import Samples
 from gq.store.slurm_jobs import SlurmJobs
 from gq.store.schema import migrations, record_writer
 
-_JSON_FIELDS = ("command", "env", "deps", "gpu_ids", "failure_evidence")
+_JSON_FIELDS = ("command", "env", "deps", "gpu_ids", "failure_evidence", "frozen_cards")
 _JOB_COLUMNS = (
     "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
     "deps submitted_at started_at ended_at exit_code restarts gpu_ids preemptible signal "
     "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem "
-    "forward moved_to umask pool gpus_max interactive failure failure_evidence"
+    "forward moved_to umask pool gpus_max interactive failure failure_evidence "
+    "preempt_mode host_mem frozen_cards frozen_at freeze_op freeze_note"
 ).split()
 _BOOL_FIELDS = ("preemptible", "signal_group", "interactive")
 # What a scheduling pass needs: not the command, directory and environment, which are large

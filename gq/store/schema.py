@@ -378,3 +378,14 @@ def m016_cleared(db: Database) -> None:
     # their user clears them (`gq clean`): the time of each user's last clean.
     db.execute("CREATE INDEX jobs_ended_at ON jobs(ended_at)")
     db.execute("CREATE TABLE cleared (user TEXT PRIMARY KEY, at REAL NOT NULL)")
+
+
+@migrations()
+def m017_freeze(db: Database) -> None:
+    # Freezing a preempted job's GPU state to host memory (docs/preemption.md#freezing): its
+    # --preempt-mode, the host memory it holds while frozen, the cards it was frozen from (JSON),
+    # the freeze or thaw a helper is doing for it, and how the last one went.
+    for column in ("preempt_mode TEXT", "host_mem INTEGER",
+                   "frozen_cards TEXT NOT NULL DEFAULT '[]'", "frozen_at REAL",
+                   "freeze_op TEXT", "freeze_note TEXT"):
+        db.execute(f"ALTER TABLE jobs ADD COLUMN {column}")

@@ -7,8 +7,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gq.tui.render import MemoryMapRenderable, job_style
-from gq.tui.snapshot import RUNNING, WAITING, HostSnapshot, OffenceRow
-from gq.units import format_duration
+from gq.tui.snapshot import FROZEN, RUNNING, WAITING, HostSnapshot, OffenceRow
+from gq.units import format_duration, format_size
 
 STALE_AFTER = 3.0  # seconds without fresh data before a host says how old its data is
 
@@ -35,6 +35,10 @@ def host_heading(host: HostSnapshot, now: float, interval: float = 1.0) -> Text:
     waiting = sum(j.state in WAITING for j in host.jobs)
     text.append(f"  {len(host.cards)} card{'s' * (len(host.cards) != 1)} · {running} running · "
                 f"{waiting} waiting", "dim")
+    frozen = [j for j in host.jobs if j.state in FROZEN]
+    if frozen:  # their GPU state takes host memory: a resource of its own
+        held = format_size(sum(j.host_mem or 0 for j in frozen))
+        text.append(f" · {len(frozen)} frozen ({held} host memory)", "rgb(120,170,255)")
     if host.offences:
         text.append(f" · {len(host.offences)} offender{'s' * (len(host.offences) != 1)}",
                     "rgb(230,90,90)")

@@ -21,7 +21,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from gq.tui.render import job_style
-from gq.tui.snapshot import RUNNING, STATE_ORDER, TIER_ORDER, JobRow
+from gq.tui.snapshot import FROZEN, RUNNING, STATE_ORDER, TIER_ORDER, JobRow
 from gq.units import format_duration, format_size
 
 SORTS: dict[str, Callable[[JobRow], tuple]] = {
@@ -34,7 +34,8 @@ SORTS: dict[str, Callable[[JobRow], tuple]] = {
     "gpus": lambda j: (-j.gpus, -(j.mem or 1 << 60), j.id),
 }
 STATE_STYLES = {"running": Style(color="green"), "preempting": Style(color="rgb(255,160,0)"),
-                "pending": Style(color="yellow"), "held": Style(color="magenta")}
+                "pending": Style(color="yellow"), "held": Style(color="magenta"),
+                "frozen": Style(color="rgb(120,170,255)")}
 TIER_STYLES = {"high": Style(color="red", bold=True), "normal": Style(), "low": Style(dim=True)}
 
 
@@ -59,10 +60,14 @@ def _cards(job: JobRow) -> str:
         return "-"
     if job.state in RUNNING and job.gpu_ids:
         return ",".join(map(str, job.gpu_ids))
+    if job.state in FROZEN:
+        return "none"
     return f"need {job.gpus}"
 
 
 def _reason(job: JobRow, now: float) -> str:
+    if job.state in FROZEN:
+        return f"{format_size(job.host_mem or 0)} in host memory"
     if job.state in RUNNING:
         return "" if job.state == "running" else (job.reason or "stopping")
     text = job.reason or ""
@@ -255,7 +260,10 @@ class QueuePanel(Vertical):
 
     def show(self, jobs: list[JobRow], total: int, sort: str, where: str, hosts: bool) -> None:
         running = sum(j.state in RUNNING for j in jobs)
-        title = f" Queue: {running} running, {len(jobs) - running} waiting"
+        frozen = sum(j.state in FROZEN for j in jobs)
+        title = f" Queue: {running} running, {len(jobs) - running - frozen} waiting"
+        if frozen:
+            title += f", {frozen} frozen"
         if len(jobs) != total:
             title += f" (of {total})"
         title += f" · sort {sort}" + (f" · {where}" if where else "")

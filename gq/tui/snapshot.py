@@ -13,7 +13,8 @@ from typing import Any
 
 RUNNING = ("running", "preempting")
 WAITING = ("pending", "held")
-STATE_ORDER = {"running": 0, "preempting": 1, "pending": 2, "held": 3}
+FROZEN = ("frozen",)  # its GPU state in host memory: no card, no core, waiting to be thawed
+STATE_ORDER = {"running": 0, "preempting": 1, "frozen": 2, "pending": 3, "held": 4}
 TIER_ORDER = {"high": 0, "normal": 1, "low": 2}
 
 
@@ -102,6 +103,8 @@ class JobRow:
     # What the expected start rests on ("when job 12 ends, like your last 2 runs of
     # train.py"), or "unknown: ..." when it rests on nothing known.
     start_basis: str | None = None
+    host_mem: int | None = None  # a frozen job's GPU state in host memory, bytes
+    frozen_at: float | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -113,7 +116,9 @@ class JobRow:
         return self.array or str(self.id)
 
     def since(self) -> float | None:
-        """When its current wait or run began."""
+        """When its current wait, run or freeze began."""
+        if self.state in FROZEN:
+            return self.frozen_at
         return self.started_at if self.state in RUNNING else self.submitted_at
 
 
@@ -173,6 +178,8 @@ def job_row(host: str, j: dict[str, Any]) -> JobRow:
         expected_start=epoch(j.get("expected_start")),
         array=f"{array['id']}_{array['index']}" if array else None,
         start_basis=j.get("expected_start_basis"),
+        host_mem=j.get("host_mem") if j["state"] in FROZEN else None,
+        frozen_at=epoch(j.get("frozen_at")),
     )
 
 
