@@ -1,17 +1,78 @@
-"""`gq ls`: ask the daemon for the jobs to list (placeholder: one answer)."""
+"""`gq ls`: ask the daemon for what the table prints, page by page over one connection.
+
+The table asks for its columns only (no command, directory or environment; times as epoch
+seconds); `--json` asks for whole jobs and prints each page as it comes, so that neither side
+holds 10,000 jobs at once. A daemon older than pages answers everything at once; every host's
+listing (`--all-hosts`) too: both are taken as they come.
+"""
 
 from __future__ import annotations
 
-from gq.cli import output
-from gq.cli.client import call
+import json
+import sys
+from collections.abc import Iterable, Iterator
+
+from gq.cli.client import connect
+
+PAGE = 1000  # jobs an answer
+TABLE = ["id", "name", "user", "state", "reason", "priority", "interactive", "gpus", "gpus_max",
+         "mem", "cpus", "submitted_at", "started_at", "ended_at", "exit_code", "gpu_ids",
+         "failure", "array"]
 
 
-def list_jobs(all: bool, user, states, hosts, json: bool, with_start: bool, **window):
-    from gq.cli.hosts_view import split_hosts
+def list_jobs(all: bool, user: str | None, states: list[str], hosts: str | None, json: bool,
+              with_start: bool, **window) -> Iterable[dict]:
+    """The jobs `gq ls` shows: for --json an iterator of whole jobs (pages as they come),
+    else a list of the table's fields."""
+    args = dict(all=all, user=user, states=states, hosts=hosts, brief=not json,
+                recent=not json, **window)
+    if json:
+        return _pages(args)
+    return list(_pages({**args, "columns": TABLE + ["expected_start"] * with_start}))
 
-    return split_hosts(call("list", all=all, user=user, states=states, brief=not json,
-                            hosts=hosts, recent=not json, **window), "jobs")
+
+def _pages(args: dict) -> Iterator[dict]:
+    after = None
+    with connect() as conn:
+        while True:
+            answer = conn.call("list", **args, page=PAGE,
+                               **({} if after is None else {"after": after}))
+            if isinstance(answer, list):  # a daemon older than pages: everything at once
+                yield from answer
+                return
+            if "hosts" in answer:  # every host's, in one answer
+                from gq.cli.hosts_view import warn_down
+
+                warn_down(answer["hosts"])
+                yield from answer["jobs"]
+                return
+            yield from (_jobs(answer) if "columns" in answer else answer["jobs"])
+            after = answer["next"]
+            if after is None:
+                return
 
 
-def print_json_list(jobs) -> None:
-    output.print_json(jobs)
+def _jobs(answer: dict) -> Iterator[dict]:
+    """A page of rows as the dicts the table is drawn from."""
+    columns, arrays = answer["columns"], answer["arrays"]
+    starts = "expected_start" in columns
+    for row in answer["rows"]:
+        job = dict(zip(columns, row))
+        if job["array"]:
+            job["array"]["ended"] = arrays.get(str(job["array"]["id"]), {})
+        if starts and job["expected_start"] is not None:
+            from gq.units import iso
+
+            job["expected_start"] = iso(job["expected_start"])
+        yield job
+
+
+def print_json_list(jobs: Iterable[dict]) -> None:
+    """Print as json.dumps(list(jobs), indent=2) would, a job at a time."""
+    write = sys.stdout.write
+    first = True
+    for job in jobs:
+        write("[\n" if first else ",\n")
+        first = False
+        write("  " + json.dumps(job, indent=2).replace("\n", "\n  "))
+    write("[]\n" if first else "\n]\n")

@@ -20,14 +20,19 @@ def table(headers: list[str], rows: list[list[str]],
           paint: Callable[[int, str], str] | None = None) -> str:
     """Columns padded to their widest cell; `paint(column, cell)` may colour a body cell after
     its padding is counted."""
+    n = len(headers)
+    if paint is None and all(len(row) == n for row in rows):  # 10,000 rows: a call a row
+        widths = [max(map(len, column)) for column in zip(headers, *rows)]
+        line = "  ".join(f"{{:<{w}}}" for w in widths).format
+        return "\n".join([line(*row).rstrip() for row in [headers, *rows]])
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
     lines = []
-    for n, row in enumerate([headers, *rows]):
+    for i, row in enumerate([headers, *rows]):
         cells = [c.ljust(w) for c, w in zip(row, widths)]
-        if paint is not None and n:
-            cells = [paint(i, cell) for i, cell in enumerate(cells)]
+        if paint is not None and i:
+            cells = [paint(k, cell) for k, cell in enumerate(cells)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
@@ -61,12 +66,17 @@ def state_painter(headers: list[str]) -> Callable[[int, str], str] | None:
 def job_time(job: dict[str, Any], now: float | None = None) -> str:
     """Running: time so far; ended: how long it ran; pending: how long it has waited."""
     now = time.time() if now is None else now
-    started, ended = parse_iso(job["started_at"]), parse_iso(job["ended_at"])
+    started, ended = _epoch(job["started_at"]), _epoch(job["ended_at"])
     if started is not None:
         return format_duration((ended or now) - started)
     if ended is not None:
         return "-"
-    return format_duration(now - parse_iso(job["submitted_at"]))
+    return format_duration(now - _epoch(job["submitted_at"]))
+
+
+def _epoch(when: str | float | None) -> float | None:
+    """A time as the daemon sends it: ISO-8601, or epoch seconds in `gq ls`'s columns."""
+    return parse_iso(when) if isinstance(when, str) else when
 
 
 def job_rows(

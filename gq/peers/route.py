@@ -15,6 +15,7 @@ from gq.units import iso
 ONE_JOB = {"show", "why", "log"}
 SOME_JOBS = {"cancel", "hold", "release", "requeue", "update", "wait"}
 EVERY_HOST = {"list": "jobs", "gpus": "gpus", "offenders": "offenders"}  # op -> what it lists
+UNPAGED = ("columns", "page", "after")  # of `list`, for one host's answer only
 
 
 def route(daemon, caller, op: str, args: dict[str, Any], handler):
@@ -29,6 +30,8 @@ def route(daemon, caller, op: str, args: dict[str, Any], handler):
         hosts = args.get("hosts")
         local_args = {k: v for k, v in args.items() if k != "hosts"}
         if hosts == "all" or (hosts is None and peers.config.all_hosts and peers.states):
+            # Every host's jobs come in one answer, as before columns and pages (`gq ls`).
+            local_args = {k: v for k, v in local_args.items() if k not in UNPAGED}
             return every_host(daemon, caller, op, local_args, handler)
         return handler(daemon, caller, local_args)
     if op in ONE_JOB:
