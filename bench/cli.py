@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 from functools import partial
 
-from _harness import TempDaemon, gq_script, machine, print_table, round_options, verdict
+from _harness import (
+    TempDaemon, gq_script, machine, print_table, round_options, time_command, verdict,
+)
 from _history import add_ended_jobs
 
 from gq.cli.submit_args import request_args
@@ -37,15 +37,6 @@ def prepare(daemon: TempDaemon, cancels: int) -> dict[str, str]:
         done = conn.call("submit", **request_args({"gpus": "0"}, ["true"]))["id"]
         conn.call("wait", ids=[str(done)])
     return {"done": str(done), "held": held}
-
-
-def run(argv: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()}")
-    return elapsed
 
 
 def main() -> int:
@@ -74,7 +65,7 @@ def main() -> int:
         times: dict[str, list[float]] = {name: [] for name in commands}
         for i in range(warmup + rounds):
             for name, make in commands.items():
-                t = run(*make(i))
+                t = time_command(*make(i))
                 if i >= warmup:
                     times[name].append(t)
     ms = {name: statistics.median(ts) * 1e3 for name, ts in times.items()}

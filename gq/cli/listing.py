@@ -17,7 +17,7 @@ from gq.cli.client import connect
 PAGE = 1000  # jobs an answer
 TABLE = ["id", "name", "user", "state", "reason", "priority", "interactive", "gpus", "gpus_max",
          "mem", "cpus", "submitted_at", "started_at", "ended_at", "exit_code", "gpu_ids",
-         "failure", "array"]
+         "failure", "array_id", "array_index", "array_size", "array_limit"]
 
 
 def list_jobs(all: bool, user: str | None, states: list[str], hosts: str | None, json: bool,
@@ -53,13 +53,16 @@ def _pages(args: dict) -> Iterator[dict]:
 
 
 def _jobs(answer: dict) -> Iterator[dict]:
-    """A page of rows as the dicts the table is drawn from."""
+    """A page of rows as the dicts the table is drawn from (an array as views.brief_json
+    gives it)."""
     columns, arrays = answer["columns"], answer["arrays"]
     starts = "expected_start" in columns
     for row in answer["rows"]:
         job = dict(zip(columns, row))
-        if job["array"]:
-            job["array"]["ended"] = arrays.get(str(job["array"]["id"]), {})
+        array = job.pop("array_id", None)
+        job["array"] = None if array is None else {
+            "id": array, "index": job.pop("array_index"), "size": job.pop("array_size"),
+            "limit": job.pop("array_limit"), "ended": arrays.get(str(array), {})}
         if starts and job["expected_start"] is not None:
             from gq.units import iso
 

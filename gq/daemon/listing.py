@@ -23,13 +23,14 @@ from gq.protocol import BadInput
 from gq.units import iso
 
 MAX_PAGE = 5000  # jobs in one answer, whatever the client asks
-# The fields `columns` may name: what `gq ls` shows of a job (views.BRIEF_FIELDS), its array,
-# and when it is expected to start.
-COLUMNS = ("id name user state reason priority gpus mem cpus submitted_at started_at ended_at "
-           "exit_code gpu_ids gpus_max interactive failure array expected_start "
-           "expected_start_basis").split()
-_COMPUTED = {"array": ("array_id", "array_index", "array_size", "array_limit"),
-             "expected_start": ("id",), "expected_start_basis": ("id",)}
+# The fields `columns` may name: what `gq ls` shows of a job (views.BRIEF_FIELDS, with
+# `interactive` as 0 or 1), an array element's array (null for other jobs), and when it is
+# expected to start. Each is read as stored, so that a page is rows straight from SQLite.
+STORED = ("id name user state reason priority gpus mem cpus submitted_at started_at ended_at "
+          "exit_code gpu_ids gpus_max interactive failure array_id array_index array_size "
+          "array_limit").split()
+COMPUTED = ("expected_start", "expected_start_basis")
+COLUMNS = (*STORED, *COMPUTED)
 
 
 class Query:
@@ -70,11 +71,12 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> Any:
         _add_outcomes(daemon, out)
         return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
     rows, more = _rows_page(daemon, query, columns, after, page)
-    arrays = ({} if "array" not in columns else
-              daemon.store.array_outcomes(sorted({r[columns.index("array")]["id"] for r in rows
-                                                  if r[columns.index("array")]})))
+    arrays = {}
+    if "array_id" in columns:
+        at = columns.index("array_id")
+        arrays = daemon.store.array_outcomes(sorted({r[at] for r in rows if r[at] is not None}))
     return {"columns": columns, "rows": rows,
-            "arrays": {str(k): v for k, v in arrays.items()},
+            "arrays": {str(k): v for k, v in arrays.items()},  # how elements not listed ended
             "next": rows[-1][0] if more else None}
 
 
@@ -84,7 +86,9 @@ def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
         if (not isinstance(columns, list) or not columns
                 or any(c not in COLUMNS for c in columns)):
             raise BadInput(f"columns: expected a list of {', '.join(COLUMNS)}")
-        columns = ["id", *[c for c in columns if c != "id"]]  # rows sort by their first
+        # id first (rows sort by it), then the stored fields, then the computed ones
+        columns = ["id", *[c for c in STORED if c in columns and c != "id"],
+                   *[c for c in COMPUTED if c in columns]]
     if page is not None and (isinstance(page, bool) or not isinstance(page, int) or page < 1):
         raise BadInput(f"page {page!r}: expected a number of jobs, 1 or more")
     if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
@@ -162,73 +166,45 @@ def _jobs_page(daemon: Daemon, query: Query, after: int | None, page: int) -> li
 def _rows_page(daemon: Daemon, query: Query, columns: list[str], after: int | None,
                page: int) -> tuple[list[list], bool]:
     """Up to `page` rows of the columns, and whether more follow."""
+    stored = [c for c in columns if c in STORED]
     if not query.active_only:
-        stored = _stored_columns(columns)
-        raw = daemon.store.listing(stored, query.states, query.user,
-                                   _ended_after(daemon, query),
-                                   _start_after(daemon, query, after), page + 1)
-        rows = [_stored_row(daemon, columns, stored, r) for r in raw]
-        return rows[:page], len(rows) > page
-    rows = [_job_row(daemon, columns, j) for j in _active(daemon, query.user)
-            if after is None or j.id > after]
-    if query.recent_of is not None:
-        stored = _stored_columns(columns)
-        since = _recent_since(daemon, query.recent_of)
+        rows = _stored_rows(daemon.store.listing(
+            stored, query.states, query.user, _ended_after(daemon, query),
+            _start_after(daemon, query, after), page + 1), stored)
+    else:
+        rows = [[_job_field(j, c) for c in stored] for j in _active(daemon, query.user)
+                if after is None or j.id > after]
+        since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
         if since is not None:
-            rows += [_stored_row(daemon, columns, stored, r) for r in daemon.store.listing(
-                stored, ENDED_STATES, query.recent_of, since, after)]
+            rows += _stored_rows(daemon.store.listing(stored, ENDED_STATES, query.recent_of,
+                                                      since, after), stored)
             rows.sort(key=lambda r: r[0])
+        rows = rows[:page + 1]
+    computed = [c for c in columns if c in COMPUTED]
+    for row in rows if computed else ():  # in the order of columns: stored ones first
+        row += [_forecast_start(daemon, row[0]) if c == "expected_start" else
+                start_basis(daemon, row[0]) for c in computed]
     return rows[:page], len(rows) > page
 
 
-def _stored_columns(columns: list[str]) -> list[str]:
-    stored: list[str] = []
-    for c in columns:
-        for s in _COMPUTED.get(c, (c,)):
-            if s not in stored:
-                stored.append(s)
-    return stored
+def _stored_rows(raw: list[tuple], stored: list[str]) -> list[list]:
+    """Rows as SQLite gives them, gpu_ids decoded (it is '[]' but for running jobs)."""
+    rows = [list(r) for r in raw]
+    if "gpu_ids" in stored:
+        at = stored.index("gpu_ids")
+        for row in rows:
+            row[at] = [] if row[at] == "[]" else json.loads(row[at])
+    return rows
 
 
-def _stored_row(daemon: Daemon, columns: list[str], stored: list[str], raw: tuple) -> list:
-    """A listing row from the store's columns: JSON decoded, an array as a small object."""
-    got = dict(zip(stored, raw))
-    row = []
-    for c in columns:
-        if c == "array":
-            row.append(None if got["array_id"] is None else {
-                "id": got["array_id"], "index": got["array_index"], "size": got["array_size"],
-                "limit": got["array_limit"]})
-        elif c == "gpu_ids":
-            row.append([] if got[c] == "[]" else json.loads(got[c]))
-        elif c == "interactive":
-            row.append(bool(got[c]))
-        elif c == "expected_start":
-            row.append(_forecast_start(daemon, got["id"]))
-        elif c == "expected_start_basis":
-            row.append(start_basis(daemon, got["id"]))
-        else:
-            row.append(got[c])
-    return row
-
-
-def _job_row(daemon: Daemon, columns: list[str], job: Job) -> list:
-    """A listing row from a job in memory."""
-    row = []
-    for c in columns:
-        if c == "array":
-            a = job.array
-            row.append(None if a is None else {"id": a.id, "index": a.index, "size": a.size,
-                                               "limit": a.limit})
-        elif c in ("state", "priority"):
-            row.append(str(getattr(job, c)))
-        elif c == "expected_start":
-            row.append(_forecast_start(daemon, job.id))
-        elif c == "expected_start_basis":
-            row.append(start_basis(daemon, job.id))
-        else:
-            row.append(getattr(job, c))
-    return row
+def _job_field(job: Job, column: str) -> Any:
+    """A listing field of a job in memory, as the store would give it."""
+    if column.startswith("array_"):
+        return None if job.array is None else getattr(job.array, column[6:])
+    value = getattr(job, column)
+    if column in ("state", "priority"):
+        return str(value)
+    return int(value) if column == "interactive" else value
 
 
 def _window(args: dict) -> tuple[float | None, int | None]:
