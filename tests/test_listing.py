@@ -76,9 +76,10 @@ def test_last_and_recent_page_alike(host):
 
 def test_bad_columns_and_pages_are_refused(host):
     for args in ({"columns": ["env"]}, {"columns": "id"}, {"page": 0}, {"page": True},
-                 {"page": 2, "after": "x"}):
+                 {"page": 2, "after": "x"}, {"page": 2, "after": 1 << 70}):
         with pytest.raises(BadInput):
             host.call("list", all=True, **args)
+    assert host.call("list", all=True, last=1 << 70, columns=["id"])["rows"] == []
 
 
 def test_recently_ended_jobs_are_read_by_their_end(tmp_path):

@@ -91,8 +91,9 @@ def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
                    *[c for c in COMPUTED if c in columns]]
     if page is not None and (isinstance(page, bool) or not isinstance(page, int) or page < 1):
         raise BadInput(f"page {page!r}: expected a number of jobs, 1 or more")
-    if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
-        raise BadInput(f"after {after!r}: expected a job id")
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int)
+                              or not 0 <= after < 1 << 62):
+        raise BadInput(f"after {str(after)[:50]}: expected a job id")
     if columns is not None or page is not None:
         page = min(page or MAX_PAGE, MAX_PAGE)
     return columns, page, after
@@ -101,7 +102,7 @@ def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
 def _everything(daemon: Daemon, query: Query, brief: bool) -> list[dict]:
     """One answer with every job asked for (requests without columns or page)."""
     if brief and query.active_only:  # all in the store's memory: no rows to read
-        jobs = _active(daemon, query.user)
+        jobs = active_jobs(daemon, query.user)
     else:
         jobs = daemon.store.jobs(states=query.states, user=query.user, light=brief,
                                  limit=query.last, ended_after=_ended_after(daemon, query),
@@ -130,7 +131,7 @@ def _add_outcomes(daemon: Daemon, out: list[dict]) -> None:
             j["array"]["ended"] = outcomes.get(j["array"]["id"], {})
 
 
-def _active(daemon: Daemon, user: str | None) -> list[Job]:
+def active_jobs(daemon: Daemon, user: str | None) -> list[Job]:
     """The active jobs, from the store's memory, by id."""
     active = daemon.store.queue() + daemon.store.holding_jobs()
     return sorted({j.id: j for j in active if j.state in ACTIVE_STATES and j.moved_to is None
@@ -154,7 +155,7 @@ def _start_after(daemon: Daemon, query: Query, after: int | None) -> int | None:
 def _jobs_page(daemon: Daemon, query: Query, after: int | None, page: int) -> list[Job]:
     """Up to page + 1 whole jobs (one more tells whether there is a next page)."""
     if query.active_only:
-        jobs = [j for j in _active(daemon, query.user) if after is None or j.id > after]
+        jobs = [j for j in active_jobs(daemon, query.user) if after is None or j.id > after]
         ids = [j.id for j in jobs[:page + 1]]
         full = {j.id: j for j in daemon.store.jobs(ids=ids, env=False)} if ids else {}
         return [full[i] for i in ids if i in full]
@@ -172,7 +173,7 @@ def _rows_page(daemon: Daemon, query: Query, columns: list[str], after: int | No
             stored, query.states, query.user, _ended_after(daemon, query),
             _start_after(daemon, query, after), page + 1), stored)
     else:
-        rows = [[_job_field(j, c) for c in stored] for j in _active(daemon, query.user)
+        rows = [[job_field(j, c) for c in stored] for j in active_jobs(daemon, query.user)
                 if after is None or j.id > after]
         since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
         if since is not None:
@@ -197,7 +198,7 @@ def _stored_rows(raw: list[tuple], stored: list[str]) -> list[list]:
     return rows
 
 
-def _job_field(job: Job, column: str) -> Any:
+def job_field(job: Job, column: str) -> Any:
     """A listing field of a job in memory, as the store would give it."""
     if column.startswith("array_"):
         return None if job.array is None else getattr(job.array, column[6:])
@@ -215,7 +216,7 @@ def _window(args: dict) -> tuple[float | None, int | None]:
         raise BadInput(f"--since {since!r}: expected a duration like 2h")
     if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
         raise BadInput(f"--last {last!r}: expected a number of jobs, 1 or more")
-    return since, last
+    return since, None if last is None else min(last, 1 << 62)  # SQLite's integers
 
 
 def _recent_since(daemon: Daemon, user: str) -> float | None:

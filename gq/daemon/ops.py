@@ -22,6 +22,7 @@ from gq.daemon.explain import explain, op_why  # noqa: F401 (an operation: see O
 from gq.daemon.reload import op_reload  # noqa: F401 (an operation: see OPS)
 from gq.daemon.listing import expected_start, op_clean, op_list, start_basis  # noqa: F401
 from gq.daemon.startable import op_wait, refuse_never  # noqa: F401
+from gq.daemon.top import op_top  # noqa: F401 (an operation: see OPS)
 from gq.daemon.submission import Caller, HostLimits, build_job, check_key
 from gq.daemon.submit_limits import check_submit
 from gq.daemon.update import op_update  # noqa: F401 (an operation: see OPS)

@@ -74,6 +74,12 @@ class Store:
     def _load_cache(self) -> None:
         self._queue: dict[int, Job] = {}
         self._holding: dict[int, Job] = {}
+        # gq top's cursor (changes_since): every change to a job in memory takes the next
+        # version; _changed holds each such job's last, oldest first. A reload (start, a
+        # rolled-back transaction) makes every earlier cursor start over.
+        self.version = getattr(self, "version", 0) + 1
+        self._reloaded = self.version
+        self._changed: dict[int, int] = {}
         waiting = ",".join(f"'{s}'" for s in (JobState.PENDING, JobState.HELD))
         rows = self.db.query(
             f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE state IN ({waiting}) OR holding = 1"
@@ -91,6 +97,26 @@ class Store:
             self._queue[job.id] = job
         if holding:
             self._holding[job.id] = job
+        self._touch(job.id)
+
+    def _touch(self, job_id: int) -> None:
+        self.version += 1
+        self._changed.pop(job_id, None)
+        if job_id in self._queue or job_id in self._holding:
+            self._changed[job_id] = self.version
+
+    def changes_since(self, version: int) -> list[Job] | None:
+        """The jobs in memory (waiting or holding resources) that changed after `version`
+        (a `version` read earlier), light and not to be mutated; None when that version is
+        from before the cache was last loaded: start over from queue() and holding_jobs()."""
+        if version < self._reloaded or version > self.version:
+            return None
+        changed = []
+        for job_id, at in reversed(self._changed.items()):
+            if at <= version:
+                break
+            changed.append(self._queue.get(job_id) or self._holding[job_id])
+        return changed
 
     def _refresh(self, job_id: int) -> None:
         rows = list(self.db.query(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE id = ?",
@@ -389,6 +415,7 @@ class Store:
                  for job in jobs])
         for job in jobs:
             self._queue.pop(job.id, None)  # ended, and never held resources while waiting
+            self._touch(job.id)
 
     def with_notify(self, ids: list[int]) -> list[int]:
         """Those of the jobs that have a --notify or --mail."""
@@ -415,6 +442,7 @@ class Store:
             self.db.conn.executemany("UPDATE jobs SET reason = ? WHERE id = ?", changed)
         for reason, job_id in changed:
             self._queue[job_id].reason = reason
+            self._touch(job_id)
 
     def note(self, job_id: int, at: float, detail: str) -> None:
         """An event without a state change (an action, a warning)."""
