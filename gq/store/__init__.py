@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from copy import copy
 from pathlib import Path
@@ -471,10 +471,10 @@ class Store:
                  usage.get("cmd_key"), share, account, failure],
             )
 
-    def runs_since(self, since: float) -> list[dict[str, Any]]:
+    def runs_since(self, since: float) -> Iterator[dict[str, Any]]:
         """Runs that ended since `since`, with what each cost in fair share (`share`; before
-        m010, the cards it held)."""
-        return list(self.db.query(
+        m010, the cards it held); read as they are used, not all at once (weeks of them)."""
+        return iter(self.db.query(
             "SELECT user, coalesce(share, weight) AS share, started_at, ended_at FROM runs "
             "WHERE ended_at >= ?", [since]
         ))
