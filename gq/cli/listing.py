@@ -32,11 +32,11 @@ def list_jobs(all: bool, user: str | None, states: list[str], hosts: str | None,
 
 
 def _pages(args: dict) -> Iterator[dict]:
-    after = None
+    """Each page's jobs as it comes; the next page is asked for before this one is handed
+    on, so that the daemon reads it while this one is drawn."""
     with connect() as conn:
+        answer = conn.call("list", **args, page=PAGE)
         while True:
-            answer = conn.call("list", **args, page=PAGE,
-                               **({} if after is None else {"after": after}))
             if isinstance(answer, list):  # a daemon older than pages: everything at once
                 yield from answer
                 return
@@ -46,10 +46,12 @@ def _pages(args: dict) -> Iterator[dict]:
                 warn_down(answer["hosts"])
                 yield from answer["jobs"]
                 return
+            if answer["next"] is not None:
+                conn.send("list", **args, page=PAGE, after=answer["next"])
             yield from (_jobs(answer) if "columns" in answer else answer["jobs"])
-            after = answer["next"]
-            if after is None:
+            if answer["next"] is None:
                 return
+            answer = conn.receive()
 
 
 def _jobs(answer: dict) -> Iterator[dict]:

@@ -86,6 +86,7 @@ def job_rows(
     if with_start:
         headers.insert(-1, "EXPECTED_START")
     rows = []
+    now = time.time()  # one now for the table
     for j in jobs:
         if j["state"] in ("pending", "held"):
             where = j["reason"] or ""
@@ -101,7 +102,7 @@ def job_rows(
             str(j["id"]), j["name"][:24], j["user"], j["state"],
             "interactive" if j.get("interactive") else j["priority"], gpus_text(j),
             format_size(j["mem"]) if j["mem"] else ("whole" if j["gpus"] else "-"),
-            str(j["cpus"]), job_time(j), where,
+            str(j["cpus"]), job_time(j, now), where,
         ])
         if with_start:
             rows[-1].insert(-1, (j.get("expected_start") or "-").replace("T", " "))
