@@ -7,6 +7,7 @@ interleaved rounds with `python -c pass`, on two daemons that differ only in the
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import statistics
@@ -18,6 +19,7 @@ from _harness import (
 )
 from _history import add_ended_jobs
 
+import gq as gq_package
 from gq.cli.submit_args import request_args
 
 ACTIVE = 20  # held jobs on each daemon: the queue `gq ls` shows
@@ -42,6 +44,9 @@ def prepare(daemon: TempDaemon, cancels: int) -> dict[str, str]:
 def main() -> int:
     opts, rounds, warmup = round_options(__doc__)
     gq = gq_script()
+    # As installed: pip compiles gq's bytecode, which an editable checkout under
+    # PYTHONDONTWRITEBYTECODE never gets (each command would compile every module it imports).
+    compileall.compile_dir(os.path.dirname(gq_package.__file__), quiet=1)
     cpus = os.cpu_count() or 1
     with TempDaemon(cpus, "2x80G", prepare=partial(add_ended_jobs, count=100)) as small, \
             TempDaemon(cpus, "2x80G", prepare=partial(add_ended_jobs, count=10_000)) as big:

@@ -18,7 +18,7 @@ def ls(all=False, user=None, state=None, last=None, since=None, start=False, exp
 
     window = _ls_window(last, since)
     listed = list_jobs(all=all or bool(window), user=user, states=list(state or ()),
-                       hosts=hosts_arg(all_hosts), json=json, with_start=start, **window)
+                       hosts=hosts_arg(all_hosts), json=json, **window)
     if json:
         return print_json_list(listed)
     from gq.cli.arrays_view import table_rows

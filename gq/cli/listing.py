@@ -1,7 +1,7 @@
 """`gq ls`: ask the daemon for what the table prints, page by page over one connection.
 
-The table asks for its columns only (no command, directory or environment; times as epoch
-seconds); `--json` asks for whole jobs and prints each page as it comes, so that neither side
+The table asks for its columns only (no command, directory or environment; times as whole
+epoch seconds); `--json` asks for whole jobs and prints each page as it comes, so that neither side
 holds 10,000 jobs at once. A daemon older than pages answers everything at once; every host's
 listing (`--all-hosts`) too: both are taken as they come.
 """
@@ -21,14 +21,14 @@ TABLE = ["id", "name", "user", "state", "reason", "priority", "interactive", "gp
 
 
 def list_jobs(all: bool, user: str | None, states: list[str], hosts: str | None, json: bool,
-              with_start: bool, **window) -> Iterable[dict]:
+              **window) -> Iterable[dict]:
     """The jobs `gq ls` shows: for --json an iterator of whole jobs (pages as they come),
     else a list of the table's fields."""
     args = dict(all=all, user=user, states=states, hosts=hosts, brief=not json,
                 recent=not json, **window)
     if json:
         return _pages(args)
-    return list(_pages({**args, "columns": TABLE + ["expected_start"] * with_start}))
+    return list(_pages({**args, "columns": TABLE}))
 
 
 def _pages(args: dict) -> Iterator[dict]:
@@ -56,19 +56,19 @@ def _pages(args: dict) -> Iterator[dict]:
 
 def _jobs(answer: dict) -> Iterator[dict]:
     """A page of rows as the dicts the table is drawn from (an array as views.brief_json
-    gives it)."""
-    columns, arrays = answer["columns"], answer["arrays"]
-    starts = "expected_start" in columns
+    gives it, and expected starts as ISO-8601 times)."""
+    columns, arrays, starts = answer["columns"], answer["arrays"], answer.get("starts") or {}
     for row in answer["rows"]:
         job = dict(zip(columns, row))
         array = job.pop("array_id", None)
         job["array"] = None if array is None else {
             "id": array, "index": job.pop("array_index"), "size": job.pop("array_size"),
             "limit": job.pop("array_limit"), "ended": arrays.get(str(array), {})}
-        if starts and job["expected_start"] is not None:
+        start = starts.get(str(job["id"])) if starts else None
+        if start is not None:
             from gq.units import iso
 
-            job["expected_start"] = iso(job["expected_start"])
+            job["expected_start"], job["expected_start_basis"] = iso(start[0]), start[1]
         yield job
 
 

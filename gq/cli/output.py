@@ -66,9 +66,9 @@ def state_painter(headers: list[str]) -> Callable[[int, str], str] | None:
 def job_time(job: dict[str, Any], now: float | None = None) -> str:
     """Running: time so far; ended: how long it ran; pending: how long it has waited."""
     now = time.time() if now is None else now
-    started, ended = _epoch(job["started_at"]), _epoch(job["ended_at"])
+    started, ended = job["started_at"], job["ended_at"]
     if started is not None:
-        return format_duration((ended or now) - started)
+        return format_duration((_epoch(ended) or now) - _epoch(started))
     if ended is not None:
         return "-"
     return format_duration(now - _epoch(job["submitted_at"]))
@@ -100,7 +100,8 @@ def job_rows(
                 where = f"{where}: {j['failure']}" if where else j["failure"]
         rows.append([
             str(j["id"]), j["name"][:24], j["user"], j["state"],
-            "interactive" if j.get("interactive") else j["priority"], gpus_text(j),
+            "interactive" if j.get("interactive") else j["priority"],
+            gpus_text(j) if j.get("gpus_max") else str(j["gpus"]),
             format_size(j["mem"]) if j["mem"] else ("whole" if j["gpus"] else "-"),
             str(j["cpus"]), job_time(j, now), where,
         ])

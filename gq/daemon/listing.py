@@ -2,8 +2,9 @@
 windows (`--since`, `--last`).
 
 An answer costs what it shows. With `columns` the client names the fields it prints and gets
-rows of them (times as epoch seconds), read without building a job; with `page` it gets at
-most that many jobs, from the id after `after`, and the `next` one to ask from. The default
+rows of them (times as whole epoch seconds), which SQLite writes as JSON without a job being
+built; with `page` it gets at most that many jobs, from the id after `after`, and the `next`
+one to ask from. The default
 listing reads the active jobs from memory and the recently ended ones by their end time, so it
 costs the same however long the history; `--all` and `--json` page through ended jobs instead
 of building all of them at once. Without either (older clients, peers, the TUI), one answer
@@ -19,18 +20,17 @@ from gq.daemon.core import Daemon
 from gq.daemon.submission import Caller
 from gq.daemon.views import brief_json, job_json
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState
-from gq.protocol import BadInput
+from gq.protocol import BadInput, RawJSON
 from gq.units import iso
 
 MAX_PAGE = 5000  # jobs in one answer, whatever the client asks
 # The fields `columns` may name: what `gq ls` shows of a job (views.BRIEF_FIELDS, with
-# `interactive` as 0 or 1), an array element's array (null for other jobs), and when it is
-# expected to start. Each is read as stored, so that a page is rows straight from SQLite.
-STORED = ("id name user state reason priority gpus mem cpus submitted_at started_at ended_at "
-          "exit_code gpu_ids gpus_max interactive failure array_id array_index array_size "
-          "array_limit").split()
-COMPUTED = ("expected_start", "expected_start_basis")
-COLUMNS = (*STORED, *COMPUTED)
+# `interactive` as 0 or 1, and an array element's array id, index, size and limit, null for
+# other jobs). Each is read as stored, so that a page is rows SQLite writes itself.
+COLUMNS = ("id name user state reason priority gpus mem cpus submitted_at started_at ended_at "
+           "exit_code gpu_ids gpus_max interactive failure array_id array_index array_size "
+           "array_limit").split()
+_TIMES = ("submitted_at", "started_at", "ended_at")
 
 
 class Query:
@@ -70,14 +70,14 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> Any:
         out = [_annotated(daemon, job_json(j)) for j in jobs[:page]]
         _add_outcomes(daemon, out)
         return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
-    rows, more = _rows_page(daemon, query, columns, after, page)
-    arrays = {}
-    if "array_id" in columns:
-        at = columns.index("array_id")
-        arrays = daemon.store.array_outcomes(sorted({r[at] for r in rows if r[at] is not None}))
+    rows, more, listed = _rows_page(daemon, query, columns, after, page)
+    arrays = daemon.store.array_outcomes(sorted({a for _, a in listed if a is not None}))
+    starts = {str(i): [int(f.start), start_basis(daemon, i)] for i, _ in listed
+              if (f := daemon.forecasts.get(i)) and daemon.start_notes.get(i, (True, ""))[0]}
     return {"columns": columns, "rows": rows,
             "arrays": {str(k): v for k, v in arrays.items()},  # how elements not listed ended
-            "next": rows[-1][0] if more else None}
+            "starts": starts,  # the expected start (and its basis) of reserved jobs
+            "next": listed[-1][0] if more else None}
 
 
 def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
@@ -86,9 +86,7 @@ def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
         if (not isinstance(columns, list) or not columns
                 or any(c not in COLUMNS for c in columns)):
             raise BadInput(f"columns: expected a list of {', '.join(COLUMNS)}")
-        # id first (rows sort by it), then the stored fields, then the computed ones
-        columns = ["id", *[c for c in STORED if c in columns and c != "id"],
-                   *[c for c in COMPUTED if c in columns]]
+        columns = [c for c in COLUMNS if c in columns or c == "id"]  # id first: rows sort by it
     if page is not None and (isinstance(page, bool) or not isinstance(page, int) or page < 1):
         raise BadInput(f"page {page!r}: expected a number of jobs, 1 or more")
     if after is not None and (isinstance(after, bool) or not isinstance(after, int)
@@ -165,46 +163,39 @@ def _jobs_page(daemon: Daemon, query: Query, after: int | None, page: int) -> li
 
 
 def _rows_page(daemon: Daemon, query: Query, columns: list[str], after: int | None,
-               page: int) -> tuple[list[list], bool]:
-    """Up to `page` rows of the columns, and whether more follow."""
-    stored = [c for c in columns if c in STORED]
+               page: int) -> tuple[Any, bool, list[tuple[int, int | None]]]:
+    """Up to `page` rows of the columns, whether more follow, and the (id, array id) of
+    each row. Ended jobs come as JSON that SQLite wrote (RawJSON); the active ones, from
+    memory, as lists."""
     if not query.active_only:
-        rows = _stored_rows(daemon.store.listing(
-            stored, query.states, query.user, _ended_after(daemon, query),
-            _start_after(daemon, query, after), page + 1), stored)
-    else:
-        rows = [[job_field(j, c) for c in stored] for j in active_jobs(daemon, query.user)
-                if after is None or j.id > after]
-        since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
-        if since is not None:
-            rows += _stored_rows(daemon.store.listing(stored, ENDED_STATES, query.recent_of,
-                                                      since, after), stored)
-            rows.sort(key=lambda r: r[0])
-        rows = rows[:page + 1]
-    computed = [c for c in columns if c in COMPUTED]
-    for row in rows if computed else ():  # in the order of columns: stored ones first
-        row += [_forecast_start(daemon, row[0]) if c == "expected_start" else
-                start_basis(daemon, row[0]) for c in computed]
-    return rows[:page], len(rows) > page
-
-
-def _stored_rows(raw: list[tuple], stored: list[str]) -> list[list]:
-    """Rows as SQLite gives them, gpu_ids decoded (it is '[]' but for running jobs)."""
-    rows = [list(r) for r in raw]
-    if "gpu_ids" in stored:
-        at = stored.index("gpu_ids")
-        for row in rows:
-            row[at] = [] if row[at] == "[]" else json.loads(row[at])
-    return rows
+        raw = daemon.store.listing(columns, query.states, query.user,
+                                   _ended_after(daemon, query),
+                                   _start_after(daemon, query, after), page + 1, as_json=True)
+        listed = [(r[0], r[1]) for r in raw[:page]]
+        return RawJSON(f"[{','.join(r[2] for r in raw[:page])}]"), len(raw) > page, listed
+    rows = [[job_field(j, c) for c in columns] for j in active_jobs(daemon, query.user)
+            if after is None or j.id > after]
+    since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
+    if since is not None:
+        recent = daemon.store.listing(columns, ENDED_STATES, query.recent_of, since, after)
+        if "gpu_ids" in columns:
+            at = columns.index("gpu_ids")
+            recent = [[*r[:at], json.loads(r[at]), *r[at + 1:]] for r in recent]
+        rows = sorted(rows + [list(r) for r in recent], key=lambda r: r[0])
+    array = columns.index("array_id") if "array_id" in columns else None
+    listed = [(r[0], None if array is None else r[array]) for r in rows[:page]]
+    return rows[:page], len(rows) > page, listed
 
 
 def job_field(job: Job, column: str) -> Any:
-    """A listing field of a job in memory, as the store would give it."""
+    """A listing field of a job in memory, as the store gives it."""
     if column.startswith("array_"):
         return None if job.array is None else getattr(job.array, column[6:])
     value = getattr(job, column)
     if column in ("state", "priority"):
         return str(value)
+    if column in _TIMES:
+        return None if value is None else int(value)
     return int(value) if column == "interactive" else value
 
 
@@ -243,17 +234,12 @@ def op_clean(daemon: Daemon, caller: Caller, args: dict) -> dict:
     return {"cleared": cleared}
 
 
-def _forecast_start(daemon: Daemon, job_id: int) -> float | None:
-    """expected_start in epoch seconds, as `columns` answers give times."""
-    forecast = daemon.forecasts.get(job_id)
-    known = daemon.start_notes.get(job_id, (True, ""))[0]
-    return forecast.start if forecast and known else None
-
-
 def expected_start(daemon: Daemon, job_id: int) -> str | None:
     """When a reserved job should start; None without a reservation, or when the start rests
     on a default assumption rather than a --time or a learned run time (unknown)."""
-    return iso(_forecast_start(daemon, job_id))
+    forecast = daemon.forecasts.get(job_id)
+    known = daemon.start_notes.get(job_id, (True, ""))[0]
+    return iso(forecast.start) if forecast and known else None
 
 
 def start_basis(daemon: Daemon, job_id: int) -> str | None:

@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from gq.daemon.core import Daemon
-from gq.daemon.listing import STORED, active_jobs, job_field, start_basis
+from gq.daemon.listing import COLUMNS as LISTED, active_jobs, job_field, start_basis
 from gq.daemon.submission import Caller
 from gq.daemon.telemetry_ops import op_offenders
 from gq.model import ACTIVE_STATES
@@ -23,8 +23,8 @@ from gq.protocol import BadInput
 # Which daemon a cursor is from: versions start again when a daemon starts.
 EPOCH = os.urandom(8).hex()
 HISTORY = 300.0  # seconds of card utilisation a first answer has (the sparklines' span)
-# What the queue view shows of a job: listing fields, times as epoch seconds.
-COLUMNS = [c for c in STORED if c not in ("exit_code", "failure", "interactive")]
+# What the queue view shows of a job: listing fields, times as whole epoch seconds.
+COLUMNS = [c for c in LISTED if c not in ("exit_code", "failure", "interactive")]
 
 
 def op_top(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:

@@ -45,6 +45,7 @@ _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
 _NO_ENV_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS, "notify", "forward_args")
                            if c != "env")
 _ENDED_NAMES = frozenset(str(s) for s in ENDED_STATES)
+_TIMES = ("submitted_at", "started_at", "ended_at")
 
 
 class Store:
@@ -332,17 +333,25 @@ class Store:
         rows = self.db.query(sql, args)
         return [_row_to_job(r) for r in (rows if light else self._shared(rows))]
 
-    def listing(self, columns: Iterable[str], states: Iterable[JobState] | None = None,
+    def listing(self, columns: list[str], states: Iterable[JobState] | None = None,
                 user: str | None = None, ended_after: float | None = None,
-                after: int | None = None, page: int | None = None) -> list[tuple]:
-        """What `gq ls` prints of jobs, as rows of these columns (values as stored: JSON as
-        text, times as epoch seconds), without building a Job: a listing of 10,000 ended
-        jobs reads 10,000 short rows. Jobs moved to a peer are left out (listed there).
-        With states that are all end states and `ended_after`, it reads only the jobs that
-        ended after that time (by their end), however long the history."""
+                after: int | None = None, page: int | None = None,
+                as_json: bool = False) -> list[tuple]:
+        """What `gq ls` prints of jobs, as rows of these columns, without building a Job: a
+        listing of 10,000 ended jobs reads 10,000 short rows. Values as stored (gpu_ids as
+        JSON text), but times in whole epoch seconds, as the ISO-8601 times of the JSON views
+        give them. as_json: each row as (id, array_id, the columns as a JSON array written
+        by SQLite, gpu_ids in it as a list), for an answer to send without reading them into
+        Python. Jobs moved to a peer are left out (listed there). With states that are all
+        end states and `ended_after`, it reads only the jobs that ended after that time (by
+        their end), however long the history."""
         where, args, order = _where(states=states, user=user, ended_after=ended_after,
                                     after=after, moved=False)
-        sql = f"SELECT {', '.join(columns)} FROM jobs{where} ORDER BY {order}"
+        values = [f"CAST({c} AS INTEGER)" if c in _TIMES else
+                  f"json({c})" if as_json and c in _JSON_FIELDS else c for c in columns]
+        select = (f"id, array_id, json_array({', '.join(values)})" if as_json
+                  else ", ".join(values))
+        sql = f"SELECT {select} FROM jobs{where} ORDER BY {order}"
         if page is not None:
             sql += f" LIMIT {int(page)}"
         return self.db.execute(sql, args).fetchall()
