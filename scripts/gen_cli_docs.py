@@ -99,10 +99,11 @@ def render() -> str:
         "(`gq/cli/typer_table.py`). Whatever the light parser is not sure of (`--help`, an "
         "unknown option, a bad number, a value that starts with `-`) goes to Typer, so help, "
         "error lines and exit codes are Typer's either way; `tests/test_light_path.py` "
-        "compares the two paths option by option and answer by answer. `gq submit` has its own "
-        "table and parser (`gq/cli/submit_args.py`), as options after its command belong to "
-        "the command. To change one of these commands, change the table (and the function), "
-        "then regenerate this page and the completion scripts.",
+        "compares the two paths option by option and answer by answer. `gq submit`'s options "
+        "are in the table too, but its argv has a parser of its own "
+        "(`gq/cli/submit_args.py`), as the options after its command belong to the command. "
+        "To change one of these commands, change the table (and the function), then "
+        "regenerate this page and the completion scripts.",
         "",
     ]
     out += [f"- [{' '.join(('gq', *p))}](#{_anchor(' '.join(('gq', *p)))})" for p, _ in entries]

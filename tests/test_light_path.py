@@ -38,12 +38,14 @@ def test_the_typer_command_is_the_table(name):
     cmd = COMMANDS[ALIASES.get(name, name)]
     click = click_command(name)
     if name not in ALIASES:
-        assert " ".join(click.help.split()) == cmd.help
+        assert click.help == cmd.help
+    assert click.context_settings.get("allow_interspersed_args", True) == cmd.interspersed
     params = {p.name: p for p in click.params}
     assert list(params) == ([cmd.arg.dest] if cmd.arg else []) + [o.dest for o in cmd.options]
     if cmd.arg:
         arg = params[cmd.arg.dest]
-        assert arg.required and arg.metavar == cmd.arg.metavar and arg.help == cmd.arg.help
+        assert arg.required == cmd.arg.required and arg.metavar == cmd.arg.metavar
+        assert arg.help == cmd.arg.help
         assert arg.nargs == (-1 if cmd.arg.many else 1)
     for o in cmd.options:
         p = params[o.dest]

@@ -99,3 +99,15 @@ def test_recently_ended_jobs_are_read_by_their_end(tmp_path):
     sql = next(s for s in statements if s.startswith("SELECT id FROM jobs"))  # bound values in
     plan = " ".join(str(r) for r in store.db.execute("EXPLAIN QUERY PLAN " + sql).fetchall())
     assert "jobs_ended_at" in plan, plan
+
+
+def test_raw_json_goes_into_an_answer_as_it_is():
+    from gq.protocol import RawJSON, encode
+
+    answer = {"rows": RawJSON('[[1,"a",[0,1]],[2,null,[]]]'), "next": None,
+              "name": "\x00 not a mark", "more": [RawJSON("{}"), 3]}
+    assert json.loads(encode(answer)) == {"rows": [[1, "a", [0, 1]], [2, None, []]],
+                                          "next": None, "name": "\x00 not a mark",
+                                          "more": [{}, 3]}
+    with pytest.raises(TypeError):
+        encode({"x": object()})

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from gq.cli import output
-from gq.cli.client import call, submit_job
+from gq.cli.client import call
 from gq.cli.commands import COMMANDS
 from gq.cli.daemon_cmd import daemon_app
 from gq.cli.reserve_cmd import reserve_app
@@ -46,76 +46,19 @@ def main(
 Json = Annotated[bool, typer.Option("--json", help="print JSON (a stable schema)")]
 
 
-def _opt(dest: str, *, multi: bool = False):
-    """A Typer option built from the submit table, so the two parsers cannot drift apart."""
-    from gq.cli.submit_args import OPTIONS
-
-    o = next(o for o in OPTIONS if o.dest == dest)
-    names = [o.long] + ([o.short] if o.short else [])
-    if o.kind == "flag":
-        return typer.Option(*names, help=o.help)
-    return typer.Option(*names, help=o.help, metavar=o.metavar, show_default=False)
-
-
-@app.command(
-    "submit",
-    context_settings={"allow_interspersed_args": False},
-    help="Queue a job and print its id.  gq submit [OPTIONS] -- COMMAND [ARGS...]",
-)
-def submit(
-    command: Annotated[list[str], typer.Argument(help="the command and its arguments",
-                                                 metavar="COMMAND",
-                                                 show_default=False)] = None,
-    gpus: Annotated[Optional[str], _opt("gpus")] = None,
-    mem: Annotated[Optional[str], _opt("mem")] = None,
-    cpus: Annotated[Optional[str], _opt("cpus")] = None,
-    ram: Annotated[Optional[str], _opt("ram")] = None,
-    priority: Annotated[Optional[str], _opt("priority")] = None,
-    time: Annotated[Optional[str], _opt("time")] = None,
-    pool: Annotated[Optional[str], _opt("pool")] = None,
-    interactive: Annotated[bool, _opt("interactive")] = False,
-    preemptible: Annotated[bool, _opt("preemptible")] = False,
-    no_preemptible: Annotated[bool, _opt("no_preemptible")] = False,
-    signal: Annotated[Optional[str], _opt("signal")] = None,
-    signal_group: Annotated[bool, _opt("signal_group")] = False,
-    grace: Annotated[Optional[str], _opt("grace")] = None,
-    retry_oom: Annotated[Optional[str], _opt("retry_oom")] = None,
-    after: Annotated[Optional[list[str]], _opt("after")] = None,
-    afterok: Annotated[Optional[list[str]], _opt("afterok")] = None,
-    afternotok: Annotated[Optional[list[str]], _opt("afternotok")] = None,
-    name: Annotated[Optional[str], _opt("name")] = None,
-    cwd: Annotated[Optional[str], _opt("cwd")] = None,
-    env: Annotated[Optional[list[str]], _opt("env")] = None,
-    array: Annotated[Optional[str], _opt("array")] = None,
-    sweep: Annotated[Optional[list[str]], _opt("sweep")] = None,
-    notify: Annotated[Optional[str], _opt("notify")] = None,
-    mail: Annotated[Optional[str], _opt("mail")] = None,
-    host: Annotated[Optional[str], _opt("host")] = None,
-    hold: Annotated[bool, _opt("hold")] = False,
-    json: Annotated[bool, _opt("json")] = False,
-) -> None:
-    from gq.cli.directives import apply_directives
-    from gq.cli.submit_args import request_args
-
-    values = {k: v for k, v in locals().items() if k != "command" and v not in (None, False)}
-    job = submit_job(request_args(*apply_directives(values, command or [])))
-    for note in job.get("notes", ()):
-        print(f"gq: {note}", file=sys.stderr)
-    output.print_json(job) if json else print(job["id"])
-
-
-app.command("add", context_settings={"allow_interspersed_args": False},
-            help="Alias of submit.")(submit)
-
-
 # The hot commands: made from the command table (gq/cli/commands.py), which the light path
 # (gq/cli/light.py) parses with; what they do is in gq/cli/jobs_cmd.py.
-def _hot(name: str):
-    command = typer_command(COMMANDS[name])
-    app.command(name)(command)
+def _hot(name: str, alias: str | None = None):
+    cmd = COMMANDS[name]
+    command = typer_command(cmd)
+    settings = {} if cmd.interspersed else {"allow_interspersed_args": False}
+    app.command(name, context_settings=settings)(command)
+    if alias is not None:
+        app.command(alias, context_settings=settings, help=f"Alias of {name}.")(command)
     return command
 
 
+_hot("submit", alias="add")
 _ls = _hot("ls")
 _hot("clean")
 app.command("ps", help="Alias of ls.")(_ls)  # listed after clean, as it always was

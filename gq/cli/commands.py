@@ -32,26 +32,90 @@ class Opt:
 
 
 class Arg:
-    """The positional argument of a command: one value, or one or more ("many")."""
+    """The positional argument of a command: one value, or one or more ("many"); one that
+    is not `required` defaults to None."""
 
-    __slots__ = ("dest", "metavar", "help", "many")
+    __slots__ = ("dest", "metavar", "help", "many", "required")
 
-    def __init__(self, dest: str, metavar: str, help: str, many: bool = False):
+    def __init__(self, dest: str, metavar: str, help: str, many: bool = False,
+                 required: bool = True):
         self.dest, self.metavar, self.help, self.many = dest, metavar, help, many
+        self.required = required
 
 
 class Command:
     """A command: its name, help (the first sentence is the summary in `gq --help`), argument
-    and options in the order `--help` lists them, and its function in gq.cli.jobs_cmd."""
+    and options in the order `--help` lists them, and its function in gq.cli.jobs_cmd.
+    interspersed=False: the first word that is not an option ends the options (`gq submit`,
+    whose command has options of its own; its own parser is gq.cli.submit_args)."""
 
-    __slots__ = ("name", "help", "arg", "options", "function", "by_flag")
+    __slots__ = ("name", "help", "arg", "options", "function", "by_flag", "interspersed")
 
     def __init__(self, name: str, help: str, arg: Arg | None, options: tuple[Opt, ...],
-                 function: str | None = None):
+                 function: str | None = None, interspersed: bool = True):
         self.name, self.help, self.arg, self.options = name, help, arg, options
         self.function = function or name
         self.by_flag = {f: o for o in options for f in (*o.flags, *o.off)}
+        self.interspersed = interspersed
 
+
+# gq submit's options: its light parser is gq.cli.submit_args.parse_argv (options end at the
+# first word that is not one: the rest is the command), its converter request_args.
+SUBMIT_OPTIONS = (
+    Opt(("--gpus", "-g"), "gpus", "value", "GPUs per job (0 = CPU-only job), or a range MIN-MAX: "
+        "start with as many as are free (GQ_NUM_GPUS says how many)  [default: 1]", metavar="N"),
+    Opt(("--mem", "-m"), "mem", "value", "GPU memory per GPU, e.g. 20G; the job may share a card. "
+        "Without it: whole cards. auto: the peak of this command's last successful runs here, plus "
+        "20%", metavar="SIZE"),
+    Opt(("--cpus", "-c"), "cpus", "value", "host CPU cores  [default: 1]", metavar="N"),
+    Opt(("--ram",), "ram", "value", "host memory, e.g. 32G", metavar="SIZE"),
+    Opt(("--priority", "-p"), "priority", "value", "high | normal | low  [default: normal]",
+        metavar="TIER"),
+    Opt(("--time", "-t"), "time", "value", "wall-time limit, e.g. 90m, 2h, 1d12h", metavar="DUR"),
+    Opt(("--pool",), "pool", "value", "run on the cards of this pool ([pools.NAME] of the host)  "
+        "[default: the default pool]", metavar="NAME"),
+    Opt(("--interactive",), "interactive", "flag", "a short interactive job: goes ahead of batch "
+        "work, in the interactive pool; needs --time unless the pool sets max_time"),
+    Opt(("--preemptible",), "preemptible", "flag", "may be stopped and requeued for higher-tier "
+        "work  [default: low tier yes, others no]"),
+    Opt(("--no-preemptible",), "no_preemptible", "flag", "never stop it for other work, whatever "
+        "its tier"),
+    Opt(("--signal",), "signal", "value", "checkpoint signal, sent to the job's main process on "
+        "preemption and DUR before the --time limit, e.g. USR1@5m  [default: TERM]",
+        metavar="SIG[@DUR]"),
+    Opt(("--signal-group",), "signal_group", "flag", "send the checkpoint signal to the job's "
+        "whole process group, not its main process"),
+    Opt(("--grace",), "grace", "value", "time between the checkpoint signal and SIGKILL  [default: "
+        "60s]", metavar="DUR"),
+    Opt(("--retry-oom",), "retry_oom", "value", "after a CUDA out-of-memory death, queue it again "
+        "up to N times with 1.5x the --mem", metavar="N"),
+    Opt(("--after",), "after", "multi",
+        "start after these jobs end, any outcome", metavar="ID[,ID]"),
+    Opt(("--afterok",), "afterok", "multi", "start after these jobs complete", metavar="ID[,ID]"),
+    Opt(("--afternotok",), "afternotok", "multi",
+        "start after these jobs end other than completed", metavar="ID[,ID]"),
+    Opt(("--name", "-n"), "name", "value", "a label (default: the script, train.py for python "
+        "train.py; else the program)", metavar="NAME"),
+    Opt(("--cwd",), "cwd", "value", "working directory  [default: the current one]", metavar="DIR"),
+    Opt(("--env",), "env", "multi", "set a variable in the job (repeatable)", metavar="K=V"),
+    Opt(("--array",), "array", "value", "queue an array: one job per index, e.g. 0-15, 1,3,5, "
+        "0-30:2; %N runs at most N at once (0-15%4). The index is in GQ_ARRAY_INDEX",
+        metavar="SPEC"),
+    Opt(("--sweep",), "sweep", "multi", "queue one job per combination of values (repeatable: the "
+        "cartesian product), {KEY} in the command replaced by each value", metavar="KEY=V1,V2"),
+    Opt(("--notify",), "notify", "value", "run this shell command when the job ends (GQ_JOB_ID, "
+        "GQ_STATE, GQ_EXIT_CODE... set)", metavar="CMD"),
+    Opt(("--mail",), "mail", "value",
+        "mail USER when the job ends (needs sendmail)", metavar="USER"),
+    Opt(("--host",), "host", "value", "run on a peer (gq peers ls); any: on the host where it "
+        "would start first  [default: this host]", metavar="HOST|any"),
+    Opt(("--hold",), "hold", "flag", "queue the job held: it waits for `gq release`"),
+    Opt(("--json",), "json", "flag", "print the job as JSON"),
+)
+SUBMIT = Command("submit", "Queue a job and print its id.  gq submit [OPTIONS] -- COMMAND "
+                 "[ARGS...]", Arg("command", "COMMAND", "the command and its arguments",
+                                  many=True, required=False),
+                 SUBMIT_OPTIONS, interspersed=False)
 
 ID = Arg("id", "ID", "a job id; @ is your last job")
 IDS = Arg("ids", "ID...", "job ids; an array's id is all its elements, 12_3 element 3 of array "
@@ -136,8 +200,9 @@ OFFENDERS = Command("offenders", "Jobs and processes wasting cards (idle, over-d
                     None, (ALL_HOSTS, JSON))
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
-    LS, CLEAN, SHOW, WHY, LOGS, CANCEL, HOLD, RELEASE, REQUEUE, UPDATE, WAIT, GPUS, OFFENDERS)}
-ALIASES = {"ps": "ls"}
+    SUBMIT, LS, CLEAN, SHOW, WHY, LOGS, CANCEL, HOLD, RELEASE, REQUEUE, UPDATE, WAIT, GPUS,
+    OFFENDERS)}
+ALIASES = {"add": "submit", "ps": "ls"}
 
 
 def command(name: str) -> Command | None:

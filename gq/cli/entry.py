@@ -3,7 +3,6 @@ completion on a light path, the rest (and --help) through Typer."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 from gq.protocol import GqError
@@ -18,15 +17,11 @@ def fail(message: str, code: int) -> int:
 
 
 def submit(argv: list[str]) -> int:
-    from gq.cli.client import submit_job
-    from gq.cli.directives import apply_directives
-    from gq.cli.submit_args import parse_argv, request_args
+    from gq.cli.jobs_cmd import submit
+    from gq.cli.submit_args import parse_argv
 
     values, command = parse_argv(argv)
-    job = submit_job(request_args(*apply_directives(values, command)))
-    for note in job.get("notes", ()):
-        print(f"gq: {note}", file=sys.stderr)
-    print(json.dumps(job, indent=2) if values.get("json") else job["id"])
+    submit(command, **values)
     return 0
 
 

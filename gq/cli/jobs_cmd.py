@@ -12,6 +12,19 @@ from gq.cli.client import call
 from gq.protocol import BAD_INPUT, GqError
 
 
+def submit(command: list[str] | None = None, **options) -> None:
+    """Queue a job: `options` by their table names, as given (None or False: not given)."""
+    from gq.cli.client import submit_job
+    from gq.cli.directives import apply_directives
+    from gq.cli.submit_args import request_args
+
+    values = {k: v for k, v in options.items() if v not in (None, False)}
+    job = submit_job(request_args(*apply_directives(values, list(command or []))))
+    for note in job.get("notes", ()):
+        print(f"gq: {note}", file=sys.stderr)
+    output.print_json(job) if values.get("json") else print(job["id"])
+
+
 def ls(all=False, user=None, state=None, last=None, since=None, start=False, expand=False,
        all_hosts=None, json=False) -> None:
     from gq.cli.listing import list_jobs, print_json_list

@@ -15,7 +15,10 @@ from gq.cli.commands import Command, Opt, command
 
 
 def parse(cmd: Command, argv: list[str]) -> dict[str, Any] | None:
-    """The command function's keyword arguments, or None: let Typer parse it."""
+    """The command function's keyword arguments, or None: let Typer parse it (and any
+    command whose options end at its first argument: `gq submit` has a parser of its own)."""
+    if not cmd.interspersed:
+        return None
     values: dict[str, Any] = {o.dest: o.default for o in cmd.options}
     args: list[str] = []
     i = 0

@@ -16,9 +16,12 @@ _KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
 
 def _argument(arg: Arg) -> inspect.Parameter:
-    info = typer.Argument(help=arg.help, metavar=arg.metavar)
     kind = list[str] if arg.many else str
-    return inspect.Parameter(arg.dest, _KEYWORD, annotation=Annotated[kind, info])
+    if arg.required:
+        info = typer.Argument(help=arg.help, metavar=arg.metavar)
+        return inspect.Parameter(arg.dest, _KEYWORD, annotation=Annotated[kind, info])
+    info = typer.Argument(help=arg.help, metavar=arg.metavar, show_default=False)
+    return inspect.Parameter(arg.dest, _KEYWORD, annotation=Annotated[kind, info], default=None)
 
 
 def _option(o: Opt) -> inspect.Parameter:
