@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 
 from gq.paths import daemon_log, socket_path
 from gq.protocol import Connection
@@ -39,10 +40,12 @@ def machine() -> dict:
 class TempDaemon:
     """`python -m gq daemon run` on a fresh GQ_HOME under /tmp; stopped and removed on exit."""
 
-    def __init__(self, cpus: int, sim_gpus: str = SIM_GPUS, config: str = ""):
+    def __init__(self, cpus: int, sim_gpus: str = SIM_GPUS, config: str = "",
+                 prepare: Callable[[str], None] | None = None):
         self.cpus = cpus
         self.sim_gpus = sim_gpus
         self.config = config  # more config.toml, after [host]
+        self.prepare = prepare  # called with GQ_HOME before the daemon starts
         self.home = ""
         self.proc: subprocess.Popen | None = None
 
@@ -61,6 +64,8 @@ class TempDaemon:
         self.home = tempfile.mkdtemp(prefix="gq-", dir="/tmp")  # short: sun_path is 108 bytes
         with open(os.path.join(self.home, "config.toml"), "w") as f:
             f.write(f"[host]\ncpus = {self.cpus}\n{self.config}")
+        if self.prepare is not None:
+            self.prepare(self.home)
         with open(daemon_log(self.home), "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "gq", "daemon", "run"],

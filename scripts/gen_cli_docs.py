@@ -60,6 +60,13 @@ def help_text(path: tuple[str, ...]) -> str:
     return "\n".join(line.rstrip() for line in result.output.strip("\n").splitlines())
 
 
+def _hot_names() -> str:
+    from gq.cli.commands import ALIASES, COMMANDS
+
+    alias = {target: name for name, target in ALIASES.items()}
+    return ", ".join(f"`{n}`" + (f"/`{alias[n]}`" if n in alias else "") for n in COMMANDS)
+
+
 def _anchor(name: str) -> str:
     return name.lower().replace(" ", "-")
 
@@ -82,6 +89,21 @@ def render() -> str:
         "hand.",
         "After changing a command, run `python scripts/gen_cli_docs.py` "
         "(`tests/test_docs.py` fails while this file is stale).",
+        "",
+        f"For contributors: the commands people type most ({_hot_names()}) are data, one "
+        "table in `gq/cli/commands.py`: each command's help, argument and options (flags, "
+        "type, metavar, help). `gq/cli/light.py` parses their argv with it, without importing "
+        "Typer (so that a command costs little more than starting Python), and "
+        "runs the command's function in `gq/cli/jobs_cmd.py`; the Typer commands, and through "
+        "them `--help`, shell completion and this page, are made from the same table "
+        "(`gq/cli/typer_table.py`). Whatever the light parser is not sure of (`--help`, an "
+        "unknown option, a bad number, a value that starts with `-`) goes to Typer, so help, "
+        "error lines and exit codes are Typer's either way; `tests/test_light_path.py` "
+        "compares the two paths option by option and answer by answer. `gq submit`'s options "
+        "are in the table too, but its argv has a parser of its own "
+        "(`gq/cli/submit_args.py`), as the options after its command belong to the command. "
+        "To change one of these commands, change the table (and the function), then "
+        "regenerate this page and the completion scripts.",
         "",
     ]
     out += [f"- [{' '.join(('gq', *p))}](#{_anchor(' '.join(('gq', *p)))})" for p, _ in entries]

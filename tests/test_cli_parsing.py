@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import gq.cli.app as app_module
+from gq.cli import client
 from gq.cli.submit_args import OPTIONS, parse_argv, request_args
 from gq.protocol import BadInput
 
@@ -32,7 +33,7 @@ def via_typer(argv, monkeypatch):
         seen.update(args)
         return {"id": 1}
 
-    monkeypatch.setattr(app_module, "submit_job", capture)
+    monkeypatch.setattr(client, "submit_job", capture)
     assert app_module.run(["submit", *argv]) == 0
     return seen
 
@@ -48,7 +49,7 @@ def test_every_option_in_the_table_is_a_typer_option():
 
     submit = typer.main.get_command(app_module.app).commands["submit"]
     typer_flags = {o for p in submit.params for o in getattr(p, "opts", []) if o.startswith("-")}
-    table_flags = {f for o in OPTIONS for f in (o.long, o.short) if f}
+    table_flags = {f for o in OPTIONS for f in o.flags}
     assert typer_flags - {"-h", "--help"} == table_flags
 
 

@@ -102,10 +102,11 @@ def test_an_unknown_directive_is_one_line_exit_2_and_nothing_queued(host):
 
 def test_the_typer_command_reads_directives_too(tmp_path, monkeypatch):
     from gq.cli import app as app_module
+    from gq.cli import client
 
     script(tmp_path, "#!/bin/sh\n#GQ --gpus 0 --array 0-2\necho $GQ_ARRAY_INDEX\n")
     seen = {}
-    monkeypatch.setattr(app_module, "submit_job", lambda args: seen.update(args) or {"id": 1})
+    monkeypatch.setattr(client, "submit_job", lambda args: seen.update(args) or {"id": 1})
     monkeypatch.chdir(tmp_path)
     assert app_module.run(["submit", "--hold", "train.sh"]) == 0
     assert seen["gpus"] == 0 and seen["array"] == {"indices": [0, 1, 2], "limit": None}

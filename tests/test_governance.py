@@ -223,6 +223,6 @@ def test_a_database_from_before_governance_is_upgraded_with_its_jobs_and_runs(tm
     store = Store(tmp_path / "gq.db")
     (job,) = store.queue()
     assert (job.pool, job.gpus_max, job.interactive, job.gpus) == (None, None, False, 2)
-    assert store.runs_since(0.0) == [{"user": "ann", "share": 0.25, "started_at": 0.0,
-                                      "ended_at": 100.0}]
+    assert list(store.runs_since(0.0)) == [{"user": "ann", "share": 0.25, "started_at": 0.0,
+                                            "ended_at": 100.0}]
     assert store.reservations.ending_after(0.0) == []

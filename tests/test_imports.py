@@ -169,3 +169,33 @@ def test_no_import_inside_a_function_dodges_a_cycle():
             if module.startswith(("gq.daemon", "gq.slurm", "gq.remote")) and module not in HEAVY:
                 hidden.append(f"{path}:{line}: {module}")
     assert not hidden, "\n".join(hidden)
+
+
+# Every hot command, run for real against a daemon: what it loaded by the time it exited.
+HOT_LINES = ["ls", "ls -a", "ls --all --json", "ps", "show {j}", "show {j} --json", "why {j}",
+             "logs {j}", "wait {j}", "cancel {j}", "hold {j}", "release {j}", "requeue {j}",
+             "update {j} -n x", "gpus", "gpus --json", "offenders", "offenders --json", "clean"]
+LOADS = {"typer", "click", "rich", "textual", "pydantic", "sqlite_utils", "sqlite3", "psutil",
+         "pynvml", "asyncio", "paramiko", "gq.cli.app", "gq.daemon", "gq.store", "gq.model"}
+
+
+def test_hot_commands_are_light(host, tmp_path):
+    job = host.submit("-g", "0", "--", "true")
+    host.wait_ended(job)
+    report = tmp_path / "modules.json"
+    code = ("import atexit, json, sys\n"
+            f"atexit.register(lambda: open({str(report)!r}, 'w').write(json.dumps("
+            "sorted(sys.modules))))\n"
+            "from gq.cli.entry import main\nmain(sys.argv[1:])")
+    heavy = {}
+    for line in HOT_LINES:
+        argv = line.format(j=job).split()
+        report.unlink(missing_ok=True)
+        subprocess.run([sys.executable, "-c", code, *argv], env=host.env, capture_output=True,
+                       timeout=60)
+        loaded = set(json.loads(report.read_text()))
+        found = {m for m in loaded if m in LOADS or m.split(".")[0] in LOADS
+                 or ".".join(m.split(".")[:2]) in LOADS}
+        if found:
+            heavy[line] = sorted(found)
+    assert heavy == {}

@@ -8,6 +8,7 @@ import ast
 import inspect
 import os
 import textwrap
+import types
 import typing
 from pathlib import Path
 
@@ -118,6 +119,9 @@ def test_what_the_daemon_reads_of_a_submit_is_in_the_schema():
 
 def _shape_errors(value, shape, where: str) -> list[str]:
     origin = typing.get_origin(shape)
+    if origin in (typing.Union, types.UnionType):  # any one of them
+        each = [_shape_errors(value, s, where) for s in typing.get_args(shape)]
+        return [] if any(not e for e in each) else min(each, key=len)
     if origin is list:
         if not isinstance(value, list):
             return [f"{where}: not a list"]
@@ -148,6 +152,7 @@ def test_the_daemons_answers_have_the_schemas_shapes(host):
         Op.SUBMIT: host.call("submit", command=["true"], cwd=str(host.work), env={},
                              hold=True, umask=0o22, priority="low"),
         Op.LIST: host.call("list", all=True),
+        Op.TOP: host.call("top"),
         Op.SHOW: host.call("show", id=str(running)),
         Op.WHY: host.call("why", id=str(held)),
         Op.LOG: host.call("log", id=str(running)),
@@ -161,8 +166,10 @@ def test_the_daemons_answers_have_the_schemas_shapes(host):
     answers[Op.WAIT] = host.call("wait", ids=[str(running)])
     answers[Op.CANCEL] = host.call("cancel", ids=[str(held)])
     answers[Op.CLEAN] = host.call("clean")
+    pages = [host.call("list", all=True, page=1), host.call("list", columns=["id", "state"], page=1)]
     errors = [e for op, answer in answers.items()
               for e in _shape_errors(answer, SPECS[op].answer, op.value)]
+    errors += [e for page in pages for e in _shape_errors(page, SPECS[Op.LIST].answer, "page")]
     assert not errors, "\n".join(sorted(set(errors)))
 
 

@@ -8,9 +8,11 @@ from typing import Annotated, Optional
 import typer
 
 from gq.cli import output
-from gq.cli.client import call, submit_job
+from gq.cli.client import call
+from gq.cli.commands import COMMANDS
 from gq.cli.daemon_cmd import daemon_app
 from gq.cli.reserve_cmd import reserve_app
+from gq.cli.typer_table import typer_command
 from gq.protocol import BAD_INPUT, GqError
 
 app = typer.Typer(
@@ -41,288 +43,28 @@ def main(
     """A GPU job queue for shared lab workstations."""
 
 
-Ids = Annotated[list[str], typer.Argument(
-    help="job ids; an array's id is all its elements, 12_3 element 3 of array 12; @ is your "
-    "last submit", metavar="ID...")]
-Id = Annotated[str, typer.Argument(help="a job id; @ is your last job", metavar="ID")]
 Json = Annotated[bool, typer.Option("--json", help="print JSON (a stable schema)")]
-AllHosts = Annotated[Optional[bool], typer.Option(
-    "--all-hosts/--this-host", help="every host: this one and its peers (gq peers), remote jobs "
-    "as HOST:ID  [default: [peers] all_hosts, else this host]", show_default=False)]
 
 
-def _opt(dest: str, *, multi: bool = False):
-    """A Typer option built from the submit table, so the two parsers cannot drift apart."""
-    from gq.cli.submit_args import OPTIONS
-
-    o = next(o for o in OPTIONS if o.dest == dest)
-    names = [o.long] + ([o.short] if o.short else [])
-    if o.kind == "flag":
-        return typer.Option(*names, help=o.help)
-    return typer.Option(*names, help=o.help, metavar=o.metavar, show_default=False)
-
-
-@app.command(
-    "submit",
-    context_settings={"allow_interspersed_args": False},
-    help="Queue a job and print its id.  gq submit [OPTIONS] -- COMMAND [ARGS...]",
-)
-def submit(
-    command: Annotated[list[str], typer.Argument(help="the command and its arguments",
-                                                 metavar="COMMAND",
-                                                 show_default=False)] = None,
-    gpus: Annotated[Optional[str], _opt("gpus")] = None,
-    mem: Annotated[Optional[str], _opt("mem")] = None,
-    cpus: Annotated[Optional[str], _opt("cpus")] = None,
-    ram: Annotated[Optional[str], _opt("ram")] = None,
-    priority: Annotated[Optional[str], _opt("priority")] = None,
-    time: Annotated[Optional[str], _opt("time")] = None,
-    pool: Annotated[Optional[str], _opt("pool")] = None,
-    interactive: Annotated[bool, _opt("interactive")] = False,
-    preemptible: Annotated[bool, _opt("preemptible")] = False,
-    no_preemptible: Annotated[bool, _opt("no_preemptible")] = False,
-    signal: Annotated[Optional[str], _opt("signal")] = None,
-    signal_group: Annotated[bool, _opt("signal_group")] = False,
-    grace: Annotated[Optional[str], _opt("grace")] = None,
-    preempt_mode: Annotated[Optional[str], _opt("preempt_mode")] = None,
-    retry_oom: Annotated[Optional[str], _opt("retry_oom")] = None,
-    after: Annotated[Optional[list[str]], _opt("after")] = None,
-    afterok: Annotated[Optional[list[str]], _opt("afterok")] = None,
-    afternotok: Annotated[Optional[list[str]], _opt("afternotok")] = None,
-    name: Annotated[Optional[str], _opt("name")] = None,
-    cwd: Annotated[Optional[str], _opt("cwd")] = None,
-    env: Annotated[Optional[list[str]], _opt("env")] = None,
-    array: Annotated[Optional[str], _opt("array")] = None,
-    sweep: Annotated[Optional[list[str]], _opt("sweep")] = None,
-    notify: Annotated[Optional[str], _opt("notify")] = None,
-    mail: Annotated[Optional[str], _opt("mail")] = None,
-    host: Annotated[Optional[str], _opt("host")] = None,
-    hold: Annotated[bool, _opt("hold")] = False,
-    json: Annotated[bool, _opt("json")] = False,
-) -> None:
-    from gq.cli.directives import apply_directives
-    from gq.cli.submit_args import request_args
-
-    values = {k: v for k, v in locals().items() if k != "command" and v not in (None, False)}
-    job = submit_job(request_args(*apply_directives(values, command or [])))
-    for note in job.get("notes", ()):
-        print(f"gq: {note}", file=sys.stderr)
-    output.print_json(job) if json else print(job["id"])
+# The hot commands: made from the command table (gq/cli/commands.py), which the light path
+# (gq/cli/light.py) parses with; what they do is in gq/cli/jobs_cmd.py.
+def _hot(name: str, alias: str | None = None):
+    cmd = COMMANDS[name]
+    command = typer_command(cmd)
+    settings = {} if cmd.interspersed else {"allow_interspersed_args": False}
+    app.command(name, context_settings=settings)(command)
+    if alias is not None:
+        app.command(alias, context_settings=settings, help=f"Alias of {name}.")(command)
+    return command
 
 
-app.command("add", context_settings={"allow_interspersed_args": False},
-            help="Alias of submit.")(submit)
-
-
-@app.command("ls")
-def ls(
-    all: Annotated[bool, typer.Option("--all", "-a", help="also ended jobs, however old")] = False,
-    user: Annotated[Optional[str], typer.Option("--user", "-u", help="only this user's")] = None,
-    state: Annotated[Optional[list[str]], typer.Option("--state", "-s", help="only jobs in "
-                     "this state (repeatable)")] = None,
-    last: Annotated[Optional[int], typer.Option("--last", help="with --all: the last N jobs "
-                    "submitted", metavar="N", min=1, show_default=False)] = None,
-    since: Annotated[Optional[str], typer.Option("--since", help="with --all: jobs active in "
-                     "the last DUR (e.g. 2h, 7d)", metavar="DUR", show_default=False)] = None,
-    start: Annotated[bool, typer.Option("--start", help="show when pending jobs with a "
-                     "reservation are expected to start")] = False,
-    expand: Annotated[bool, typer.Option("--expand", "-e", help="one line per element of an "
-                      "array or sweep, instead of one per array")] = False,
-    all_hosts: AllHosts = None,
-    json: Json = False,
-) -> None:
-    """List jobs: pending and running ones, and your jobs that ended in the last day ([daemon]
-    show_ended) until `gq clean`; all with --all. Pending ones show a reason. An array is one
-    line, with its elements counted by state (see --expand). --json without --all lists the
-    pending and running ones only, as scripts expect."""
-    from gq.cli.peers_cmd import hosts_arg, split_hosts
-
-    window = _ls_window(all, last, since)
-    jobs = split_hosts(call("list", all=all or bool(window), user=user, states=state or [],
-                            brief=not json, hosts=hosts_arg(all_hosts), recent=not json,
-                            **window), "jobs")
-    if json:
-        return output.print_json(jobs)
-    from gq.wording.arrays import table_rows
-
-    headers, rows = table_rows(jobs, with_start=start, expand=expand,
-                               listed_all=all or bool(state) or bool(window))
-    print(output.table(headers, rows, paint=output.state_painter(headers)))
-
-
-def _ls_window(all: bool, last: int | None, since: str | None) -> dict:
-    from gq.units import parse_duration
-
-    window: dict = {} if last is None else {"last": last}
-    if since is not None:
-        try:
-            window["since"] = parse_duration(since)
-        except ValueError as e:
-            raise GqError(f"--since {e}", BAD_INPUT) from None
-    return window
-
-
-@app.command("clean")
-def clean() -> None:
-    """Take your ended jobs off `gq ls` (they stay in gq ls --all, gq show and gq stats)."""
-    print(f"cleared {call('clean')['cleared']} ended job(s) from gq ls")
-
-
-app.command("ps", help="Alias of ls.")(ls)
-
-
-@app.command("show")
-def show(id: Id, json: Json = False) -> None:
-    """Everything known about one job, with its history."""
-    job = call("show", id=id)
-    if json:
-        return output.print_json(job)
-    from gq.cli.details import print_job
-
-    print_job(job)
-
-
-@app.command("why")
-def why(id: Id) -> None:
-    """Why a job waits (or how it ended), in words."""
-    print(call("why", id=id)["why"])
-
-
-@app.command("logs")
-def logs(
-    id: Id,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep printing until the job "
-                      "ends")] = False,
-    err: Annotated[bool, typer.Option("--err", help="standard error instead of output")] = False,
-) -> None:
-    """Output of a job."""
-    from gq.cli.logs import show_log
-
-    show_log(id, follow=follow, stderr=err)
-
-
-def _act(op: str, ids: list[str], **args) -> int:
-    from gq.wording.arrays import fold_results
-
-    failed = 0
-    for ok, line in fold_results(call(op, ids=ids, **args)):
-        print(line if ok else f"gq: {line}", file=sys.stdout if ok else sys.stderr)
-        failed += not ok
-    return 1 if failed else 0
-
-
-@app.command("cancel")
-def cancel(ids: Ids) -> int:
-    """Stop jobs (SIGTERM to the whole process tree, SIGKILL after the grace) and forget them.
-    An array id stands for all its elements; 12_3 is element 3 of array 12."""
-    return _act("cancel", ids)
-
-
-@app.command("hold")
-def hold(ids: Ids) -> int:
-    """Keep pending jobs from starting until released. An array id: all its elements."""
-    return _act("hold", ids)
-
-
-@app.command("release")
-def release(ids: Ids) -> int:
-    """Let held jobs start; for a job whose dependency failed, drop the dependency. An array
-    id: all its elements."""
-    return _act("release", ids)
-
-
-@app.command("requeue")
-def requeue(ids: Ids) -> int:
-    """Queue jobs again with the same id: a running one is stopped as for preemption (its
-    checkpoint signal, its grace, then SIGKILL) and resumes from GQ_CHECKPOINT_DIR; an ended
-    one is queued as it was."""
-    return _act("requeue", ids)
-
-
-@app.command("update")
-def update(
-    ids: Ids,
-    mem: Annotated[Optional[str], typer.Option("--mem", "-m", help="GPU memory per GPU, e.g. "
-                   "20G", metavar="SIZE", show_default=False)] = None,
-    gpus: Annotated[Optional[str], typer.Option("--gpus", "-g", help="GPUs per job",
-                    metavar="N", show_default=False)] = None,
-    cpus: Annotated[Optional[str], typer.Option("--cpus", "-c", help="host CPU cores",
-                    metavar="N", show_default=False)] = None,
-    ram: Annotated[Optional[str], typer.Option("--ram", help="host memory, e.g. 32G",
-                   metavar="SIZE", show_default=False)] = None,
-    time: Annotated[Optional[str], typer.Option("--time", "-t", help="wall-time limit, e.g. "
-                    "90m; a running job's may be lowered (raised: admins)", metavar="DUR",
-                    show_default=False)] = None,
-    name: Annotated[Optional[str], typer.Option("--name", "-n", help="label", metavar="NAME",
-                    show_default=False)] = None,
-    priority: Annotated[Optional[str], typer.Option("--priority", "-p", help="the tier: high, "
-                        "normal or low", metavar="T", show_default=False)] = None,
-) -> int:
-    """Change what pending or held jobs (your own) ask for, with the checks of submit; an
-    array id changes all its waiting elements. A running job's --time may be lowered (raising
-    it is for admins). A job that took its tier's default preemptibility takes the new
-    tier's."""
-    from gq.cli.submit_args import update_args
-
-    return _act("update", ids, **update_args(mem=mem, gpus=gpus, cpus=cpus, ram=ram,
-                                             time=time, name=name, priority=priority))
-
-
-@app.command("wait")
-def wait(
-    ids: Ids,
-    timeout: Annotated[Optional[str], typer.Option(
-        "--timeout", help="give up after DUR (e.g. 90s, 2h) with exit status 124",
-        metavar="DUR", show_default=False)] = None,
-) -> int:
-    """Block until the jobs end; exit with the (first failing) job's exit code, 3 when a job
-    can no longer start (its dependency failed, or a limit it can never meet: gq why says what
-    to do), 124 when --timeout runs out first."""
-    from gq.wording.arrays import fold_waited, wait_status
-    from gq.cli.client import wait_for_jobs
-    from gq.units import parse_duration
-
-    try:
-        seconds = None if timeout is None else parse_duration(timeout, allow_zero=True)
-    except ValueError as e:
-        raise GqError(f"--timeout {e}", BAD_INPUT) from None
-    jobs = wait_for_jobs(ids, timeout=seconds)
-    print("\n".join(fold_waited(jobs)))
-    return wait_status(jobs)
-
-
-@app.command("gpus")
-def gpus(all_hosts: AllHosts = None, json: Json = False) -> None:
-    """Cards: memory held by each job and by processes outside gq, utilisation."""
-    from gq.cli.peers_cmd import hosts_arg, print_hosts_gpus
-
-    cards = call("gpus", hosts=hosts_arg(all_hosts))
-    if isinstance(cards, dict):  # every host's
-        return output.print_json(cards["hosts"]) if json else print_hosts_gpus(cards["hosts"])
-    if json:
-        return output.print_json(cards)
-    from gq.cli.details import print_gpus
-
-    print_gpus(cards)
-
-
-@app.command("offenders")
-def offenders(all_hosts: AllHosts = None, json: Json = False) -> None:
-    """Jobs and processes wasting cards (idle, over-declared, over budget, zombie memory,
-    strays), with the evidence and a suggested action."""
-    import time as _time
-
-    from gq.cli.peers_cmd import hosts_arg, print_hosts_offenders
-    from gq.cli.stats_cmd import print_offenders
-
-    found = call("offenders", hosts=hosts_arg(all_hosts))
-    if isinstance(found, dict):  # every host's
-        if json:
-            return output.print_json(found["hosts"])
-        return print_hosts_offenders(found["hosts"], _time.time())
-    if json:
-        return output.print_json(found)
-    print_offenders(found, _time.time())
+_hot("submit", alias="add")
+_ls = _hot("ls")
+_hot("clean")
+app.command("ps", help="Alias of ls.")(_ls)  # listed after clean, as it always was
+for _name in ("show", "why", "logs", "cancel", "hold", "release", "requeue", "update", "wait",
+              "gpus", "offenders"):
+    _hot(_name)
 
 
 @app.command("stats")

@@ -1,9 +1,8 @@
-"""The `gq` console script: `submit` and shell completion on a light path, the rest through
-Typer."""
+"""The `gq` console script: `submit`, the hot commands (gq/cli/commands.py) and shell
+completion on a light path, the rest (and --help) through Typer."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 from gq.protocol import GqError
@@ -18,15 +17,11 @@ def fail(message: str, code: int) -> int:
 
 
 def submit(argv: list[str]) -> int:
-    from gq.cli.client import submit_job
-    from gq.cli.directives import apply_directives
-    from gq.cli.submit_args import parse_argv, request_args
+    from gq.cli.jobs_cmd import submit
+    from gq.cli.submit_args import parse_argv
 
     values, command = parse_argv(argv)
-    job = submit_job(request_args(*apply_directives(values, command)))
-    for note in job.get("notes", ()):
-        print(f"gq: {note}", file=sys.stderr)
-    print(json.dumps(job, indent=2) if values.get("json") else job["id"])
+    submit(command, **values)
     return 0
 
 
@@ -41,7 +36,8 @@ def _is_fast_submit(argv: list[str]) -> bool:
     return True
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, light: bool = True) -> None:
+    """Run gq with `argv`; light=False: every command through Typer (the tests compare)."""
     argv = sys.argv[1:] if argv is None else argv
     # Arguments that were not UTF-8 arrive as lone surrogates (PEP 383), and are printed back
     # as the bytes they were, as `ls` prints such names; JSON output escapes them (\udcff).
@@ -56,12 +52,16 @@ def main(argv: list[str] | None = None) -> None:
             from gq.remote.relay import main as relay
 
             code = relay(argv[1:])
-        elif _is_fast_submit(argv):
+        elif light and _is_fast_submit(argv):
             code = submit(argv[1:])
         else:
-            from gq.cli.app import run
+            from gq.cli.light import run as run_light
 
-            code = run(argv)
+            code = run_light(argv) if light else None
+            if code is None:  # not a hot command, or not sure: Typer's turn
+                from gq.cli.app import run
+
+                code = run(argv)
     except GqError as e:
         code = fail(e.message, e.code)
     except KeyboardInterrupt:

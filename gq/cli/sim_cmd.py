@@ -194,7 +194,11 @@ def history_trace(cpus: int) -> tuple[list, str, Any]:
     from gq.sim.traces import TraceJob
     from gq.units import parse_iso
 
-    ran = [j for j in call("list", all=True) if j["started_at"] and j["ended_at"]]
+    from gq.cli.listing import list_jobs
+
+    # page by page: the daemon never holds every job of its history at once
+    ran = [j for j in list_jobs(all=True, user=None, states=[], hosts=None, json=True)
+           if j["started_at"] and j["ended_at"]]
     if not ran:
         raise ValueError("--from-history: no job of this host has run yet")
     origin = min(parse_iso(j["submitted_at"]) for j in ran)

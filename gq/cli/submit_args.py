@@ -1,8 +1,9 @@
-"""`gq submit` options: one table, a small argv parser for the hot path, one converter.
+"""`gq submit`: a small argv parser for the hot path, and one converter to a request.
 
 `gq submit` is the command users run most and in loops, so it does not wait for Typer to
-import (about 40 ms): `gq.cli.entry` parses its argv here. The Typer command in `gq.cli.app`
-exists for help, completion and docs, and feeds the same converter; a test keeps both in step.
+import (about 40 ms): `gq.cli.entry` parses its argv here, with its options from the command
+table (gq.cli.commands), from which the Typer command (help, completion, docs) is made too;
+both feed the same converter, and a test keeps the two parsers in step.
 """
 
 from __future__ import annotations
@@ -10,80 +11,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from gq.cli.commands import SUBMIT_OPTIONS
 from gq.protocol import BadInput
 from gq.units import parse_duration, parse_mem, parse_signal, parse_size
 
-
-class Opt:
-    """One option. A plain class, not a dataclass: importing dataclasses costs ~8 ms."""
-
-    __slots__ = ("long", "short", "dest", "kind", "metavar", "help")
-
-    def __init__(self, long: str, short: str | None, dest: str, kind: str, metavar: str,
-                 help: str):
-        self.long, self.short, self.dest = long, short, dest
-        self.kind = kind  # "value", "multi" (repeatable) or "flag"
-        self.metavar, self.help = metavar, help
-
-
-OPTIONS: tuple[Opt, ...] = (
-    Opt("--gpus", "-g", "gpus", "value", "N",
-        "GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free "
-        "(GQ_NUM_GPUS says how many)  [default: 1]"),
-    Opt("--mem", "-m", "mem", "value", "SIZE",
-        "GPU memory per GPU, e.g. 20G; the job may share a card. Without it: whole cards. "
-        "auto: the peak of this command's last successful runs here, plus 20%"),
-    Opt("--cpus", "-c", "cpus", "value", "N", "host CPU cores  [default: 1]"),
-    Opt("--ram", None, "ram", "value", "SIZE", "host memory, e.g. 32G"),
-    Opt("--priority", "-p", "priority", "value", "TIER", "high | normal | low  [default: normal]"),
-    Opt("--time", "-t", "time", "value", "DUR", "wall-time limit, e.g. 90m, 2h, 1d12h"),
-    Opt("--pool", None, "pool", "value", "NAME",
-        "run on the cards of this pool ([pools.NAME] of the host)  [default: the default pool]"),
-    Opt("--interactive", None, "interactive", "flag", "",
-        "a short interactive job: goes ahead of batch work, in the interactive pool; needs "
-        "--time unless the pool sets max_time"),
-    Opt("--preemptible", None, "preemptible", "flag", "",
-        "may be stopped and requeued for higher-tier work  [default: low tier yes, others no]"),
-    Opt("--no-preemptible", None, "no_preemptible", "flag", "",
-        "never stop it for other work, whatever its tier"),
-    Opt("--signal", None, "signal", "value", "SIG[@DUR]",
-        "checkpoint signal, sent to the job's main process on preemption and DUR before the "
-        "--time limit, e.g. USR1@5m  [default: TERM]"),
-    Opt("--signal-group", None, "signal_group", "flag", "",
-        "send the checkpoint signal to the job's whole process group, not its main process"),
-    Opt("--grace", None, "grace", "value", "DUR",
-        "time between the checkpoint signal and SIGKILL  [default: 60s]"),
-    Opt("--preempt-mode", None, "preempt_mode", "value", "MODE",
-        "how it makes way when preempted: freeze (its GPU state to host memory, thawed later "
-        "where it was), signal (the checkpoint signal, then requeued) or auto (freeze if it "
-        "saves no checkpoints); a freeze that cannot be done takes the signal path  "
-        "[default: its tier's, [preemption] mode]"),
-    Opt("--retry-oom", None, "retry_oom", "value", "N",
-        "after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem"),
-    Opt("--after", None, "after", "multi", "ID[,ID]", "start after these jobs end, any outcome"),
-    Opt("--afterok", None, "afterok", "multi", "ID[,ID]", "start after these jobs complete"),
-    Opt("--afternotok", None, "afternotok", "multi", "ID[,ID]",
-        "start after these jobs end other than completed"),
-    Opt("--name", "-n", "name", "value", "NAME",
-        "a label (default: the script, train.py for python train.py; else the program)"),
-    Opt("--cwd", None, "cwd", "value", "DIR", "working directory  [default: the current one]"),
-    Opt("--env", None, "env", "multi", "K=V", "set a variable in the job (repeatable)"),
-    Opt("--array", None, "array", "value", "SPEC",
-        "queue an array: one job per index, e.g. 0-15, 1,3,5, 0-30:2; %N runs at most N at "
-        "once (0-15%4). The index is in GQ_ARRAY_INDEX"),
-    Opt("--sweep", None, "sweep", "multi", "KEY=V1,V2",
-        "queue one job per combination of values (repeatable: the cartesian product), "
-        "{KEY} in the command replaced by each value"),
-    Opt("--notify", None, "notify", "value", "CMD",
-        "run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE... set)"),
-    Opt("--mail", None, "mail", "value", "USER", "mail USER when the job ends (needs sendmail)"),
-    Opt("--host", None, "host", "value", "HOST|any",
-        "run on a peer (gq peers ls); any: on the host where it would start first  "
-        "[default: this host]"),
-    Opt("--hold", None, "hold", "flag", "", "queue the job held: it waits for `gq release`"),
-    Opt("--json", None, "json", "flag", "", "print the job as JSON"),
-)
-_BY_FLAG = {flag: o for o in OPTIONS for flag in (o.long, o.short) if flag}
+OPTIONS = SUBMIT_OPTIONS
+_BY_FLAG = {flag: o for o in OPTIONS for flag in o.flags}
 
 
 def parse_argv(argv: list[str]) -> tuple[dict[str, Any], list[str]]:

@@ -1,55 +1,202 @@
 """`gq ls`: the active jobs, the caller's recently ended ones until `gq clean`, and `--all`
-windows (`--since`, `--last`)."""
+windows (`--since`, `--last`).
+
+An answer costs what it shows. With `columns` the client names the fields it prints and gets
+rows of them (times as whole epoch seconds), which SQLite writes as JSON without a job being
+built; with `page` it gets at most that many jobs, from the id after `after`, and the `next`
+one to ask from. The default
+listing reads the active jobs from memory and the recently ended ones by their end time, so it
+costs the same however long the history; `--all` and `--json` page through ended jobs instead
+of building all of them at once. Without either (older clients, peers, the TUI), one answer
+lists everything, as before.
+"""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from gq.daemon.core import Daemon
 from gq.daemon.submission import Caller
 from gq.daemon.views import brief_json, job_json
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState
-from gq.protocol import BadInput
+from gq.protocol import BadInput, RawJSON
 from gq.units import iso
 
+MAX_PAGE = 5000  # jobs in one answer, whatever the client asks
+# The fields `columns` may name: what `gq ls` shows of a job (views.BRIEF_FIELDS, with
+# `interactive` as 0 or 1, and an array element's array id, index, size and limit, null for
+# other jobs). Each is read as stored, so that a page is rows SQLite writes itself.
+COLUMNS = ("id name user state reason priority gpus mem cpus submitted_at started_at ended_at "
+           "exit_code gpu_ids gpus_max interactive failure array_id array_index array_size "
+           "array_limit").split()
+_TIMES = ("submitted_at", "started_at", "ended_at")
 
-def op_list(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    states, user = None, args.get("user") or None
-    if user is not None and not isinstance(user, str):
-        raise BadInput("--user: expected a user name")
-    if args.get("states"):
-        try:
-            if not isinstance(args["states"], list):
-                raise ValueError
-            states = [JobState(s) for s in args["states"]]
-        except (ValueError, TypeError):
-            names = ", ".join(s.value for s in JobState)
-            raise BadInput(f"--state: expected one of {names}") from None
-    elif not args.get("all"):
-        states = ACTIVE_STATES
-    user = args.get("user") or None
-    if not daemon.authority.sees_all(caller):  # [access] queue = "own"
-        user = caller.user
-    brief = bool(args.get("brief"))  # the table of `gq ls`: no command, cwd or environment
-    since, last = _window(args)
-    if brief and states is ACTIVE_STATES:  # all in the store's memory: no rows to read
-        active = daemon.store.queue() + daemon.store.holding_jobs()
-        jobs = sorted({j.id: j for j in active if j.state in ACTIVE_STATES
-                       and (user is None or j.user == user)}.values(), key=lambda j: j.id)
+
+class Query:
+    """What a `list` request asks for, checked: states (None: any), user (None: anyone's),
+    `since` and `last` of --all, and whether to add the caller's recently ended jobs."""
+
+    def __init__(self, daemon: Daemon, caller: Caller, args: dict):
+        self.states: Any = None
+        user = args.get("user") or None
+        if user is not None and not isinstance(user, str):
+            raise BadInput("--user: expected a user name")
+        if args.get("states"):
+            try:
+                if not isinstance(args["states"], list):
+                    raise ValueError
+                self.states = [JobState(s) for s in args["states"]]
+            except (ValueError, TypeError):
+                names = ", ".join(s.value for s in JobState)
+                raise BadInput(f"--state: expected one of {names}") from None
+        elif not args.get("all"):
+            self.states = ACTIVE_STATES
+        if not daemon.authority.sees_all(caller):  # [access] queue = "own"
+            user = caller.user
+        self.user = user
+        self.since, self.last = _window(args)
+        self.active_only = self.states is ACTIVE_STATES
+        self.recent_of = (user or caller.user) if self.active_only and args.get("recent") else None
+
+
+def op_list(daemon: Daemon, caller: Caller, args: dict) -> Any:
+    query = Query(daemon, caller, args)
+    columns, page, after = _paging(args)
+    if columns is None and page is None:
+        return _everything(daemon, query, brief=bool(args.get("brief")))
+    if columns is None:  # pages of whole jobs (`gq ls --json`), without their environments
+        jobs = _jobs_page(daemon, query, after, page)
+        out = [_annotated(daemon, job_json(j)) for j in jobs[:page]]
+        _add_outcomes(daemon, out)
+        return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
+    rows, more, listed = _rows_page(daemon, query, columns, after, page)
+    arrays = daemon.store.array_outcomes(sorted({a for _, a in listed if a is not None}))
+    starts = {str(i): [int(f.start), start_basis(daemon, i)] for i, _ in listed
+              if (f := daemon.forecasts.get(i)) and daemon.start_notes.get(i, (True, ""))[0]}
+    return {"columns": columns, "rows": rows,
+            "arrays": {str(k): v for k, v in arrays.items()},  # how elements not listed ended
+            "starts": starts,  # the expected start (and its basis) of reserved jobs
+            "next": listed[-1][0] if more else None}
+
+
+def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
+    columns, page, after = args.get("columns"), args.get("page"), args.get("after")
+    if columns is not None:
+        if (not isinstance(columns, list) or not columns
+                or any(c not in COLUMNS for c in columns)):
+            raise BadInput(f"columns: expected a list of {', '.join(COLUMNS)}")
+        columns = [c for c in COLUMNS if c in columns or c == "id"]  # id first: rows sort by it
+    if page is not None and (isinstance(page, bool) or not isinstance(page, int) or page < 1):
+        raise BadInput(f"page {page!r}: expected a number of jobs, 1 or more")
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int)
+                              or not 0 <= after < 1 << 62):
+        raise BadInput(f"after {str(after)[:50]}: expected a job id")
+    if columns is not None or page is not None:
+        page = min(page or MAX_PAGE, MAX_PAGE)
+    return columns, page, after
+
+
+def _everything(daemon: Daemon, query: Query, brief: bool) -> list[dict]:
+    """One answer with every job asked for (requests without columns or page)."""
+    if brief and query.active_only:  # all in the store's memory: no rows to read
+        jobs = active_jobs(daemon, query.user)
     else:
-        jobs = daemon.store.jobs(states=states, user=user, light=brief, limit=last,
-                                 ended_after=None if since is None else daemon.clock() - since)
-    if states is ACTIVE_STATES and args.get("recent"):
-        jobs = sorted(jobs + recently_ended(daemon, user or caller.user, brief),
-                      key=lambda j: j.id)
+        jobs = daemon.store.jobs(states=query.states, user=query.user, light=brief,
+                                 limit=query.last, ended_after=_ended_after(daemon, query),
+                                 env=False)
+    if query.recent_of is not None:
+        jobs = sorted(jobs + recently_ended(daemon, query.recent_of, brief), key=lambda j: j.id)
     view = brief_json if brief else job_json
-    out = [{**view(j), "expected_start": expected_start(daemon, j.id),
-            "expected_start_basis": start_basis(daemon, j.id)} for j in jobs
+    out = [_annotated(daemon, view(j)) for j in jobs
            if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
+    _add_outcomes(daemon, out)
+    return out
+
+
+def _annotated(daemon: Daemon, job: dict) -> dict:
+    job["expected_start"] = expected_start(daemon, job["id"])
+    job["expected_start_basis"] = start_basis(daemon, job["id"])
+    return job
+
+
+def _add_outcomes(daemon: Daemon, out: list[dict]) -> None:
+    """Each array's elements not listed, by how they ended: `2 oom`, not `2 ended`."""
     outcomes = daemon.store.array_outcomes(sorted({j["array"]["id"] for j in out
                                                    if j["array"]}))
-    for j in out:  # the elements not listed, by how they ended: `2 oom`, not `2 ended`
+    for j in out:
         if j["array"]:
             j["array"]["ended"] = outcomes.get(j["array"]["id"], {})
-    return out
+
+
+def active_jobs(daemon: Daemon, user: str | None) -> list[Job]:
+    """The active jobs, from the store's memory, by id."""
+    active = daemon.store.queue() + daemon.store.holding_jobs()
+    return sorted({j.id: j for j in active if j.state in ACTIVE_STATES and j.moved_to is None
+                   and (user is None or j.user == user)}.values(), key=lambda j: j.id)
+
+
+def _ended_after(daemon: Daemon, query: Query) -> float | None:
+    return None if query.since is None else daemon.clock() - query.since
+
+
+def _start_after(daemon: Daemon, query: Query, after: int | None) -> int | None:
+    """Where a page starts: after `after`, and for --last N at the N-th last job."""
+    if query.last is None:
+        return after
+    first = daemon.store.nth_last_id(query.last, query.states, query.user,
+                                     _ended_after(daemon, query))
+    first = 0 if first is None else first - 1
+    return first if after is None else max(after, first)
+
+
+def _jobs_page(daemon: Daemon, query: Query, after: int | None, page: int) -> list[Job]:
+    """Up to page + 1 whole jobs (one more tells whether there is a next page)."""
+    if query.active_only:
+        jobs = [j for j in active_jobs(daemon, query.user) if after is None or j.id > after]
+        ids = [j.id for j in jobs[:page + 1]]
+        full = {j.id: j for j in daemon.store.jobs(ids=ids, env=False)} if ids else {}
+        return [full[i] for i in ids if i in full]
+    return daemon.store.jobs(states=query.states, user=query.user, env=False,
+                             ended_after=_ended_after(daemon, query), page=page + 1,
+                             after=_start_after(daemon, query, after))
+
+
+def _rows_page(daemon: Daemon, query: Query, columns: list[str], after: int | None,
+               page: int) -> tuple[Any, bool, list[tuple[int, int | None]]]:
+    """Up to `page` rows of the columns, whether more follow, and the (id, array id) of
+    each row. Ended jobs come as JSON that SQLite wrote (RawJSON); the active ones, from
+    memory, as lists."""
+    if not query.active_only:
+        raw = daemon.store.listing(columns, query.states, query.user,
+                                   _ended_after(daemon, query),
+                                   _start_after(daemon, query, after), page + 1, as_json=True)
+        listed = [(r[0], r[1]) for r in raw[:page]]
+        return RawJSON(f"[{','.join(r[2] for r in raw[:page])}]"), len(raw) > page, listed
+    rows = [[job_field(j, c) for c in columns] for j in active_jobs(daemon, query.user)
+            if after is None or j.id > after]
+    since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
+    if since is not None:
+        recent = daemon.store.listing(columns, ENDED_STATES, query.recent_of, since, after)
+        if "gpu_ids" in columns:
+            at = columns.index("gpu_ids")
+            recent = [[*r[:at], json.loads(r[at]), *r[at + 1:]] for r in recent]
+        rows = sorted(rows + [list(r) for r in recent], key=lambda r: r[0])
+    array = columns.index("array_id") if "array_id" in columns else None
+    listed = [(r[0], None if array is None else r[array]) for r in rows[:page]]
+    return rows[:page], len(rows) > page, listed
+
+
+def job_field(job: Job, column: str) -> Any:
+    """A listing field of a job in memory, as the store gives it."""
+    if column.startswith("array_"):
+        return None if job.array is None else getattr(job.array, column[6:])
+    value = getattr(job, column)
+    if column in ("state", "priority"):
+        return str(value)
+    if column in _TIMES:
+        return None if value is None else int(value)
+    return int(value) if column == "interactive" else value
 
 
 def _window(args: dict) -> tuple[float | None, int | None]:
@@ -60,15 +207,24 @@ def _window(args: dict) -> tuple[float | None, int | None]:
         raise BadInput(f"--since {since!r}: expected a duration like 2h")
     if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
         raise BadInput(f"--last {last!r}: expected a number of jobs, 1 or more")
-    return since, last
+    return since, None if last is None else min(last, 1 << 62)  # SQLite's integers
+
+
+def _recent_since(daemon: Daemon, user: str) -> float | None:
+    """Since when a user's ended jobs are listed: within [daemon] show_ended and after their
+    last `gq clean`; None: none are (show_ended = 0)."""
+    if not daemon.config.show_ended:
+        return None
+    return max(daemon.clock() - daemon.config.show_ended, daemon.store.cleared.at(user) or 0)
 
 
 def recently_ended(daemon: Daemon, user: str, light: bool) -> list[Job]:
     """The user's jobs that ended within [daemon] show_ended and after their last `gq clean`."""
-    if not daemon.config.show_ended:
+    after = _recent_since(daemon, user)
+    if after is None:
         return []
-    after = max(daemon.clock() - daemon.config.show_ended, daemon.store.cleared.at(user) or 0)
-    return daemon.store.jobs(states=ENDED_STATES, user=user, light=light, ended_after=after)
+    return daemon.store.jobs(states=ENDED_STATES, user=user, light=light, ended_after=after,
+                             env=False)
 
 
 def op_clean(daemon: Daemon, caller: Caller, args: dict) -> dict:

@@ -16,6 +16,7 @@ from gq.daemon.core import Daemon
 from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.enqueue import op_submit
 from gq.daemon.explain import explain, op_why
+from gq.daemon.gpus_op import op_gpus
 from gq.daemon.listing import expected_start, op_clean, op_list, start_basis
 from gq.daemon.lookup import load_jobs, resolve_id
 from gq.daemon.peers.ops import (
@@ -29,8 +30,9 @@ from gq.daemon.submission import Caller
 from gq.daemon.telemetry_ops import (
     op_fairshare, op_offenders, op_samples, op_stats, processes_json, usage_json,
 )
+from gq.daemon.top import op_top
 from gq.daemon.update import op_update
-from gq.daemon.views import gpu_json, job_json
+from gq.daemon.views import job_json
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, GqError
 from gq.protocol.ops import Op
@@ -193,49 +195,6 @@ def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
     return False, f"is {job.state}; nothing to requeue"
 
 
-def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
-    holding = daemon.store.holding_jobs()
-    hide = not daemon.authority.sees_all(caller)  # others' jobs: how much, not whose
-    out = []
-    pools = daemon.config.pools.for_cards([g.index for g in daemon.cards]).cards
-    pool_of = {g.index: ",".join(sorted(n for n, cards in pools.items() if g.index in cards))
-               or None for g in daemon.cards}  # a card may be in several pools
-    freeze = daemon.cards_freeze_json()
-    for card in daemon.cards:
-        used = _held_by_jobs(daemon, card)
-        on_card = [
-            {"id": j.id, "user": j.user, "name": j.name, "mem": j.mem or card.memory_total,
-             "whole_card": j.mem is None, "state": str(j.state),
-             "used": None if used is None else used.get(j.id, 0)}
-            if not (hide and j.uid != caller.uid) else
-            {"id": None, "user": None, "name": None, "mem": j.mem or card.memory_total,
-             "whole_card": j.mem is None, "state": str(j.state),
-             "used": None if used is None else used.get(j.id, 0)}
-            for j in holding
-            if card.index in j.gpu_ids
-        ]
-        out.append(gpu_json(card, on_card, daemon.external.get(card.index)))
-        out[-1]["pool"] = pool_of.get(card.index)  # None: no pools configured
-        out[-1]["freeze"] = freeze.get(card.index)  # whether its jobs can be frozen, why not
-    return out
-
-
-def _held_by_jobs(daemon: Daemon, card) -> dict[int, int | None] | None:
-    """Bytes each job's processes hold on the card (None: the card's process list, or that
-    job's memory on it, cannot be read). Only the process tree proves a job's memory."""
-    if card.processes is None:
-        return None
-    used: dict[int, int | None] = {}
-    for proc in card.processes:
-        owner = daemon.owners.get(proc.pid)
-        if owner is None or not owner.alive or owner.by_environment or owner.job_id is None:
-            continue
-        before = used.get(owner.job_id, 0)
-        used[owner.job_id] = (None if before is None or proc.used_memory is None
-                              else before + proc.used_memory)
-    return used
-
-
 def op_shutdown(daemon: Daemon, caller: Caller, args: dict) -> dict:
     if caller.uid not in (0, os.getuid()):
         raise GqError("only root can stop the system daemon" if daemon.layout.system
@@ -277,4 +236,5 @@ HANDLERS: dict[Op, Callable[..., Any]] = {
     Op.PEER_CHECK: op_peer_check,
     Op.RELOAD: op_reload,
     Op.SHUTDOWN: op_shutdown,
+    Op.TOP: op_top,
 }

@@ -46,6 +46,7 @@ class Op(StrEnum):
     PEER_CHECK = "peer_check"
     RELOAD = "reload"
     SHUTDOWN = "shutdown"
+    TOP = "top"
 
 
 class Trait(Flag):
@@ -71,7 +72,8 @@ SPECS: dict[Op, OpSpec] = {
     Op.PING: OpSpec(T.NONE, s.NoArgs, s.PingAnswer),
     Op.CONFIG: OpSpec(T.NONE, s.NoArgs, s.ConfigAnswer),
     Op.SUBMIT: OpSpec(T.MUTATES, s.SubmitArgs, s.Submitted),
-    Op.LIST: OpSpec(T.EVERY_HOST, s.ListArgs, list[s.JobView], lists="jobs"),
+    Op.LIST: OpSpec(T.EVERY_HOST, s.ListArgs, list[s.JobView] | s.ListPage | s.ListRows,
+                    lists="jobs"),
     Op.SHOW: OpSpec(T.ONE_JOB, s.OneJob, s.JobDetail),
     Op.WHY: OpSpec(T.ONE_JOB, s.OneJob, s.WhyAnswer),
     Op.LOG: OpSpec(T.ONE_JOB, s.LogArgs, s.LogChunk),
@@ -98,6 +100,7 @@ SPECS: dict[Op, OpSpec] = {
     Op.PEER_CHECK: OpSpec(T.WAITS | T.ADMIN, s.PeerCheckArgs, list[s.PeerView]),
     Op.RELOAD: OpSpec(T.MUTATES | T.ADMIN, s.NoArgs, dict),
     Op.SHUTDOWN: OpSpec(T.MUTATES | T.ADMIN, s.NoArgs, s.ShutdownAnswer),
+    Op.TOP: OpSpec(T.NONE, s.TopArgs, s.TopAnswer),
 }
 
 

@@ -64,6 +64,14 @@ class ListArgs(TypedDict, total=False):
     since: float
     last: int
     hosts: Literal["all", "local"]
+    columns: list[str]  # rows of these fields only (gq/daemon/listing.py COLUMNS), paged
+    page: int  # jobs per answer (at most 5,000)
+    after: int  # the `next` of the previous page
+
+
+class TopArgs(TypedDict, total=False):
+    cursor: list  # [daemon epoch, version] of the last answer; none: everything
+    points_after: float  # epoch seconds of the last card sample the client has
 
 
 class HostsArgs(TypedDict, total=False):
@@ -208,6 +216,40 @@ class JobView(TypedDict, total=False):
     frozen_cards: list[dict[str, Any]]  # the cards it was frozen on
     freeze_op: str | None  # "freeze" or "thaw" under way
     freeze_note: str | None
+
+
+class ListPage(TypedDict):
+    """`list` with `page` and no `columns`: whole jobs, a page at a time."""
+
+    jobs: list[JobView]
+    next: int | None  # the `after` of the next page; None: the last page
+
+
+class ListRows(TypedDict):
+    """`list` with `columns`: rows of those fields, as SQLite writes them, a page at a time."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    arrays: dict[str, Any]  # how the elements not listed of each array ended
+    starts: dict[str, list[Any]]  # job id -> [expected start, its basis]
+    next: int | None
+
+
+class TopAnswer(TypedDict, total=False):
+    """`top`: what `gq top` draws; of the queue, what changed since the cursor."""
+
+    cursor: list
+    full: bool  # every job, not only the changed ones
+    host: str
+    user: str
+    backend: str
+    columns: list[str]
+    ids: list[int] | None  # every active job's id when any changed
+    rows: list[list[Any]]
+    starts: dict[str, list[Any]]
+    gpus: list[dict[str, Any]]
+    offenders: list[dict[str, Any]]
+    points: list[list[Any]]  # [at, card, utilisation]
 
 
 class Submitted(JobView, total=False):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from copy import copy
 from pathlib import Path
@@ -42,6 +42,11 @@ _SHARED = "null"
 _ARRAY_COLUMNS = ("array_id", "array_index", "array_size", "array_limit", "array_params")
 _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
                           if c not in _HEAVY_COLUMNS)
+# A job's row but its environment (the largest column): what `gq ls --json` shows.
+_NO_ENV_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS, "notify", "forward_args")
+                           if c != "env")
+_ENDED_NAMES = frozenset(str(s) for s in ENDED_STATES)
+_TIMES = ("submitted_at", "started_at", "ended_at")
 
 
 class Store:
@@ -71,6 +76,12 @@ class Store:
     def _load_cache(self) -> None:
         self._queue: dict[int, Job] = {}
         self._holding: dict[int, Job] = {}
+        # gq top's cursor (changes_since): every change to a job in memory takes the next
+        # version; _changed holds each such job's last, oldest first. A reload (start, a
+        # rolled-back transaction) makes every earlier cursor start over.
+        self.version = getattr(self, "version", 0) + 1
+        self._reloaded = self.version
+        self._changed: dict[int, int] = {}
         waiting = ",".join(f"'{s}'" for s in (JobState.PENDING, JobState.HELD))
         rows = self.db.query(
             f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE state IN ({waiting}) OR holding = 1"
@@ -88,6 +99,26 @@ class Store:
             self._queue[job.id] = job
         if holding:
             self._holding[job.id] = job
+        self._touch(job.id)
+
+    def _touch(self, job_id: int) -> None:
+        self.version += 1
+        self._changed.pop(job_id, None)
+        if job_id in self._queue or job_id in self._holding:
+            self._changed[job_id] = self.version
+
+    def changes_since(self, version: int) -> list[Job] | None:
+        """The jobs in memory (waiting or holding resources) that changed after `version`
+        (a `version` read earlier), light and not to be mutated; None when that version is
+        from before the cache was last loaded: start over from queue() and holding_jobs()."""
+        if version < self._reloaded or version > self.version:
+            return None
+        changed = []
+        for job_id, at in reversed(self._changed.items()):
+            if at <= version:
+                break
+            changed.append(self._queue.get(job_id) or self._holding[job_id])
+        return changed
 
     def _refresh(self, job_id: int) -> None:
         rows = list(self.db.query(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE id = ?",
@@ -265,7 +296,7 @@ class Store:
                         del self._firsts[next(iter(self._firsts))]
                     self._firsts[row["array_id"]] = first
                 row = {**row, **{k: copy(first[k]) for k in _SHARED_COLUMNS
-                                 if row[k] == _SHARED}}
+                                 if row.get(k) == _SHARED}}
             out.append(row)
         return out
 
@@ -284,32 +315,58 @@ class Store:
         limit: int | None = None,
         light: bool = False,
         ended_after: float | None = None,
+        after: int | None = None,
+        page: int | None = None,
+        env: bool = True,
     ) -> list[Job]:
-        """Jobs by id. light=True leaves out command, cwd and env (for scheduling passes);
-        `ended_after`: only those active or ended after that time; `limit`: the last so many."""
-        where, args = [], []
-        if ended_after is not None:
-            where.append("(ended_at IS NULL OR ended_at > ?)")
-            args.append(ended_after)
-        if states is not None:
-            states = list(states)
-            where.append(f"state IN ({','.join('?' * len(states))})")
-            args += [str(s) for s in states]
-        if user is not None:
-            where.append("user = ?")
-            args.append(user)
-        if ids is not None:
-            ids = list(ids)
-            where.append(f"id IN ({','.join('?' * len(ids))})")
-            args += ids
-        sql = f"SELECT {_LIGHT_SELECT if light else '*'} FROM jobs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id"
+        """Jobs by id. light=True leaves out command, cwd and env (for scheduling passes),
+        env=False only the environment; `ended_after`: only those active or ended after that
+        time; `limit`: the last so many; `after` and `page`: the first `page` jobs with an id
+        above `after` (a listing read page by page)."""
+        where, args, order = _where(states=states, user=user, ids=ids,
+                                    ended_after=ended_after, after=after)
+        select = _LIGHT_SELECT if light else ("*" if env else _NO_ENV_SELECT)
+        sql = f"SELECT {select} FROM jobs{where} ORDER BY {order}"
         if limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(limit)}) ORDER BY id"
+        elif page is not None:
+            sql += f" LIMIT {int(page)}"
         rows = self.db.query(sql, args)
         return [_row_to_job(r) for r in (rows if light else self._shared(rows))]
+
+    def listing(self, columns: list[str], states: Iterable[JobState] | None = None,
+                user: str | None = None, ended_after: float | None = None,
+                after: int | None = None, page: int | None = None,
+                as_json: bool = False) -> list[tuple]:
+        """What `gq ls` prints of jobs, as rows of these columns, without building a Job: a
+        listing of 10,000 ended jobs reads 10,000 short rows. Values as stored (gpu_ids as
+        JSON text), but times in whole epoch seconds, as the ISO-8601 times of the JSON views
+        give them. as_json: each row as (id, array_id, the columns as a JSON array written
+        by SQLite, gpu_ids in it as a list), for an answer to send without reading them into
+        Python. Jobs moved to a peer are left out (listed there). With states that are all
+        end states and `ended_after`, it reads only the jobs that ended after that time (by
+        their end), however long the history."""
+        where, args, order = _where(states=states, user=user, ended_after=ended_after,
+                                    after=after, moved=False)
+        values = [f"CAST({c} AS INTEGER)" if c in _TIMES else
+                  f"json({c})" if as_json and c in _JSON_FIELDS else c for c in columns]
+        select = (f"id, array_id, json_array({', '.join(values)})" if as_json
+                  else ", ".join(values))
+        sql = f"SELECT {select} FROM jobs{where} ORDER BY {order}"
+        if page is not None:
+            sql += f" LIMIT {int(page)}"
+        return self.db.execute(sql, args).fetchall()
+
+    def nth_last_id(self, n: int, states: Iterable[JobState] | None = None,
+                    user: str | None = None, ended_after: float | None = None) -> int | None:
+        """The id of the n-th last job (by id) of those chosen; None when there are fewer:
+        where `gq ls --all --last N` starts."""
+        where, args, order = _where(states=states, user=user, ended_after=ended_after,
+                                    moved=False)
+        row = self.db.execute(f"SELECT id FROM jobs{where} ORDER BY {order} DESC LIMIT 1 "
+                              "OFFSET ?",
+                              [*args, n - 1]).fetchone()
+        return row[0] if row else None
 
     def light_jobs(self, ids: list[int]) -> dict[int, Job]:
         """Light jobs by id: waiting and holding ones from memory (not to be mutated), the
@@ -368,6 +425,7 @@ class Store:
                  for job in jobs])
         for job in jobs:
             self._queue.pop(job.id, None)  # ended, and never held resources while waiting
+            self._touch(job.id)
 
     def with_notify(self, ids: list[int]) -> list[int]:
         """Those of the jobs that have a --notify or --mail."""
@@ -394,6 +452,7 @@ class Store:
             self.db.conn.executemany("UPDATE jobs SET reason = ? WHERE id = ?", changed)
         for reason, job_id in changed:
             self._queue[job_id].reason = reason
+            self._touch(job_id)
 
     def note(self, job_id: int, at: float, detail: str) -> None:
         """An event without a state change (an action, a warning)."""
@@ -422,10 +481,10 @@ class Store:
                  usage.get("cmd_key"), share, account, failure],
             )
 
-    def runs_since(self, since: float) -> list[dict[str, Any]]:
+    def runs_since(self, since: float) -> Iterator[dict[str, Any]]:
         """Runs that ended since `since`, with what each cost in fair share (`share`; before
-        m010, the cards it held)."""
-        return list(self.db.query(
+        m010, the cards it held); read as they are used, not all at once (weeks of them)."""
+        return iter(self.db.query(
             "SELECT user, coalesce(share, weight) AS share, started_at, ended_at FROM runs "
             "WHERE ended_at >= ?", [since]
         ))
@@ -475,6 +534,41 @@ class Store:
             "VALUES (?, ?, ?, ?, ?, ?)",
             [job_id, at, None if old is None else str(old), str(new), reason, detail],
         )
+
+
+def _where(states: Iterable[JobState] | None = None, user: str | None = None,
+           ids: Iterable[int] | None = None, ended_after: float | None = None,
+           after: int | None = None, moved: bool = True) -> tuple[str, list[Any], str]:
+    """The WHERE clause (with its leading space, or empty), its arguments, and what to ORDER
+    BY for the order of ids, of a selection of jobs; moved=False leaves out jobs moved to a
+    peer."""
+    where: list[str] = []
+    args: list[Any] = []
+    names = None if states is None else [str(s) for s in states]
+    # Only ended jobs, ended lately (gq ls's recent ones): read by the ended_at index alone,
+    # so that the cost is that of the recent jobs, not of every job the user ever ran.
+    by_end = ended_after is not None and names is not None and set(names) <= _ENDED_NAMES
+    if ended_after is not None:
+        where.append("ended_at > ?" if by_end else "(ended_at IS NULL OR ended_at > ?)")
+        args.append(ended_after)
+    plus = "+" if by_end else ""  # a unary + keeps SQLite from using that column's index
+    if names is not None:
+        where.append(f"{plus}state IN ({','.join('?' * len(names))})")
+        args += names
+    if user is not None:
+        where.append(f"{plus}user = ?")
+        args.append(user)
+    if ids is not None:
+        ids = list(ids)
+        where.append(f"id IN ({','.join('?' * len(ids))})")
+        args += ids
+    if after is not None:
+        where.append("id > ?")
+        args.append(after)
+    if not moved:
+        where.append("moved_to IS NULL")
+    # By id, but not by reading the table in id order where the ended_at index reads less.
+    return (" WHERE " + " AND ".join(where) if where else ""), args, f"{plus}id"
 
 
 def _job_to_row(job: Job) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from sqlite_utils import Database
@@ -27,10 +28,11 @@ class History:
             [cmd_key, limit]), None)
         return None if row is None else row["util"]
 
-    def completed_runs(self, since: float) -> list[dict[str, Any]]:
+    def completed_runs(self, since: float) -> Iterator[dict[str, Any]]:
         """Completed runs that ended since `since`, oldest end first, with their job's command
-        (JSON): what run times are learned from (gq/policy/predict.py)."""
-        return list(self.db.query(
+        (JSON): what run times are learned from (gq/policy/predict.py). Read as they are
+        used: months of runs are never all in memory at once."""
+        return iter(self.db.query(
             "SELECT r.job_id, r.user, r.gpus, r.started_at, r.ended_at, j.command FROM runs r "
             "JOIN jobs j ON j.id = r.job_id WHERE r.ended_at >= ? AND r.state = 'completed' "
             "ORDER BY r.ended_at", [since]))

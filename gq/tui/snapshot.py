@@ -18,10 +18,13 @@ STATE_ORDER = {"running": 0, "preempting": 1, "frozen": 2, "pending": 3, "held":
 TIER_ORDER = {"high": 0, "normal": 1, "low": 2}
 
 
+def epoch(when: str | float | None) -> float | None:
+    """A time as a reply gives it: ISO-8601, or epoch seconds (the `top` operation's)."""
+    return _parse_iso(when) if isinstance(when, str) else when
+
+
 @lru_cache(maxsize=65536)  # the same times come back every second: parse each once
-def epoch(text: str | None) -> float | None:
-    if text is None:
-        return None
+def _parse_iso(text: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
@@ -219,10 +222,13 @@ def utilisation_history(points: list[dict[str, Any]]) -> dict[int, tuple[float |
 def host_snapshot(name: str, fetched_at: float, *, ping: dict[str, Any],
                   jobs: list[dict[str, Any]], gpus: list[dict[str, Any]],
                   offenders: list[dict[str, Any]],
-                  samples: dict[str, Any] | None = None) -> HostSnapshot:
-    """One host from the replies of ping, list, gpus, offenders and samples."""
+                  samples: dict[str, Any] | None = None,
+                  rows: tuple[JobRow, ...] | None = None) -> HostSnapshot:
+    """One host from the replies of ping, list, gpus, offenders and samples (or, `rows`, its
+    jobs made already: the `top` operation's, kept from one answer to the next)."""
     history = utilisation_history(samples["points"]) if samples else {}
-    rows = tuple(job_row(name, j) for j in jobs)
+    if rows is None:
+        rows = tuple(job_row(name, j) for j in jobs)
     labels = {j.id: j.array for j in rows if j.array}
     cards = tuple(card_view(c, history.get(c["index"], ()), labels) for c in gpus)
     return HostSnapshot(

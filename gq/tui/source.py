@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from gq.protocol import Connection, DaemonGone, GqError
-from gq.tui.snapshot import HostSnapshot, host_snapshot
+from gq.protocol import BadInput, Connection, DaemonGone, GqError
+from gq.tui.snapshot import HostSnapshot, JobRow, host_snapshot, job_row
 
 HISTORY_SPAN = 300.0  # seconds of utilisation history behind each card's sparkline
 JOB_HISTORY_SPAN = 1800.0  # ... and behind the job screen's charts
@@ -89,6 +90,13 @@ class DaemonSource(LastKnown):
         self.timeout = timeout
         self.name = socket.gethostname()
         self.last: HostSnapshot | None = None
+        # What the `top` operation sent so far (docs/top.md): its cursor, the jobs, and the
+        # cards' utilisation samples of the last HISTORY_SPAN seconds.
+        self._top = True
+        self._cursor: list | None = None
+        self._rows: dict[int, JobRow] = {}
+        self._points: deque[list] = deque()
+        self._points_at: float | None = None
 
     def _connect(self) -> Connection:
         try:
@@ -101,13 +109,9 @@ class DaemonSource(LastKnown):
     def fetch(self, now: float) -> HostSnapshot:
         try:
             with self._connect() as conn:
-                ping = conn.call("ping")
-                self.name = ping.get("host") or self.name
-                snap = host_snapshot(
-                    self.name, now, ping=ping, jobs=conn.call("list", hosts="local"),
-                    gpus=conn.call("gpus", hosts="local"),
-                    offenders=conn.call("offenders", hosts="local"),
-                    samples=conn.call("samples", since=HISTORY_SPAN, resolution="raw"))
+                snap = self._from_top(conn, now) if self._top else None
+                if snap is None:  # a daemon older than the top operation
+                    snap = self._from_replies(conn, now)
         except DaemonGone:
             return self._failed(NOT_RUNNING)
         except GqError as e:
@@ -116,6 +120,50 @@ class DaemonSource(LastKnown):
             return self._failed(f"lost the daemon: {e}")
         self.last = snap
         return snap
+
+    def _from_top(self, conn: Connection, now: float) -> HostSnapshot | None:
+        """From one `top` answer: what changed since the last one, applied to what it had."""
+        try:
+            answer = conn.call("top", cursor=self._cursor, points_after=self._points_at)
+        except BadInput as e:
+            if not e.message.startswith("unknown operation"):
+                raise
+            self._top = False
+            return None
+        self.name = answer["host"] or self.name
+        if answer["full"]:
+            self._rows = {}
+        columns = answer["columns"]
+        for values in answer["rows"]:
+            job = dict(zip(columns, values))
+            array = job["array_id"]
+            job["array"] = None if array is None else {"id": array, "index": job["array_index"]}
+            self._rows[job["id"]] = job_row(self.name, job)
+        if answer["ids"] is not None:  # the jobs there are now: the others ended
+            self._rows = {i: self._rows[i] for i in answer["ids"] if i in self._rows}
+        self._cursor = answer["cursor"]
+        self._points.extend(answer["points"])
+        if self._points:
+            self._points_at = self._points[-1][0]
+            while self._points[0][0] < self._points_at - HISTORY_SPAN:
+                self._points.popleft()
+        starts = answer["starts"]
+        rows = tuple(replace(r, expected_start=start[0], start_basis=start[1])
+                     if (start := starts.get(str(r.id))) else r for r in self._rows.values())
+        return host_snapshot(
+            self.name, now, ping={"user": answer["user"], "backend": answer["backend"]},
+            jobs=[], rows=rows, gpus=answer["gpus"], offenders=answer["offenders"],
+            samples={"points": [{"gpu": p[1], "utilization": p[2]} for p in self._points]})
+
+    def _from_replies(self, conn: Connection, now: float) -> HostSnapshot:
+        """From the replies of ping, list, gpus, offenders and samples: everything again."""
+        ping = conn.call("ping")
+        self.name = ping.get("host") or self.name
+        return host_snapshot(
+            self.name, now, ping=ping, jobs=conn.call("list", hosts="local"),
+            gpus=conn.call("gpus", hosts="local"),
+            offenders=conn.call("offenders", hosts="local"),
+            samples=conn.call("samples", since=HISTORY_SPAN, resolution="raw"))
 
     def detail(self, job_id: int) -> JobDetail:
         with self._connect() as conn:

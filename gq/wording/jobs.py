@@ -9,15 +9,29 @@ from typing import Any
 from gq.units import format_duration, format_size, parse_iso
 
 
+def gpus_text(job: dict) -> str:
+    """'2', or an elastic range '2-4', or what a running one holds, '3 (2-4)'."""
+    if not job.get("gpus_max"):
+        return str(job["gpus"])
+    asked = f"{job['gpus']}-{job['gpus_max']}"
+    held = job.get("gpu_ids") if job["state"] in ("running", "preempting") else None
+    return f"{len(held)} ({asked})" if held else asked
+
+
 def job_time(job: dict[str, Any], now: float | None = None) -> str:
     """Running: time so far; ended: how long it ran; pending: how long it has waited."""
     now = time.time() if now is None else now
-    started, ended = parse_iso(job["started_at"]), parse_iso(job["ended_at"])
+    started, ended = job["started_at"], job["ended_at"]
     if started is not None:
-        return format_duration((ended or now) - started)
+        return format_duration((_epoch(ended) or now) - _epoch(started))
     if ended is not None:
         return "-"
-    return format_duration(now - parse_iso(job["submitted_at"]))
+    return format_duration(now - _epoch(job["submitted_at"]))
+
+
+def _epoch(when: str | float | None) -> float | None:
+    """A time as the daemon sends it: ISO-8601, or epoch seconds in `gq ls`'s columns."""
+    return parse_iso(when) if isinstance(when, str) else when
 
 
 def job_rows(
@@ -27,6 +41,7 @@ def job_rows(
     if with_start:
         headers.insert(-1, "EXPECTED_START")
     rows = []
+    now = time.time()  # one now for the table
     for j in jobs:
         if j["state"] in ("pending", "held"):
             where = j["reason"] or ""
@@ -40,22 +55,14 @@ def job_rows(
                 where = f"{where}: {j['failure']}" if where else j["failure"]
         rows.append([
             str(j["id"]), j["name"][:24], j["user"], j["state"],
-            "interactive" if j.get("interactive") else j["priority"], gpus_text(j),
+            "interactive" if j.get("interactive") else j["priority"],
+            gpus_text(j) if j.get("gpus_max") else str(j["gpus"]),
             format_size(j["mem"]) if j["mem"] else ("whole" if j["gpus"] else "-"),
-            str(j["cpus"]), job_time(j), where,
+            str(j["cpus"]), job_time(j, now), where,
         ])
         if with_start:
             rows[-1].insert(-1, (j.get("expected_start") or "-").replace("T", " "))
     return headers, rows
-
-
-def gpus_text(job: dict) -> str:
-    """'2', or an elastic range '2-4', or what a running one holds, '3 (2-4)'."""
-    if not job.get("gpus_max"):
-        return str(job["gpus"])
-    asked = f"{job['gpus']}-{job['gpus_max']}"
-    held = job.get("gpu_ids") if job["state"] in ("running", "preempting") else None
-    return f"{len(held)} ({asked})" if held else asked
 
 
 def percent(value: int | None) -> str:

@@ -17,6 +17,7 @@ from gq.units import iso
 
 # Which requests may reach another host, by the operations' traits (gq/protocol/ops.py).
 ROUTED = frozenset({Op.SUBMIT, *ONE_JOB, *SOME_JOBS, *EVERY_HOST})
+UNPAGED = ("columns", "page", "after")  # of `list`, for one host's answer only
 
 
 def route(daemon, caller, op: Op, args: dict[str, Any], handler):
@@ -32,6 +33,8 @@ def route(daemon, caller, op: Op, args: dict[str, Any], handler):
         hosts = args.get("hosts")
         local_args = {k: v for k, v in args.items() if k != "hosts"}
         if hosts == "all" or (hosts is None and peers.config.all_hosts and peers.states):
+            # Every host's jobs come in one answer, as before columns and pages (`gq ls`).
+            local_args = {k: v for k, v in local_args.items() if k not in UNPAGED}
             return every_host(daemon, caller, op, local_args, handler)
         return handler(daemon, caller, local_args)
     if op in ONE_JOB:

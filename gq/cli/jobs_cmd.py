@@ -1,0 +1,159 @@
+"""What the hot commands do: parse nothing, call the daemon, format. Run by the light path
+(gq.cli.light) and by the Typer commands alike, with the keyword arguments that the command
+table (gq.cli.commands) names. Import-light: what a command needs is imported when it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from gq.cli import output
+from gq.cli.client import call
+from gq.protocol import BAD_INPUT, GqError
+
+
+def submit(command: list[str] | None = None, **options) -> None:
+    """Queue a job: `options` by their table names, as given (None or False: not given)."""
+    from gq.cli.client import submit_job
+    from gq.cli.directives import apply_directives
+    from gq.cli.submit_args import request_args
+
+    values = {k: v for k, v in options.items() if v not in (None, False)}
+    job = submit_job(request_args(*apply_directives(values, list(command or []))))
+    for note in job.get("notes", ()):
+        print(f"gq: {note}", file=sys.stderr)
+    output.print_json(job) if values.get("json") else print(job["id"])
+
+
+def ls(all=False, user=None, state=None, last=None, since=None, start=False, expand=False,
+       all_hosts=None, json=False) -> None:
+    from gq.cli.listing import list_jobs, print_json_list
+
+    window = _ls_window(last, since)
+    listed = list_jobs(all=all or bool(window), user=user, states=list(state or ()),
+                       hosts=hosts_arg(all_hosts), json=json, **window)
+    if json:
+        return print_json_list(listed)
+    from gq.wording.arrays import table_rows
+
+    headers, rows = table_rows(list(listed), with_start=start, expand=expand,
+                               listed_all=all or bool(state) or bool(window))
+    print(output.table(headers, rows, paint=output.state_painter(headers)))
+
+
+def _ls_window(last: int | None, since: str | None) -> dict:
+    from gq.units import parse_duration
+
+    window: dict = {} if last is None else {"last": last}
+    if since is not None:
+        try:
+            window["since"] = parse_duration(since)
+        except ValueError as e:
+            raise GqError(f"--since {e}", BAD_INPUT) from None
+    return window
+
+
+def hosts_arg(all_hosts: bool | None) -> str | None:
+    """--all-hosts: "all"; --this-host: "local"; neither: the daemon's [peers] all_hosts."""
+    return None if all_hosts is None else ("all" if all_hosts else "local")
+
+
+def clean() -> None:
+    print(f"cleared {call('clean')['cleared']} ended job(s) from gq ls")
+
+
+def show(id: str, json=False) -> None:
+    job = call("show", id=id)
+    if json:
+        return output.print_json(job)
+    from gq.cli.details import print_job
+
+    print_job(job)
+
+
+def why(id: str) -> None:
+    print(call("why", id=id)["why"])
+
+
+def logs(id: str, follow=False, err=False) -> None:
+    from gq.cli.logs import show_log
+
+    show_log(id, follow=follow, stderr=err)
+
+
+def _act(op: str, ids: list[str], **args) -> int:
+    from gq.wording.arrays import fold_results
+
+    failed = 0
+    for ok, line in fold_results(call(op, ids=list(ids), **args)):
+        print(line if ok else f"gq: {line}", file=sys.stdout if ok else sys.stderr)
+        failed += not ok
+    return 1 if failed else 0
+
+
+def cancel(ids: list[str]) -> int:
+    return _act("cancel", ids)
+
+
+def hold(ids: list[str]) -> int:
+    return _act("hold", ids)
+
+
+def release(ids: list[str]) -> int:
+    return _act("release", ids)
+
+
+def requeue(ids: list[str]) -> int:
+    return _act("requeue", ids)
+
+
+def update(ids: list[str], mem=None, gpus=None, cpus=None, ram=None, time=None, name=None,
+           priority=None) -> int:
+    from gq.cli.submit_args import update_args
+
+    return _act("update", ids, **update_args(mem=mem, gpus=gpus, cpus=cpus, ram=ram,
+                                             time=time, name=name, priority=priority))
+
+
+def wait(ids: list[str], timeout=None) -> int:
+    from gq.wording.arrays import fold_waited, wait_status
+    from gq.cli.client import wait_for_jobs
+    from gq.units import parse_duration
+
+    try:
+        seconds = None if timeout is None else parse_duration(timeout, allow_zero=True)
+    except ValueError as e:
+        raise GqError(f"--timeout {e}", BAD_INPUT) from None
+    jobs = wait_for_jobs(list(ids), timeout=seconds)
+    print("\n".join(fold_waited(jobs)))
+    return wait_status(jobs)
+
+
+def gpus(all_hosts=None, json=False) -> None:
+    cards = call("gpus", hosts=hosts_arg(all_hosts))
+    if isinstance(cards, dict):  # every host's
+        from gq.cli.hosts_view import print_hosts_gpus
+
+        return output.print_json(cards["hosts"]) if json else print_hosts_gpus(cards["hosts"])
+    if json:
+        return output.print_json(cards)
+    from gq.cli.details import print_gpus
+
+    print_gpus(cards)
+
+
+def offenders(all_hosts=None, json=False) -> None:
+    import time
+
+    from gq.cli.stats_cmd import print_offenders
+
+    found = call("offenders", hosts=hosts_arg(all_hosts))
+    if isinstance(found, dict):  # every host's
+        if json:
+            return output.print_json(found["hosts"])
+        from gq.cli.hosts_view import print_hosts_offenders
+
+        return print_hosts_offenders(found["hosts"], time.time())
+    if json:
+        return output.print_json(found)
+    print_offenders(found, time.time())
