@@ -54,7 +54,9 @@ def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
     from gq.daemon.ops import resolve_id
 
     text = str(args.get("id", "")).strip()
-    job = daemon.store.get_job(resolve_id(daemon, caller, text))
+    job_id = resolve_id(daemon, caller, text)
+    daemon.explain_now()  # the reasons as of now, if the queue changed since they were given
+    job = daemon.store.get_job(job_id)
     members = None if arrays.parse_element(text) or job.array is None else (
         arrays.whole_array(daemon.store, job.id))
     if members:  # an array's id: all of it, as wait, cancel and hold take it

@@ -70,6 +70,7 @@ class Store:
     def _load_cache(self) -> None:
         self._queue: dict[int, Job] = {}
         self._holding: dict[int, Job] = {}
+        self._changed: set[int] | None = None  # everything: see take_changes
         waiting = ",".join(f"'{s}'" for s in (JobState.PENDING, JobState.HELD))
         rows = self.db.query(
             f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE state IN ({waiting}) OR holding = 1"
@@ -81,6 +82,8 @@ class Store:
         self._cache_job(_row_to_job(row), bool(row["holding"]))
 
     def _cache_job(self, job: Job, holding: bool) -> None:
+        if self._changed is not None:
+            self._changed.add(job.id)
         self._queue.pop(job.id, None)
         self._holding.pop(job.id, None)
         if job.state in (JobState.PENDING, JobState.HELD):
@@ -93,6 +96,18 @@ class Store:
                                   [job_id]))
         if rows:
             self._cache(rows[0])
+
+    def take_changes(self) -> set[int] | None:
+        """The jobs whose cached row changed (queued, changed, started, ended...) since the
+        last call; None: any may have (the cache was reloaded). For the daemon's kept queue
+        (gq/daemon/kept_queue.py), which follows the cache without reading all of it. A
+        reason set by set_reasons is not a change."""
+        changed, self._changed = self._changed, set()
+        return changed
+
+    def waiting_job(self, job_id: int) -> Job | None:
+        """A pending or held job, light, from memory (not to be mutated); None otherwise."""
+        return self._queue.get(job_id)
 
     def close(self) -> None:
         self.db.close()
@@ -367,6 +382,8 @@ class Store:
                  for job in jobs])
         for job in jobs:
             self._queue.pop(job.id, None)  # ended, and never held resources while waiting
+            if self._changed is not None:
+                self._changed.add(job.id)
 
     def with_notify(self, ids: list[int]) -> list[int]:
         """Those of the jobs that have a --notify or --mail."""
