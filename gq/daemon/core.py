@@ -21,6 +21,7 @@ from gq.daemon.backups import BackupSchedule
 from gq.daemon.collateral import Collateral
 from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
+from gq.daemon.group_commit import GroupCommit
 from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.kept_queue import KeptQueue
 from gq.daemon.notify import Notifier
@@ -68,11 +69,14 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral, Passes):
         for d in (layout.logs, layout.run) + (() if layout.system else (layout.checkpoints,)):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(layout.db)
+        self.group_commit = GroupCommit(lambda: self.store.unsynced, self.store.sync_wal)
         self.warnings: list[str] = []  # said at start (the log, `gq daemon status`)
         self.skip_lost_ids()
         self.supervisor = Supervisor(layout.run)
         self.shims: dict[int, Shim] = {}  # job id -> its watched shim
         self.unadopted: set[int] = set()  # shims alive but not yet watched
+        self._spawner_fd: int | None = None  # the spawner's socket, read for its answers
+        self._spawner_read = 0  # the spawner (Supervisor.generation) whose answers are read
         self.cards: list[Gpu] = []
         self.external: dict[int, int | None] = {}
         self.job_memory: dict[int, dict[int, int]] = {}  # card -> job -> bytes held now
@@ -126,6 +130,8 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral, Passes):
         for shim in self.shims.values():
             if self.loop:
                 self.loop.remove_reader(shim.pidfd)
+        if self.loop and self._spawner_fd is not None:
+            self.loop.remove_reader(self._spawner_fd)
         self.supervisor.close()
         self.store.close()
         self.backend.close()
@@ -283,20 +289,66 @@ class Daemon(Recovery, Ending, Preempting, Policing, Collateral, Passes):
             ended_at=None, exit_code=None, peak_mem=None,
         )
         try:
-            shim = self.supervisor.spawn(self.shim_spec(job, gpu_ids))
+            spec = self.shim_spec(job, gpu_ids)
+            if self.loop is not None:  # the spawner answers later: on_spawned
+                self.supervisor.request(spec)
+                self._follow_spawner()
+                return
+            shim = self.supervisor.spawn(spec)
         except SpawnUnknown as e:
-            log.error("job %s: %s; the next tick settles it", job.id, e)
-            self.unadopted.add(job.id)
+            self._spawn_unknown(job.id, e)
             return
         except OSError as e:  # no shim, or (system daemon) no account or directory for it
-            log.error("job %s: cannot start its shim: %s", job.id, e)
-            self.store.transition(
-                job.id, JobState.FAILED, now, reason=f"could not start: {e}", ended_at=now,
-                holding=0,
-            )
-            self.notify(job.id)
+            self._not_started(job.id, e)
             return
         self.watch(shim)
+
+    def _not_started(self, job_id: int, e: OSError) -> None:
+        log.error("job %s: cannot start its shim: %s", job_id, e)
+        job = self.store.light_jobs([job_id]).get(job_id)
+        if job is not None and job.state != JobState.RUNNING:  # stopped meanwhile: as asked
+            self.finish(job_id, None, never_started=True)
+            return
+        now = self.clock()
+        self.store.transition(job_id, JobState.FAILED, now, reason=f"could not start: {e}",
+                              ended_at=now, holding=0)
+        self.notify(job_id)
+
+    def _spawn_unknown(self, job_id: int, e: Exception) -> None:
+        log.error("job %s: %s; the next tick settles it", job_id, e)
+        self.unadopted.add(job_id)
+
+    def _follow_spawner(self) -> None:
+        """Read the spawner's answers as they come (its socket changes when it is started
+        again), and hand the jobs a dead spawner was asked for to the next tick."""
+        if self._spawner_read != self.supervisor.generation:
+            if self._spawner_fd is not None:
+                self.loop.remove_reader(self._spawner_fd)
+            self._spawner_fd = self.supervisor.reader_fd
+            self._spawner_read = self.supervisor.generation
+            if self._spawner_fd is not None:
+                self.loop.add_reader(self._spawner_fd, self.on_spawned)
+        for job_id in self.supervisor.take_lost():
+            self._spawn_unknown(job_id, SpawnUnknown("the shim spawner died while starting "
+                                                     "its shim"))
+
+    def on_spawned(self) -> None:
+        """The spawner answered: watch the shim it started, or record why it could not."""
+        answer = self.supervisor.answer()
+        if answer is not None:
+            job_id, shim = answer
+            with self.store.relaxed():
+                if isinstance(shim, OSError):
+                    self._not_started(job_id, shim)
+                else:
+                    self.watch(shim)
+                    job = self.store.light_jobs([job_id]).get(job_id)
+                    if job is not None and job.state in self.STOP_REQUESTS:
+                        # Stopped while its shim was being started (stop() found none to ask).
+                        self.supervisor.ask(shim, self.STOP_REQUESTS[job.state])
+        else:  # the spawner is gone: forget its socket
+            self._spawner_read = -1
+        self._follow_spawner()
 
     def shim_spec(self, job: Job, gpu_ids: list[int]) -> ShimSpec:
         env = self.job_env(job, gpu_ids)

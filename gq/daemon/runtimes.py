@@ -52,8 +52,8 @@ class Fingerprints:
     def __call__(self, job: Job) -> Fingerprint:
         fp = self.known.get(job.id)
         if fp is None:
-            full = self.store.get_job(job.id) if not job.command else job
-            fp = self.known[job.id] = fingerprint(full.user, full.command, full.gpus_held)
+            command = job.command or self.store.command(job.id)
+            fp = self.known[job.id] = fingerprint(job.user, command, job.gpus_held)
         return fp
 
     def keep_only(self, ids: set[int]) -> None:

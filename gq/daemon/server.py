@@ -67,10 +67,13 @@ async def dispatch(daemon: Daemon, turns: Turns, caller: Caller, line: bytes) ->
         # Whatever the request says of a user, the caller is who the kernel says (peer_caller).
         # Requests for other hosts go through gq/peers/route.py; awaitables (`wait`, peers)
         # finish outside the turns.
+        unsynced = daemon.store.unsynced
         result = await turns.run(
             caller.uid, lambda: route(daemon, caller, req["op"], args, handler))
         if inspect.isawaitable(result):
             result = await result
+        if daemon.store.unsynced != unsynced:  # a submit: answered once it is on disk
+            await daemon.group_commit.covering(daemon.store.unsynced)
         return ok(result)
     except GqError as e:
         return error(e)
