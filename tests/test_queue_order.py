@@ -241,16 +241,21 @@ def test_stopping_early_reads_past_a_job_kept_off_a_reserved_card():
 @given(governed_clusters(), st.data())
 def test_the_baselines_stop_reading_early_with_the_same_starts(case, data):
     from gq.policy.baselines import fifo, greedy
+    from gq.policy.tiresias import tiresias
 
     hosts, running, pending, _reservations, pools, windows, accounts = case
     for j in pending:
         if data.draw(st.integers(0, 5)) == 0:
             j.state = JobState.HELD
+    attained = {j.id: data.draw(st.sampled_from([0.0, 1800.0, 7200.0, 72000.0]))
+                for j in pending + running}  # Tiresias' queues: by service had
     inp = lambda: SchedulerInput(hosts, list(pending), running, {}, 3600.0,  # noqa: E731
-                                 pools=pools, windows=windows, accounts=accounts)
-    for policy in (fifo, greedy):
+                                 pools=pools, windows=windows, accounts=accounts,
+                                 attained=attained)
+    for policy in (fifo, greedy, tiresias):
         full, quick = policy(inp()), policy(inp(), explain=False)
         assert quick.starts == full.starts, policy.__name__
+        assert quick.preemptions == full.preemptions, policy.__name__
         assert set(full.reasons) == {j.id for j in pending} - {s.job_id for s in full.starts}
 
 
