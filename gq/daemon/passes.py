@@ -24,8 +24,9 @@ import logging
 import time
 
 from gq.daemon.runtimes import start_notes
-from gq.model import Job
+from gq.model import Job, JobState
 from gq.policy import Plan, SchedulerInput, decide
+from gq.policy.placement import Capacity
 
 log = logging.getLogger("gq.daemon")
 
@@ -45,7 +46,8 @@ class Passes:
         self._explained_at = float("-inf")  # when the last explaining pass ended
         self._explain_cost = 0.0
         self._explain_stale = True  # the queue changed since the last explaining pass
-        self.passes = {"quick": 0, "explaining": 0}  # how many ran (gq daemon status, tests)
+        # How many ran, and quick ones skipped as nothing could start (tests, benchmarks).
+        self.passes = {"quick": 0, "explaining": 0, "skipped": 0}
 
     def request_pass(self, freed: bool = False, tick: bool = False) -> None:
         """Ask for a pass (see the module's docstring). `freed`: resources were freed, so the
@@ -90,7 +92,6 @@ class Passes:
             elif self._explain_stale and self._explain_handle is None and self.loop:
                 wait = self._explain_interval() - (self._last_pass_end - self._explained_at)
                 self._explain_handle = self.loop.call_later(max(wait, 0.0), self._explain_later)
-            self.passes["explaining" if explain else "quick"] += 1
 
     def _explain_later(self) -> None:
         self._explain_handle = None
@@ -115,6 +116,10 @@ class Passes:
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
             self.start_notes = {}
             return
+        if not explain and not self._could_act(running):
+            self.passes["skipped"] += 1
+            return
+        self.passes["explaining" if explain else "quick"] += 1
         inp = self.pass_input(running)
         plan = decide(inp, explain=explain, preempt=self.preempt_rule(inp))
         self.store.set_reasons(plan.reasons)
@@ -123,6 +128,26 @@ class Passes:
         for start in plan.starts:
             self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
         self.preempt_for_waiting(plan)
+
+    def _could_act(self, running: list[Job]) -> bool:
+        """Whether a pass could start or stop anything: some shape waiting fits what is free
+        now (cards, memory, cores, its pool), or preemption could serve a waiting job. Neither
+        reservations, quotas, admin reservations nor the utilisation rule can make a job fit
+        that does not fit the free resources, so without one no plan starts anything (as the
+        replay of gq sim skips such passes); the reasons then wait for the next pass that
+        reads the jobs, or for the explaining one."""
+        queue = self.kept.queue
+        ranks = [j.priority.rank for j in running
+                 if j.state is JobState.RUNNING and j.preemptible]
+        if ranks and any(r < max(ranks) for r in queue.tiers()):
+            return True
+        free = Capacity(self.host(), running)
+        pools = self.config.pools.for_cards([g.index for g in self.cards])
+        for request in queue.shapes:
+            example = _example(request)
+            if free.fit(example, pools.allowed(example))[0] is not None:
+                return True
+        return False
 
     def _keep_explanations(self, plan: Plan, explain: bool) -> None:
         """What `gq why` and `gq show` say: from an explaining pass, all of it; from a quick
@@ -154,3 +179,11 @@ class Passes:
         if not self.run_times.last:
             return None
         return self.run_times.predict(job, None, self.fingerprints(job)).seconds
+
+
+def _example(request: tuple) -> Job:
+    """A job of this shape (gq/policy/queue.py's `shape`), as placement sees it; an elastic
+    range by its minimum."""
+    gpus, mem, cpus, ram, pool, gpus_max, *avoid = request
+    return Job(id=-1, user="", command=[], cwd="", gpus=gpus, mem=mem, cpus=cpus, ram=ram,
+               pool=pool, gpus_max=gpus_max, avoid_gpus=avoid[0] if avoid else frozenset())

@@ -155,7 +155,7 @@ def schedule(inp: SchedulerInput, explain: bool = True,
         else:
             plan.reasons[job.id] = Reason.RESOURCES
             plan.shortfalls[job.id] = short
-            if explain and kept_by:
+            if kept_by:  # also when not explaining: the daemon's quick passes say it too
                 plan.shortfalls[job.id] = _kept_note(job, hosts, inp.pools.allowed(job),
                                                      kept_by, short, inp.now)
             if reading is not None:
