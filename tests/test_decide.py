@@ -51,20 +51,25 @@ def cases(draw):
         if draw(st.integers(0, 3)) == 0:
             r.array = ArrayPart(draw(st.sampled_from([1000, 2000])), r.id, 20,
                                 1 if r.id % 2 else 2)
+    for job in pending:  # interactive jobs: a lane ahead of every tier, whatever their tier
+        if draw(st.integers(0, 5)) == 0:
+            job.interactive, job.time_limit = True, 600.0
     usage = {u: draw(st.floats(0, 1e5)) for u in "abc"}
-    return host, running, pending, usage, draw(st.randoms())
+    return (host, running, pending, usage, draw(st.randoms()),
+            draw(st.sampled_from([8, 8, 0, 1, 2])))
 
 
-def daemons_way(host, running, pending, usage) -> tuple:
-    """A fresh list each pass, every job explained (gq/daemon/core.py)."""
+def explained(host, running, pending, usage, reservations=8) -> tuple:
+    """A fresh list, every job explained (the daemon's explaining pass)."""
     inp = SchedulerInput(host, copy.deepcopy(pending), copy.deepcopy(running), now=NOW,
-                         usage=usage, score_time=SCORED)
+                         usage=usage, score_time=SCORED, max_reservations=reservations)
     return summary(decide(inp, preempt=PreemptRule(exempt=600.0)))
 
 
-def replays_way(host, running, pending, usage, rng) -> tuple:
+def kept_and_quick(host, running, pending, usage, rng, reservations=8) -> tuple:
     """One queue kept across passes, built in another order, with jobs that came and went, and
-    read only as far as a start is possible (gq/sim/replay.py)."""
+    read only as far as a start is possible (the replay, and the daemon between its explaining
+    passes)."""
     queue = PendingQueue()
     jobs = copy.deepcopy(pending)
     rng.shuffle(jobs)
@@ -73,25 +78,27 @@ def replays_way(host, running, pending, usage, rng) -> tuple:
     for job in [*jobs[: len(jobs) // 2], *gone, *jobs[len(jobs) // 2:]]:
         queue.add(job)
     held = copy.deepcopy(running)
-    decide(SchedulerInput(host, queue, held, now=NOW - 50, usage=usage, score_time=SCORED),
+    decide(SchedulerInput(host, queue, held, now=NOW - 50, usage=usage, score_time=SCORED,
+                          max_reservations=reservations),
            explain=False)  # an earlier pass, which sorts the kept queue
     for job in gone:
         queue.remove(job.id)
-    inp = SchedulerInput(host, queue, held, now=NOW, usage=usage, score_time=SCORED)
+    inp = SchedulerInput(host, queue, held, now=NOW, usage=usage, score_time=SCORED,
+                         max_reservations=reservations)
     return summary(decide(inp, explain=False, preempt=PreemptRule(exempt=600.0)))
 
 
 def summary(plan) -> tuple:
-    return (sorted(plan.starts, key=lambda s: s.job_id), plan.held_back,
+    return (sorted(plan.starts, key=lambda s: s.job_id), plan.held_back, plan.forecasts,
             [(p.job_id, sorted(v.job_id for v in p.victims)) for p in plan.preemptions])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(cases())
-def test_the_daemon_and_the_replay_apply_decide_alike(case):
-    host, running, pending, usage, rng = case
-    assert daemons_way(host, running, pending, usage) == replays_way(
-        host, running, pending, usage, rng)
+def test_an_explaining_pass_and_a_quick_pass_on_a_kept_queue_decide_alike(case):
+    host, running, pending, usage, rng, reservations = case
+    assert explained(host, running, pending, usage, reservations) == kept_and_quick(
+        host, running, pending, usage, rng, reservations)
 
 
 def test_an_array_limit_holds_back_the_same_elements_however_the_queue_is_kept():
@@ -133,3 +140,20 @@ def test_the_host_any_estimate_holds_back_array_elements_as_the_daemon_does(make
              what="two elements of the second array")
     assert [host.job(second + i)["reason"] for i in (2, 3)] == [Reason.ARRAY_LIMIT] * 2
     gate.touch()
+
+
+def test_a_quick_pass_reads_as_far_as_preemption_serves_even_with_no_reservations():
+    # No reservations: the first waiting job settles its shape at once, and a quick pass would
+    # stop there; preemption serves the first 8 waiting jobs, so the pass reads on to job 4.
+    host = Host(cpus=32, cards=(Card(0, 80 * G), Card(1, 80 * G)))
+    running = [Job(id=i, user="a", command=["x"], cwd="/", priority=Tier.LOW, gpus=1,
+                   gpu_ids=[i - 1], state=JobState.RUNNING, started_at=NOW - 7200,
+                   preemptible=True) for i in (1, 2)]
+    pending = [Job(id=i, user="b", command=["x"], cwd="/", gpus=1, submitted_at=float(i))
+               for i in (3, 4)]
+    plans = [decide(SchedulerInput(host, PendingQueue(copy.deepcopy(pending)),
+                                   copy.deepcopy(running), now=NOW, max_reservations=0),
+                    explain=explain, preempt=PreemptRule(600.0)) for explain in (True, False)]
+    assert [summary(p) for p in plans][0] == [summary(p) for p in plans][1]
+    assert [(p.job_id, [v.job_id for v in p.victims]) for p in plans[1].preemptions] == [
+        (3, [2]), (4, [1])]

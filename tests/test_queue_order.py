@@ -241,16 +241,21 @@ def test_stopping_early_reads_past_a_job_kept_off_a_reserved_card():
 @given(governed_clusters(), st.data())
 def test_the_baselines_stop_reading_early_with_the_same_starts(case, data):
     from gq.policy.baselines import fifo, greedy
+    from gq.policy.tiresias import tiresias
 
     hosts, running, pending, _reservations, pools, windows, accounts = case
     for j in pending:
         if data.draw(st.integers(0, 5)) == 0:
             j.state = JobState.HELD
+    attained = {j.id: data.draw(st.sampled_from([0.0, 1800.0, 7200.0, 72000.0]))
+                for j in pending + running}  # Tiresias' queues: by service had
     inp = lambda: SchedulerInput(hosts, list(pending), running, {}, 3600.0,  # noqa: E731
-                                 pools=pools, windows=windows, accounts=accounts)
-    for policy in (fifo, greedy):
+                                 pools=pools, windows=windows, accounts=accounts,
+                                 attained=attained)
+    for policy in (fifo, greedy, tiresias):
         full, quick = policy(inp()), policy(inp(), explain=False)
         assert quick.starts == full.starts, policy.__name__
+        assert quick.preemptions == full.preemptions, policy.__name__
         assert set(full.reasons) == {j.id for j in pending} - {s.job_id for s in full.starts}
 
 
@@ -267,3 +272,82 @@ def test_greedy_stops_once_no_shape_left_could_fit():
     # the only shape left is job 1's, known short, so jobs 3 and 4 are not read.
     quick = greedy(inp(), explain=False)
     assert [s.job_id for s in quick.starts] == [2] and set(quick.reasons) == {1}
+
+
+# ---- what a pass on a kept queue costs ------------------------------------------------------
+
+def counting_keys(monkeypatch) -> list:
+    """Calls of PendingQueue._key (scoring one job for the order), counted."""
+    calls = []
+    real = PendingQueue._key
+
+    def key(self, job, inp):
+        calls.append(job.id)
+        return real(self, job, inp)
+
+    monkeypatch.setattr(PendingQueue, "_key", key)
+    return calls
+
+
+def test_arrivals_between_recalculations_are_scored_once_each_and_a_new_usage_resorts(
+        monkeypatch):
+    calls = counting_keys(monkeypatch)
+    queue = PendingQueue([job(i, at=float(i)) for i in range(1, 101)])
+    busy = [job(999, started=0, gpu_ids=[0])]
+    usage = {"ann": 10.0}
+
+    def pass_at(now, usage, predicted=None):
+        schedule(SchedulerInput(one_card(), queue, busy, {}, now, usage=usage, score_time=50.0,
+                                predicted=predicted or {}), explain=False)
+
+    pass_at(60.0, usage)
+    assert len(calls) == 100  # the first pass sorts the queue
+    calls.clear()
+    for i in range(101, 111):
+        queue.add(job(i, at=float(i)))
+    pass_at(61.0, usage)
+    pass_at(62.0, usage)
+    assert sorted(calls) == list(range(101, 111))  # each arrival once, nothing re-sorted
+    calls.clear()
+    queue.rekey(5)  # its predicted run time changed: it alone is scored again
+    pass_at(63.0, usage, predicted={5: 60.0})
+    assert calls == [5]
+    calls.clear()
+    pass_at(64.0, {"ann": 20.0})  # usage recalculated (a new dict): every score changes
+    assert len(calls) == 110
+
+
+def test_a_rekeyed_job_takes_its_new_place():
+    queue = PendingQueue([job(i, at=float(i)) for i in (1, 2, 3)])
+    usage = {}
+
+    def order(predicted):
+        inp = SchedulerInput(one_card(), queue, [], {}, 10.0, usage=usage, score_time=5.0,
+                             predicted=predicted)
+        return [j.id for j in queue.ordered(inp, {}, lambda j: True)]
+
+    assert order({}) == [1, 2, 3]
+    assert order({3: 60.0}) == [1, 2, 3]  # not told: the kept order stands
+    queue.rekey(3)  # job 3 is now predicted to be short: it ranks first
+    assert order({3: 60.0}) == [3, 1, 2]
+    fresh = PendingQueue(list(queue))
+    inp = SchedulerInput(one_card(), fresh, [], {}, 10.0, usage=usage, score_time=5.0,
+                         predicted={3: 60.0})
+    assert [j.id for j in fresh.ordered(inp, {}, lambda j: True)] == [3, 1, 2]
+
+
+def test_a_quick_pass_reads_none_of_a_long_blocked_shape_past_its_head():
+    # One card, busy; 2,000 one-card jobs wait for it, then one CPU job that can start. The
+    # quick pass reads the card job that takes the reservation (the card is then set aside:
+    # no other can be reserved on it), drops the rest, and starts the CPU job.
+    busy = job(9999, started=0, gpu_ids=[0], limit=H)
+    waiting = [job(i, at=float(i)) for i in range(1, 2001)] + [job(2001, at=2001.0, gpus=0)]
+    queue = PendingQueue(waiting)
+    for explain in (False, True):
+        plan = schedule(SchedulerInput(one_card(), queue, [busy], {}, 3000.0), explain=explain)
+        assert [s.job_id for s in plan.starts] == [2001]
+        assert list(plan.forecasts) == [1]
+    read = plan.scores
+    assert len(read) == 2001  # the explaining pass reads every job...
+    quick = schedule(SchedulerInput(one_card(), queue, [busy], {}, 3000.0), explain=False)
+    assert sorted(quick.scores) == [1, 2001]  # ...the quick one the reserved and the CPU job

@@ -58,3 +58,31 @@ def test_learned_run_times_bring_a_replay_without_limits_near_the_oracle():
                               if j.job_id.startswith("big"))
     assert jct["learned"] <= 1.25 * jct["oracle"]
     assert big_wait["learned"] <= big_wait["oracle"] < big_wait["none"] / 1.5
+
+
+def test_a_kept_queue_orders_learned_jobs_as_a_fresh_sort_would(monkeypatch):
+    # Without limits, a waiting job's score counts its predicted run time, which changes as
+    # runs of its fingerprint complete: the kept queue places such jobs again (rekey), so the
+    # replay starts what a pass over a freshly sorted queue starts.
+    from dataclasses import replace as with_
+
+    import gq.sim.replay as sim
+    from gq.policy import PendingQueue
+    from gq.policy.decide import decide
+    from gq.sim.cluster import parse_cluster
+
+    def fresh(inp, preempt=None):
+        return decide(with_(inp, pending=PendingQueue(list(inp.pending))), explain=False,
+                      preempt=preempt)
+
+    monkeypatch.setitem(sim.POLICIES, "fresh", fresh)
+    trace = [TraceJob(job_id=f"{i:03d}", submit_time=float(i * 37 % 900),
+                      duration=60.0 + (i * 7919) % 1800, gpus=1 + i % 2,
+                      user=["ann", "bob", "cy"][i % 3], name=["a", "b", "c", "d"][i % 4])
+             for i in range(200)]
+    trace.sort(key=lambda j: (j.submit_time, j.job_id))
+    hosts = parse_cluster("1x4x80G")
+    model = TimeModel("none")
+    key = lambda r: sorted((j.job_id, j.start, j.host) for j in r.jobs)  # noqa: E731
+    kept = replay(trace, hosts, "gq", time_model=model, learn=True)
+    assert key(kept) == key(replay(trace, hosts, "fresh", time_model=model, learn=True))

@@ -6,7 +6,7 @@ over-budget job's offence escalates at once to its tier's [offenders] over_budge
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from gq.model import Job, JobState
 from gq.units import format_size
@@ -94,14 +94,10 @@ class Collateral:
         self.stop(job, JobState.PREEMPTING, f"requeued by gq with {shown} ({why})",
                   mem=new_mem)
 
-    def apply_kept_off(self, pending: list[Job], holding: list[Job]) -> list[Job]:
-        """The queue with each waiting victim marked with the cards kept from it, while its
-        killer runs (copies: the store's cached jobs are not to be changed)."""
+    def prune_kept_off(self, holding: list[Job]) -> None:
+        """Forget the cards kept from victims whose killer no longer runs (the pass's kept
+        queue, gq/daemon/kept_queue.py, gives each victim a copy avoiding its cards)."""
         running = {j.id for j in holding if j.state == JobState.RUNNING}
-        for victim, (killer, cards) in list(self.kept_off.items()):
+        for victim, (killer, _cards) in list(self.kept_off.items()):
             if killer not in running:
                 del self.kept_off[victim]
-        if not self.kept_off:
-            return pending
-        return [replace(j, avoid_gpus=self.kept_off[j.id][1]) if j.id in self.kept_off else j
-                for j in pending]

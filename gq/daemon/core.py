@@ -1,7 +1,8 @@
-"""The daemon's state and its actions: schedule and start jobs, watch their shims.
+"""The daemon's state and its actions: start jobs, watch their shims.
 
-Stopping and ending runs are in ending.py, preemption in preempting.py, what a starting daemon
-does in recovery.py: parts of the one Daemon class, each with its own reason to change."""
+When and how the policy runs is in passes.py, stopping and ending runs in ending.py, preemption
+in preempting.py, what a starting daemon does in recovery.py: parts of the one Daemon class,
+each with its own reason to change."""
 
 from __future__ import annotations
 
@@ -21,16 +22,19 @@ from gq.daemon.collateral import Collateral
 from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
 from gq.daemon.freezing import Freezing
+from gq.daemon.group_commit import GroupCommit
 from gq.daemon.identity import identity_of, prepare_user_dir
+from gq.daemon.kept_queue import KeptQueue
 from gq.daemon.layout import Layout
 from gq.daemon.mem_history import learned_utils
 from gq.daemon.notify import Notifier
+from gq.daemon.passes import Passes
 from gq.daemon.peers.registry import Peers
 from gq.daemon.policing import Police
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
 from gq.daemon.reservations import windows as admin_windows
-from gq.daemon.runtimes import Fingerprints, load_run_times, start_notes
+from gq.daemon.runtimes import Fingerprints, load_run_times
 from gq.daemon.shim import ShimSpec
 from gq.daemon.supervisor import RUN_TOKEN, Shim, SpawnUnknown, Supervisor
 from gq.daemon.telemetry import Telemetry
@@ -41,13 +45,13 @@ from gq.policy.cardshare import cards_held
 from gq.policy.fairshare import Score
 from gq.store import Store
 from gq.policy import (
-    Card, Forecast, Host, Outcome, RunInterval, SchedulerInput, decayed_usage, decide,
+    Card, Forecast, Host, Outcome, PendingQueue, RunInterval, SchedulerInput, decayed_usage,
 )
 
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
+class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
     def __init__(
         self,
         layout: Layout,
@@ -65,11 +69,14 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
         for d in (layout.logs, layout.run) + (() if layout.system else (layout.checkpoints,)):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(layout.db)
+        self.group_commit = GroupCommit(lambda: self.store.unsynced, self.store.sync_wal)
         self.warnings: list[str] = []  # said at start (the log, `gq daemon status`)
         self.skip_lost_ids()
         self.supervisor = Supervisor(layout.run)
         self.shims: dict[int, Shim] = {}  # job id -> its watched shim
         self.unadopted: set[int] = set()  # shims alive but not yet watched
+        self._spawner_fd: int | None = None  # the spawner's socket, read for its answers
+        self._spawner_read = 0  # the spawner (Supervisor.generation) whose answers are read
         self.cards: list[Gpu] = []
         self.external: dict[int, int | None] = {}
         self.job_memory: dict[int, dict[int, int]] = {}  # card -> job -> bytes held now
@@ -94,9 +101,8 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
         self._usage_at = float("-inf")
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._pass_timer: asyncio.TimerHandle | None = None  # a spaced pass to come
-        self._last_pass_end = 0.0  # time.monotonic() when the last pass ended
-        self._last_pass_cost = 0.0  # how long it took, in seconds
+        self.kept = KeptQueue(self.predict_waiting)  # what a pass reads: gq/daemon/passes.py
+        self.start_passes()
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
         self.police = Police(self.store, config, self.telemetry, self, self.notifier, layout.home,
@@ -127,6 +133,8 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
         for shim in self.shims.values():
             if self.loop:
                 self.loop.remove_reader(shim.pidfd)
+        if self.loop and self._spawner_fd is not None:
+            self.loop.remove_reader(self._spawner_fd)
         self.supervisor.close()
         self.store.close()
         self.backend.close()
@@ -146,7 +154,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
         self.telemetry.maintain(self.clock())
         # Spaced like any other (request_pass): under a flood of requests, a pass on every
         # tick as well would leave the daemon little time to answer them.
-        self.request_pass()
+        self.request_pass(tick=True)
         if self.loop is not None:
             self.backups.tick(self.loop, self.clock())
 
@@ -162,12 +170,17 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
             RunInterval(r["user"], r["share"], r["started_at"], r["ended_at"])
             for r in self.store.runs_since(now - 10 * half_life)  # older: under 0.1%
         ]
+        holding = self.store.holding_jobs()
         intervals += [
             RunInterval(j.user, self.charge(j), j.started_at, None)
-            for j in self.store.holding_jobs()
+            for j in holding
             if j.started_at is not None and j.state in (JobState.RUNNING, JobState.PREEMPTING)
         ]
         self.usage = decayed_usage(intervals, now, half_life)
+        # Scores change: the queue is sorted again at the next pass, with predicted run times
+        # taken again too (held in between, as scores are: gq/daemon/kept_queue.py).
+        self.fingerprints.keep_only(set(self.kept.queue.jobs) | {j.id for j in holding})
+        self.kept.repredict()
 
     def read_cards(self, observe: bool = True) -> None:
         try:
@@ -196,18 +209,6 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
 
     # ---- scheduling ---------------------------------------------------------------------
 
-    def request_pass(self, freed: bool = False) -> None:
-        """Schedule: at once when resources were freed or the daemon is not busy (so that the
-        answer to a submit already shows the job's reason), else spaced so that passes take
-        at most half the daemon's time: under a flood of submits, one pass serves many."""
-        if self.loop is None or self._pass_timer is not None:
-            return
-        delay = 0.0 if freed else self._last_pass_end + self._last_pass_cost - time.monotonic()
-        if delay <= 0:
-            self.run_pass()
-        else:
-            self._pass_timer = self.loop.call_later(delay, self.run_pass)
-
     def host(self) -> Host:
         cards = tuple(
             Card(g.index, g.memory_total, self.external.get(g.index, 0), g.island,
@@ -216,49 +217,9 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
         )
         return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)
 
-    def run_pass(self) -> None:
-        if self._pass_timer is not None:  # this pass serves whoever asked for that one
-            self._pass_timer.cancel()
-            self._pass_timer = None
-        began = time.monotonic()
-        try:
-            with self.store.relaxed():
-                self._schedule_once()
-        except Exception:  # e.g. a full disk; never the request that asked for the pass
-            log.exception("scheduling pass failed; the next tick tries again")
-        finally:
-            self._last_pass_end = time.monotonic()
-            self._last_pass_cost = self._last_pass_end - began
-
-    def _schedule_once(self) -> None:
-        # Held jobs keep the reason Held they were given when held, and take no part in a
-        # pass (the policy would only say Held again): thousands held cost nothing.
-        pending = [j for j in self.local_queue() if j.state != JobState.HELD]
-        holding = self.store.holding_jobs()
-        frozen = [j for j in holding if j.state == JobState.FROZEN and not j.freeze_op]
-        if not pending and not frozen:
-            self.shortfalls, self.forecasts, self.scores = {}, {}, {}
-            self.start_notes = {}
-            return
-        running = [j for j in holding if j.state != JobState.FROZEN]
-        pending = self.apply_kept_off(pending, running)
-        self.fingerprints.keep_only({j.id for j in pending} | {j.id for j in running})
-        inp = self.scheduler_input(pending, running)
-        inp.frozen = frozen
-        plan = decide(inp, preempt=self.preempt_rule(inp))
-        self.store.set_reasons(plan.reasons)
-        self.shortfalls = plan.shortfalls
-        self.forecasts = plan.forecasts
-        self.start_notes = start_notes(inp, plan.forecasts, self.run_times, self.fingerprints)
-        self.scores = plan.scores
-        for start in plan.starts:
-            self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
-        for thaw in plan.thaws:
-            self.thaw(thaw.job_id, list(thaw.gpu_ids))
-        self.preempt_for_waiting(plan)
-
     def local_queue(self) -> list[Job]:
-        """Pending and held jobs to run here: not those waiting to be sent to a peer
+        """Pending and held jobs to run here, as a list (the `--host any` estimate; a pass
+        reads the kept queue): not those waiting to be sent to a peer
         (gq/daemon/peers/forwarding.py), which it keeps at reason PeerDown."""
         queue = self.store.queue()
         waiting = {j.id: Reason.PEER_DOWN for j in queue
@@ -269,6 +230,8 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
         return [j for j in queue if j.forward is None]
 
     def scheduler_input(self, pending: list[Job], running: list[Job]) -> SchedulerInput:
+        """The policy's input for these jobs, read afresh (the `--host any` estimate; a pass
+        reads the kept queue: Passes.pass_input)."""
         dep_ids = {i for job in pending for ids in job.deps.values() for i in ids}
         outcomes = {
             j.id: Outcome(j.state, j.exit_code, j.ended_at)
@@ -276,15 +239,25 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
             if j.state in ENDED_STATES
         } if dep_ids else {}
         now = self.clock()
+        return self.policy_input(
+            pending, running, outcomes, now,
+            self.run_times.limits(pending + running, now, self.fingerprints),
+            [j for j in pending if j.mem is not None])
+
+    def policy_input(self, pending: list[Job] | PendingQueue, running: list[Job],
+                     outcomes: dict[int, Outcome], now: float, predicted: dict[int, float],
+                     slices: list[Job]) -> SchedulerInput:
+        """The input of a pass: these jobs, with the host, the settings and what was learned
+        (`slices`: the waiting jobs with --mem, whose learned utilisation it carries)."""
         return SchedulerInput(
             self.host(), pending, running, outcomes, now,
             default_limit=self.config.default_time,
             tier_limits=self.config.default_time_by_tier,
-            predicted=self.run_times.limits(pending + running, now, self.fingerprints),
+            predicted=predicted,
             max_reservations=self.config.reservations,
             usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
             score_time=self._usage_at,
-            util=learned_utils(self.store, [*pending, *running], self.command_keys,
+            util=learned_utils(self.store, [*slices, *running], self.command_keys,
                                self.known_utils),
             share_util_max=self.config.share_util_max,
             pools=self.config.pools.for_cards([g.index for g in self.cards]),
@@ -320,20 +293,66 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral):
             ended_at=None, exit_code=None, peak_mem=None,
         )
         try:
-            shim = self.supervisor.spawn(self.shim_spec(job, gpu_ids))
+            spec = self.shim_spec(job, gpu_ids)
+            if self.loop is not None:  # the spawner answers later: on_spawned
+                self.supervisor.request(spec)
+                self._follow_spawner()
+                return
+            shim = self.supervisor.spawn(spec)
         except SpawnUnknown as e:
-            log.error("job %s: %s; the next tick settles it", job.id, e)
-            self.unadopted.add(job.id)
+            self._spawn_unknown(job.id, e)
             return
         except OSError as e:  # no shim, or (system daemon) no account or directory for it
-            log.error("job %s: cannot start its shim: %s", job.id, e)
-            self.store.transition(
-                job.id, JobState.FAILED, now, reason=f"could not start: {e}", ended_at=now,
-                holding=0,
-            )
-            self.notify(job.id)
+            self._not_started(job.id, e)
             return
         self.watch(shim)
+
+    def _not_started(self, job_id: int, e: OSError) -> None:
+        log.error("job %s: cannot start its shim: %s", job_id, e)
+        job = self.store.light_jobs([job_id]).get(job_id)
+        if job is not None and job.state != JobState.RUNNING:  # stopped meanwhile: as asked
+            self.finish(job_id, None, never_started=True)
+            return
+        now = self.clock()
+        self.store.transition(job_id, JobState.FAILED, now, reason=f"could not start: {e}",
+                              ended_at=now, holding=0)
+        self.notify(job_id)
+
+    def _spawn_unknown(self, job_id: int, e: Exception) -> None:
+        log.error("job %s: %s; the next tick settles it", job_id, e)
+        self.unadopted.add(job_id)
+
+    def _follow_spawner(self) -> None:
+        """Read the spawner's answers as they come (its socket changes when it is started
+        again), and hand the jobs a dead spawner was asked for to the next tick."""
+        if self._spawner_read != self.supervisor.generation:
+            if self._spawner_fd is not None:
+                self.loop.remove_reader(self._spawner_fd)
+            self._spawner_fd = self.supervisor.reader_fd
+            self._spawner_read = self.supervisor.generation
+            if self._spawner_fd is not None:
+                self.loop.add_reader(self._spawner_fd, self.on_spawned)
+        for job_id in self.supervisor.take_lost():
+            self._spawn_unknown(job_id, SpawnUnknown("the shim spawner died while starting "
+                                                     "its shim"))
+
+    def on_spawned(self) -> None:
+        """The spawner answered: watch the shim it started, or record why it could not."""
+        answer = self.supervisor.answer()
+        if answer is not None:
+            job_id, shim = answer
+            with self.store.relaxed():
+                if isinstance(shim, OSError):
+                    self._not_started(job_id, shim)
+                else:
+                    self.watch(shim)
+                    job = self.store.light_jobs([job_id]).get(job_id)
+                    if job is not None and job.state in self.STOP_REQUESTS:
+                        # Stopped while its shim was being started (stop() found none to ask).
+                        self.supervisor.ask(shim, self.STOP_REQUESTS[job.state])
+        else:  # the spawner is gone: forget its socket
+            self._spawner_read = -1
+        self._follow_spawner()
 
     def shim_spec(self, job: Job, gpu_ids: list[int]) -> ShimSpec:
         env = self.job_env(job, gpu_ids)

@@ -24,6 +24,7 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     # submit, answered with the job the first attempt queued.
     key = check_key(args)
     if key is not None and (queued := daemon.store.job_for_key(caller.uid, key)) is not None:
+        daemon.store.needs_sync()  # the first attempt's answer may still wait for the disk
         return _submitted(daemon, queued)
     if daemon.layout.system:  # the job will run as the caller: they must have an account
         try:
@@ -41,16 +42,19 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
         raise BadInput(f"-p {job.priority} -g {job.gpus}: {never}")
     job.notify = check_notify(args, daemon.config.notify)
     parts = arrays.elements(args, job.command)
-    waiting = sum(1 for j in daemon.store.queue() if j.uid == caller.uid)
-    check_submit(daemon.config.access, job, parts and parts[0], waiting)
-    if parts is not None:
-        job.id = arrays.insert_elements(daemon.store, job, *parts, key=key)[0]
-    else:
-        job.id = daemon.store.insert_job(job, job.submitted_at, key)
+    check_submit(daemon.config.access, job, parts and parts[0],
+                 daemon.store.waiting_count(caller.uid))
+    with daemon.store.synced_later():  # answered once on disk: gq/daemon/group_commit.py
+        if parts is not None:
+            job.id = arrays.insert_elements(daemon.store, job, *parts, key=key)[0]
+        else:
+            job.id = daemon.store.insert_job(job, job.submitted_at, key)
     for note in notes:
         if note.startswith(LEARNED):  # what gq stats counts as a learned request
             daemon.store.note(job.id, job.submitted_at, note)
     daemon.request_pass()
+    if parts is None:  # the row is what was just written from `job`: not read back
+        return {**job_json(job), "notes": notes}
     return {**_submitted(daemon, job.id), "notes": notes}
 
 

@@ -56,9 +56,10 @@ def _stopping_for(daemon: Daemon, job: Job) -> list[Job]:
 
 def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
     text = str(args.get("id", "")).strip()
+    job_id = resolve_id(daemon, caller, text)
+    daemon.explain_now()  # the reasons as of now, if the queue changed since they were given
     # Light jobs (no command or environment; waiting ones from memory): all a sentence needs,
     # and cheap for each of a 10,000-element array.
-    job_id = resolve_id(daemon, caller, text)
     job = daemon.store.light_jobs([job_id])[job_id]
     members = None if arrays.parse_element(text) or job.array is None else (
         arrays.whole_array(daemon.store, job.id))

@@ -64,6 +64,7 @@ def op_config(daemon: Daemon, caller: Caller, args: dict) -> dict:
 
 def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job_id = resolve_id(daemon, caller, args.get("id", ""))
+    daemon.explain_now()  # the reasons as of now, if the queue changed since they were given
     job = daemon.store.get_job(job_id)
     out = job_json(job)
     out["why"] = explain(daemon, job)

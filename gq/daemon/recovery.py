@@ -49,8 +49,8 @@ class Recovery:
     def settle_or_retry(self, job_id: int) -> None:
         """Settle a job; should its end fail to reach the database (a full disk), it stays
         unadopted, holding its cards, and every tick tries again until it is recorded."""
-        try:
-            self.settle(self.store.get_job(job_id))
+        try:  # light: settling reads the job's full row only to record its end
+            self.settle(self.store.light_jobs([job_id])[job_id])
         except Exception as e:
             self.unadopted.add(job_id)
             if is_disk_full(e):

@@ -52,8 +52,8 @@ class Fingerprints:
     def __call__(self, job: Job) -> Fingerprint:
         fp = self.known.get(job.id)
         if fp is None:
-            full = self.store.get_job(job.id) if not job.command else job
-            fp = self.known[job.id] = fingerprint(full.user, full.command, full.gpus_held)
+            command = job.command or self.store.command(job.id)
+            fp = self.known[job.id] = fingerprint(job.user, command, job.gpus_held)
         return fp
 
     def keep_only(self, ids: set[int]) -> None:
@@ -69,11 +69,12 @@ def start_notes(inp, forecasts: dict, book: RunTimes, fp_of
                 ) -> dict[int, tuple[bool, str]]:
     """For each reserved job: whether its expected start is known, and what it rests on, in
     words. A start that waits for a job whose end is only a default assumption is unknown."""
-    jobs = {j.id: j for j in inp.running}
-    jobs.update({j.id: j for j in inp.pending})
+    running = {j.id: j for j in inp.running}
+    waiting = inp.pending.jobs  # a kept queue: looked up, not copied (it may be long)
+    jobs = lambda i: running.get(i) or waiting.get(i)  # noqa: E731
     out = {}
     for job_id, f in forecasts.items():
-        after = jobs.get(f.after) if f.after is not None else None
+        after = jobs(f.after) if f.after is not None else None
         if after is None:
             out[job_id] = (True, "when the cards it needs are free")
         elif after.time_limit:
@@ -81,8 +82,8 @@ def start_notes(inp, forecasts: dict, book: RunTimes, fp_of
         elif inp.end_known(after):
             p = book.predict(after, inp.now, fp_of(after))
             basis = p.basis
-            waiting = jobs.get(job_id)
-            if waiting is not None and waiting.user != after.user:
+            reserved = jobs(job_id)
+            if reserved is not None and reserved.user != after.user:
                 basis = basis.replace("like your ", f"like {after.user}'s ", 1)
             out[job_id] = (True, f"when job {after.id} ends: it runs "
                                  f"~{format_duration(p.seconds)}, {basis}")

@@ -68,12 +68,15 @@ async def dispatch(daemon: Daemon, turns: Turns, caller: Caller, line: bytes) ->
         # Whatever the request says of a user, the caller is who the kernel says (peer_caller).
         # Requests for other hosts go through gq/daemon/peers/route.py; awaitables (`wait`, peers)
         # finish outside the turns.
+        unsynced = daemon.store.unsynced
         if op in ROUTED:
             result = await turns.run(caller.uid, lambda: route(daemon, caller, op, args, handler))
         else:
             result = await turns.run(caller.uid, lambda: handler(daemon, caller, args))
         if inspect.isawaitable(result):
             result = await result
+        if daemon.store.unsynced != unsynced:  # a submit: answered once it is on disk
+            await daemon.group_commit.covering(daemon.store.unsynced)
         return ok(result)
     except GqError as e:
         return error(e)

@@ -65,11 +65,28 @@ class ShimSpec(TypedDict):
     token: str
 
 
+EXIT_RECORD_ROOM = 4096  # bytes reserved for a run's exit record; one takes about 250
+
+
+def reserve_room(path: str, size: int = EXIT_RECORD_ROOM) -> None:
+    """Take the room for a file now, while there is some: the shim writes its exit record
+    into it however full the disk is by then."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, b" " * size)
+        finally:
+            os.close(fd)
+    except OSError:  # not even that much room: the shim tries anyway when the job ends
+        pass
+
+
 def write_json_durably(path: str, data: dict) -> None:
     """Write atomically (a reader sees all or nothing) and so that it survives a power cut.
 
-    Into PATH.tmp as the daemon left it, room reserved (Supervisor.spawn): overwriting and
-    shortening it needs no new space, so the record is written on a disk that filled up."""
+    Into PATH.tmp as the shim left it before the job began, room reserved (reserve_room):
+    overwriting and shortening it needs no new space, so the record is written on a disk
+    that filled up."""
     tmp = path + ".tmp"
     payload = json.dumps(data).encode()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -110,6 +127,7 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
     # "requests": this shim takes PREEMPT and TIME_UP (one of an older gq took SIGTERM only).
     os.pwrite(lock_fd, json.dumps({"pid": os.getpid(), "run": spec["run"], "requests": 1,
                                    "token": spec.get("token")}).encode(), 0)
+    reserve_room(spec["exit_path"] + ".tmp")
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stop, wait, err_offset, out_offset, error = None, spec["kill_wait"], None, None, None

@@ -4,6 +4,8 @@ Forking the daemon costs milliseconds (its page tables and, afterwards, copy-on-
 a heap of tens of MB); forking this process, which imports almost nothing, costs a tenth of
 that. The daemon sends a shim spec and the run's locked lock file over a socketpair; the
 spawner forks, and answers with a pidfd of the shim, opened before the shim could be reaped.
+Answers come in the order of the requests; the daemon need not wait for one before it goes on
+(Supervisor.request).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def serve(sock: socket.socket) -> None:
         except OSError as e:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
             os.close(lock_fd)
-            send(sock, {"error": str(e)}, [])
+            send(sock, {"job_id": spec.get("job_id"), "error": str(e)}, [])
             continue
         if pid == 0:
             try:
@@ -69,7 +71,7 @@ def serve(sock: socket.socket) -> None:
                 os._exit(0)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
         pidfd = os.pidfd_open(pid)
-        send(sock, {"pid": pid}, [pidfd])
+        send(sock, {"job_id": spec.get("job_id"), "pid": pid}, [pidfd])
         os.close(pidfd)
         os.close(lock_fd)
 

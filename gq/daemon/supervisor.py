@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -36,22 +37,6 @@ class Shim:
 
 
 RUN_TOKEN = "GQ_RUN_TOKEN"  # in the environment of every process of a run: which run it is
-EXIT_RECORD_ROOM = 4096  # bytes reserved for a run's exit record; one takes about 250
-
-
-def _reserve(path: str, size: int) -> None:
-    """Take the room for a file now, while there is some: the shim writes its exit record
-    into it however full the disk is by then."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, b" " * size)
-        finally:
-            os.close(fd)
-    except OSError:  # not even that much room: the shim tries anyway when the job ends
-        pass
-
-
 class RunStatus(Enum):
     ALIVE = "alive"  # the shim holds its lock
     EXITED = "exited"  # the shim recorded an exit status
@@ -73,6 +58,9 @@ class Supervisor:
         run_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._spawner: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
+        self.generation = 0  # spawners started so far
+        self._asked: deque[int] = deque()  # jobs asked of the spawner, not answered yet
+        self._lost: list[int] = []  # asked of a spawner that died first
         self._finished: set[int] = set()  # runs whose files forget_finished() removes
 
     def lock_path(self, job_id: int) -> Path:
@@ -84,46 +72,80 @@ class Supervisor:
     # ---- starting ---------------------------------------------------------------------
 
     def spawn(self, spec: ShimSpec) -> Shim:
+        """Start a shim and wait for it (the daemon asks without waiting: request)."""
+        self.request(spec)
+        answer = self.answer()
+        if answer is None:
+            self.take_lost()  # this one: the caller is told
+            raise SpawnUnknown("the shim spawner died while starting a shim")
+        _job_id, shim = answer
+        if isinstance(shim, Exception):
+            raise shim
+        return shim
+
+    def request(self, spec: ShimSpec) -> None:
+        """Ask the spawner for a shim, without waiting for it: answer() reads what it says,
+        once its socket (reader_fd) is readable. Raises SpawnError if no spawner takes it."""
         job_id = spec["job_id"]
         self._finished.discard(job_id)
         try:
             os.unlink(self.exit_path(job_id))  # a previous run's, already recorded
         except FileNotFoundError:
             pass
-        _reserve(f"{self.exit_path(job_id)}.tmp", EXIT_RECORD_ROOM)
+        # The room for the exit record is taken by the shim (off the daemon's thread), before
+        # the job starts: gq/daemon/shim.py.
         flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
         lock_fd = os.open(self.lock_path(job_id), flags, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            reply, fds = self._ask_spawner(spec, lock_fd)
+            self._send(spec, lock_fd)
         finally:
-            os.close(lock_fd)  # the shim's copy keeps the lock
-        if "error" in reply:
-            raise SpawnError(reply["error"])
-        return Shim(job_id, reply["pid"], fds[0])
+            os.close(lock_fd)  # the request in flight, then the shim, keep the lock
+        self._asked.append(job_id)
 
-    def _ask_spawner(self, spec: ShimSpec, lock_fd: int) -> tuple[dict, list[int]]:
-        for attempt in (1, 2):
+    def _send(self, spec: ShimSpec, lock_fd: int) -> None:
+        for _attempt in (1, 2):
             if self._sock is None:
                 self._start_spawner()
             try:
                 send(self._sock, dict(spec), [lock_fd])
-                break
+                return
             except OSError:  # it died before taking the request: a new one may retry
                 self.close()
-        else:
-            raise SpawnError("the shim spawner does not start")
+        raise SpawnError("the shim spawner does not start")
+
+    @property
+    def reader_fd(self) -> int | None:
+        """The spawner's socket, to read answers from; None when no spawner runs. It changes
+        when the spawner is started again (`generation` counts the starts)."""
+        return None if self._sock is None else self._sock.fileno()
+
+    def answer(self) -> tuple[int, Shim | SpawnError] | None:
+        """The spawner's next answer (blocks until there is one): the job asked for and its
+        shim, or why none was started. None: the spawner died; the jobs it was asked for may
+        or may not have shims (take_lost gives them)."""
         try:
             reply, fds = receive(self._sock)
         except OSError:
             reply, fds = None, []
         if reply is None:
-            # Never retried: the shim may exist. The run's files will tell (Daemon.settle).
+            # Never retried: the shims may exist. The run's files will tell (Daemon.settle).
             self.close()
-            raise SpawnUnknown("the shim spawner died while starting a shim")
-        return reply, fds
+            return None
+        job_id = self._asked.popleft()
+        if reply.get("job_id", job_id) != job_id:  # answers come in order: never otherwise
+            raise RuntimeError(f"the spawner answered for job {reply['job_id']}, not {job_id}")
+        if "error" in reply:
+            return job_id, SpawnError(reply["error"])
+        return job_id, Shim(job_id, reply["pid"], fds[0])
+
+    def take_lost(self) -> list[int]:
+        """Jobs asked of a spawner that died before it answered for them."""
+        lost, self._lost = self._lost, []
+        return lost
 
     def _start_spawner(self) -> None:
+        self.generation += 1
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._spawner = subprocess.Popen(
             [sys.executable, "-m", "gq.daemon.spawner", str(theirs.fileno())],
@@ -134,6 +156,8 @@ class Supervisor:
         self._sock = mine
 
     def close(self) -> None:
+        self._lost += self._asked
+        self._asked.clear()
         if self._sock is not None:
             self._sock.close()  # the spawner sees the end of its stream and exits
             self._sock = None

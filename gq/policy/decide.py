@@ -12,9 +12,11 @@ Frozen jobs (gq/policy/freezing.py) wait in the queue for the pass as thaw reque
 `thaws` are kept apart from its starts, and its `freezing` says, for each victim, whether it is
 frozen or signalled, and why.
 
-`explain=False` (the replay) reads the queue only as far as a start is still possible: the
-same starts, fewer reasons. Tiresias preempts by its own rule (gq/policy/tiresias.py); the
-other baselines never preempt.
+`explain=False` (the replay, and the daemon's passes between two explaining ones) reads the
+queue only as far as a start is still possible: the same starts, reservations and preemption
+victims, fewer reasons. (With preemption on, such a pass reads at least as far as the waiting
+jobs preemption may serve: gq/policy/schedule.py's `protect`.) Tiresias preempts by its own
+rule (gq/policy/tiresias.py); the other baselines never preempt.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from gq.model import JobState, Reason
 from gq.policy.arrays import throttled
 from gq.policy.baselines import fifo, greedy
 from gq.policy.freezing import FreezeRule, choose, for_pass, freezable
-from gq.policy.preemption import plan_preemptions
+from gq.policy.preemption import MAX_WAITING, plan_preemptions
 from gq.policy.schedule import allowed_cards, schedule
 from gq.policy.shortest_first import qssf, sjf_oracle
 from gq.policy.tiresias import tiresias
@@ -70,7 +72,10 @@ def decide(inp: SchedulerInput, policy: str = "gq", explain: bool = True,
     for request in thawing:
         queue.add(request)
     try:
-        plan = choose_starts(inp, explain)
+        if policy == "gq" and preempt is not None and not explain:
+            plan = schedule(inp, explain, protect=_protected(inp))
+        else:
+            plan = choose_starts(inp, explain)
     finally:
         for request in thawing:
             queue.remove(request.id)
@@ -99,6 +104,14 @@ def wants_preemption(inp: SchedulerInput) -> bool:
     ranks = [j.priority.rank for j in inp.running if j.state is JobState.RUNNING
              and j.preemptible]
     return bool(ranks) and any(r < max(ranks) for r in inp.pending.tiers())
+
+
+def _protected(inp: SchedulerInput) -> tuple[int, int] | None:
+    """What a pass that does not explain must read all the same: the first waiting jobs of a
+    tier above the lowest preemptible one running, as many as preemption serves."""
+    ranks = [j.priority.rank for j in inp.running if j.state is JobState.RUNNING
+             and j.preemptible]
+    return (max(ranks), MAX_WAITING) if ranks else None
 
 
 def _preempt_for_waiting(inp: SchedulerInput, plan: Plan, rule: PreemptRule) -> None:

@@ -153,6 +153,8 @@ class Capacity:
     def over_budget_note(self, allowed: frozenset[int] | None = None) -> str:
         """For a job kept waiting: which cards take no new slices because a job on them holds
         more than its --mem, by how much, and what is free elsewhere."""
+        if not any(c.over for c in self.cards.values()):  # the common case, and a quick one
+            return ""
         notes = []
         for i, c in sorted(self.cards.items()):
             if allowed is not None and i not in allowed:

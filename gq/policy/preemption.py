@@ -25,6 +25,7 @@ from gq.policy.types import Host
 # and on how many of the hosts where the greedy pass found victims (the cheapest) it searches.
 SEARCH_BUDGET = 200
 SEARCHED_HOSTS = 3
+MAX_WAITING = 8  # waiting jobs served per pass, the first in queue order
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def plan_preemptions(
     now: float,
     exempt: float = 600.0,
     checkpoints: Mapping[int, float] | None = None,
-    max_waiting: int = 8,
+    max_waiting: int = MAX_WAITING,
     allowed: Mapping[int, frozenset[int] | None] | None = None,
 ) -> PreemptionPlan:
     """Decide whom to preempt.

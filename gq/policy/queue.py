@@ -3,9 +3,16 @@
 Scores are evaluated at `SchedulerInput.score_time`, the moment usage was last recalculated (as
 Slurm recalculates priorities every PriorityCalcPeriod), so between two recalculations a job's
 score does not change and the order only gains and loses jobs. A caller that keeps one
-`PendingQueue` across passes (the replay of `gq sim`) therefore pays for a sort once per
-recalculation, and a pass that stops early reads only the head of the queue. A caller that
-passes a plain list (the daemon, the tests) gets the same order, sorted for that pass.
+`PendingQueue` across passes (the daemon, the replay of `gq sim`) therefore pays for a sort once
+per recalculation, and a pass that stops early reads only the head of the queue. A caller that
+passes a plain list (the tests) gets the same order, sorted for that pass. A job added between
+recalculations is scored by the first pass that reads the queue after it, with that pass's
+input; one whose predicted run time changed is scored again once the caller says so (`rekey`).
+
+The queue is kept as one sorted list per shape (what placement sees of a job), read merged: a
+pass that knows a shape can no longer start anything (`ordered(dropped=...)`) reads none of its
+jobs further down, so a long queue of jobs that wait for the same busy cards costs a pass no
+more than a short one.
 
 Within a tier the score decides, except for one job: the one that has waited longest (among
 those that could run) comes first once it has waited longer than its own time limit. A score
@@ -73,8 +80,10 @@ class PendingQueue:
         # Per shape, the declared time limits waiting (sorted) and how many declare none.
         self._limits: dict[tuple, list[float]] = {}
         self._undeclared: dict[tuple, int] = {}
-        self._sorted: list[Key] = []  # jobs without dependencies, by key at _scored
+        # Jobs without dependencies, by key at _scored: a sorted list per shape.
+        self._by_shape: dict[tuple, list[Key]] = {}
         self._keys: dict[int, Key] = {}
+        self._unkeyed: set[int] = set()  # added or rekeyed since the last pass: keyed by the next
         self._with_deps: dict[int, Job] = {}
         self._by_age: dict[int, list[tuple[float, int]]] = {}  # lane -> (submitted, id)
         self._ranks: dict[int, int] = {}  # tier rank -> jobs waiting in it
@@ -86,6 +95,7 @@ class PendingQueue:
         # and the usage (the caller replaces it when it recalculates, never edits it).
         self._scored: tuple | None = None
         self._usage: dict | None = None
+        self._scores: dict[int, Score] = {}  # of jobs without dependencies, as they are read
         for job in jobs:
             self.add(job)
 
@@ -115,8 +125,7 @@ class PendingQueue:
             return
         insort(self._by_age.setdefault(lane(job), []), (job.submitted_at, job.id))
         if self._scored is not None:
-            key = self._keys[job.id] = self._key(job, self._inp)
-            insort(self._sorted, key)
+            self._unkeyed.add(job.id)
 
     def remove(self, job_id: int) -> Job:
         job = self.jobs.pop(job_id)
@@ -139,10 +148,30 @@ class PendingQueue:
             return job
         by_age = self._by_age[lane(job)]
         del by_age[bisect_left(by_age, (job.submitted_at, job_id))]
-        if self._scored is not None:
-            key = self._keys.pop(job_id)
-            del self._sorted[bisect_left(self._sorted, key)]
+        self._scores.pop(job_id, None)
+        if job_id in self._unkeyed:
+            self._unkeyed.discard(job_id)
+        elif self._scored is not None:
+            self._unsort(job_id, s)
         return job
+
+    def rekey(self, job_id: int) -> None:
+        """The job's predicted run time changed (SchedulerInput.predicted): score it again at
+        the next pass. Usage, settings and time limits need no call: a change of those is seen
+        by the queue itself, and re-sorts it whole."""
+        job = self.jobs.get(job_id)
+        if job is None or job.deps or self._scored is None or job_id in self._unkeyed:
+            return
+        self._unsort(job_id, shape(job))
+        self._scores.pop(job_id, None)
+        self._unkeyed.add(job_id)
+
+    def _unsort(self, job_id: int, s: tuple) -> None:
+        key = self._keys.pop(job_id)
+        keys = self._by_shape[s]
+        del keys[bisect_left(keys, key)]
+        if not keys:
+            del self._by_shape[s]
 
     def in_submit_order(self) -> Iterator[Job]:
         """Every job by (submit time, id), read lazily: what the baselines of gq/policy/
@@ -177,20 +206,31 @@ class PendingQueue:
         return best
 
     def ordered(self, inp: SchedulerInput, scores: dict[int, Score],
-                could_run: Callable[[Job], bool]) -> Iterator[Job]:
+                could_run: Callable[[Job], bool], dropped: set[tuple] | None = None
+                ) -> Iterator[Job]:
         """The jobs in scheduling order: lane first (interactive jobs, then each tier); within
         a lane, the job that has waited longest of those that `could_run` if it has waited
         longer than its time limit, then the others by score, highest first (fair share, age,
-        length), then submit time. Fills `scores` as jobs are read."""
+        length), then submit time. Fills `scores` as jobs are read. `dropped`: shapes the
+        caller adds to while it reads; no job of those is yielded any more."""
         self._rescore_if_stale(inp)
-        deps = sorted(self._key(j, inp) for j in self._with_deps.values())
-        keys = heapq.merge(self._sorted, deps) if deps else self._sorted
+        for job_id in self._unkeyed:
+            job = self.jobs[job_id]
+            key = self._keys[job_id] = self._key(job, inp)
+            insort(self._by_shape.setdefault(shape(job), []), key)
+        self._unkeyed.clear()
+        runs = list(self._by_shape.items())
+        if self._with_deps:  # sorted at each pass: their age depends on when deps ended
+            extra: dict[tuple, list[Key]] = {}
+            for job in self._with_deps.values():
+                extra.setdefault(shape(job), []).append(self._key(job, inp))
+            runs += [(s, sorted(keys)) for s, keys in extra.items()]
         tier, first = None, None
-        for key in keys:
+        for key in _merged(runs, dropped):
             if key[0] != tier:
                 tier = key[0]
                 first = self._overdue(tier, inp, could_run)
-                if first is not None:
+                if first is not None and not (dropped and shape(first) in dropped):
                     scores[first.id] = self._score(first, inp)
                     yield first
             job = self.jobs[key[-1]]
@@ -225,10 +265,16 @@ class PendingQueue:
         if stamp == self._scored and inp.usage is self._usage:
             return
         self._factors = share_factors(inp.usage, inp.accounts)
-        self._inp = inp
-        self._scores: dict[int, Score] = {}  # of jobs without dependencies, as they are read
-        self._keys = {j.id: self._key(j, inp) for j in self.jobs.values() if not j.deps}
-        self._sorted = sorted(self._keys.values())
+        self._scores = {}
+        self._keys = {}
+        by_shape: dict[tuple, list[Key]] = {}
+        for job in self.jobs.values():
+            if not job.deps:
+                key = self._keys[job.id] = self._key(job, inp)
+                by_shape.setdefault(shape(job), []).append(key)
+        for keys in by_shape.values():
+            keys.sort()
+        self._by_shape, self._unkeyed = by_shape, set()
         self._scored, self._usage = stamp, inp.usage
 
     def _score(self, job: Job, inp: SchedulerInput) -> Score:
@@ -249,3 +295,28 @@ class PendingQueue:
                   age_factor(eligible_since(job, inp), inp.scored_at, cfg),
                   shortness(inp.limit_of(job), cfg), cfg)
         return lane(job), -t, job.submitted_at, job.id
+
+
+def _merged(runs: list[tuple[tuple, list[Key]]], dropped: set[tuple] | None) -> Iterator[Key]:
+    """The keys of sorted runs (shape, keys) in one ascending order, skipping the rest of a
+    run once its shape is in `dropped` (checked as each key comes up)."""
+    if len(runs) == 1 and not dropped:  # the common case of one shape: no heap
+        s, keys = runs[0]
+        for key in keys:
+            if dropped and s in dropped:
+                return
+            yield key
+        return
+    heap = [(keys[0], i, 0) for i, (_s, keys) in enumerate(runs) if keys]
+    heapq.heapify(heap)
+    while heap:
+        key, i, at = heap[0]
+        s, keys = runs[i]
+        if dropped and s in dropped:
+            heapq.heappop(heap)
+            continue
+        if at + 1 < len(keys):
+            heapq.heapreplace(heap, (keys[at + 1], i, at + 1))
+        else:
+            heapq.heappop(heap)
+        yield key

@@ -17,7 +17,7 @@ from gq.policy.backfill import (
 from gq.policy.accounts import dominant_weight
 from gq.policy.dependencies import DepStatus, dependency_status
 from gq.policy.placement import Capacity
-from gq.policy.queue import shape
+from gq.policy.queue import lane, shape
 from gq.policy.quotas import QuotaBook
 from gq.policy.types import Forecast, Host, Plan, SchedulerInput, Start
 from gq.policy.windows import Window, blocking, open_windows
@@ -63,10 +63,15 @@ class _HostState:
         self.never_fits.clear()
 
 
-def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
-    """Which jobs start now, and why each other job waits. `explain=False` (the replay) stops
-    reading the queue once nothing further down could start and every reservation is placed:
-    the starts are the same, but the jobs not read get no reason, score or shortfall."""
+def schedule(inp: SchedulerInput, explain: bool = True,
+             protect: tuple[int, int] | None = None) -> Plan:
+    """Which jobs start now, and why each other job waits. `explain=False` (the replay, and
+    the daemon's passes between two explaining ones) reads no further jobs of a shape once no
+    job of that shape could start or take a reservation, and stops reading the queue once
+    that holds for every shape: the starts and reservations are the same, but the jobs not
+    read get no reason, score or shortfall. `protect` (rank, n): read on, all the same, until
+    n jobs of a tier ranked above `rank` were read that wait for resources (what preemption
+    serves: gq/policy/decide.py)."""
     plan = Plan()
     hosts = [_HostState(h, inp) for h in inp.hosts]
     first = inp.hosts[0]
@@ -85,11 +90,13 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
     # reservation). A longer job of the same shape would delay it too, for the rest of the pass.
     blocked: dict[tuple, tuple[float, Reservation]] = {}
     fitting: dict[tuple, list] = {}  # (key, cards) -> [(host, cards) where it fits]: until a start
-    # What the stop test looks at changes only with these; test again only after a change.
-    changes, tested_at = 0, -1
-    unsettled: list[tuple] = []  # the shape that kept the last stop test from passing
+    reading = None if explain else _Reading(inp, hosts, reservations, fits_nowhere, blocked,
+                                            most_cards, bool(windows), protect)
     could_run = lambda j: waiting_reason(j, inp, most_cards) is None  # noqa: E731
-    for job in inp.pending.ordered(inp, plan.scores, could_run):
+    dropped = None if reading is None else reading.dropped
+    for job in inp.pending.ordered(inp, plan.scores, could_run, dropped):
+        if reading is not None:
+            reading.check_protection(job)
         if job.state is not JobState.PENDING or job.deps or job.gpus > most_cards:
             reason = waiting_reason(job, inp, most_cards)
             if reason is not None:
@@ -124,11 +131,13 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
                                                inp.pools.allowed(job), kept_by)
             if placed is None and blocking_r is None:
                 fits_nowhere[nowhere_key] = (short, job)
-                changes += 1
+                if reading is not None:
+                    reading.test(shape(job))
             elif blocking_r is not None and (request not in blocked
                                              or limit < blocked[request][0]):
                 blocked[request] = (limit, blocking_r)
-                changes += 1
+                if reading is not None:
+                    reading.test(shape(job))
         if placed is not None:
             state, cards = placed
             consume_slack(job, state.host.name, cards, end, reservations)
@@ -146,9 +155,11 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
         else:
             plan.reasons[job.id] = Reason.RESOURCES
             plan.shortfalls[job.id] = short
-            if explain and kept_by:
+            if kept_by:  # also when not explaining: the daemon's quick passes say it too
                 plan.shortfalls[job.id] = _kept_note(job, hosts, inp.pools.allowed(job),
                                                      kept_by, short, inp.now)
+            if reading is not None:
+                reading.waits_for_resources(job)
             if len(reservations) < inp.max_reservations:
                 mine = tuple(w for w in windows if job.user not in w.users)
                 r = _earliest_reservation(job, hosts, inp.now, inp.pools.allowed(job), mine,
@@ -156,13 +167,89 @@ def schedule(inp: SchedulerInput, explain: bool = True) -> Plan:
                 if r is not None:
                     reservations.append(r)
                     plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host, r.after)
-                changes += 1  # a reservation, or one fewer shape that could take one
-        if not explain and changes != tested_at:
-            tested_at = changes
-            if _nothing_else_can_start(inp, hosts, reservations, fits_nowhere, blocked,
-                                       most_cards, unsettled, bool(windows)):
-                break
+                if reading is not None:  # a reservation, or one fewer shape that could take one
+                    reading.test_all()
+        if reading is not None and reading.done():
+            break
     return plan
+
+
+class _Reading:
+    """What a pass that does not explain may leave unread. A shape is settled once no job of
+    it further down could start or take a reservation in this pass: it fits nowhere and
+    cannot be reserved (every reservation is placed, or no host could take it even once all
+    its jobs end), or it would delay a reservation even with the shortest limit any job of
+    that shape declares. A pass only takes resources away, so a settled shape stays settled:
+    its jobs further down are not read (`dropped`), and once every shape waiting is settled
+    the pass stops.
+
+    The answers used are those of a job of the shape that no admin reservation kept from any
+    card and whose placement no learned utilisation narrowed: the others may use fewer cards,
+    so they fit nowhere if it does. Whether one would delay a reservation is not so bounded
+    (fewer cards may mean other cards), so while a window is open, and for elastic ranges,
+    only "fits nowhere" settles a shape.
+
+    Settledness changes only when a shape is found to fit nowhere or to delay a reservation
+    (that shape is tested again) and when a reservation is placed or refused (all are)."""
+
+    def __init__(self, inp: SchedulerInput, hosts: list[_HostState], reservations: list,
+                 fits_nowhere: dict, blocked: dict, most_cards: int, windows_open: bool,
+                 protect: tuple[int, int] | None):
+        self.inp, self.hosts, self.reservations = inp, hosts, reservations
+        self.fits_nowhere, self.blocked = fits_nowhere, blocked
+        self.windows_open = windows_open
+        # Jobs asking for more cards than any host has only get their reason.
+        self.live = {s for s in inp.pending.shapes if s[0] <= most_cards}
+        self.settled: set[tuple] = set()
+        self.dropped: set[tuple] = set()
+        self.protect_rank, self.protect_left = protect or (-1, 0)
+
+    def check_protection(self, job: Job) -> None:
+        """Protection ends once enough jobs were read, or at the first lane ranked at or
+        below `rank` (no later job can then be of a tier above it)."""
+        if self.protect_left > 0 and lane(job) >= self.protect_rank:
+            self._unprotect()
+
+    def waits_for_resources(self, job: Job) -> None:
+        if self.protect_left > 0 and job.priority.rank < self.protect_rank:
+            self.protect_left -= 1
+            if self.protect_left == 0:
+                self._unprotect()
+
+    def _unprotect(self) -> None:
+        self.protect_left = 0
+        self.dropped |= self.settled
+
+    def test(self, request: tuple) -> None:
+        if request in self.live and self._is_settled(request):
+            self._settle([request])
+
+    def test_all(self) -> None:
+        self._settle([r for r in self.live if self._is_settled(r)])
+
+    def _settle(self, requests: list[tuple]) -> None:
+        self.live.difference_update(requests)
+        self.settled.update(requests)
+        if not self.protect_left:
+            self.dropped.update(requests)
+
+    def done(self) -> bool:
+        return not self.live and not self.protect_left
+
+    def _is_settled(self, request: tuple) -> bool:
+        inp = self.inp
+        full = len(self.reservations) >= inp.max_reservations
+        settled = self.fits_nowhere.get(request)
+        if settled is not None:
+            if full:
+                return True
+            example = settled[1]
+            pool = inp.pools.allowed(example)
+            return not any(h.could_ever_fit(example, pool) for h in self.hosts)
+        if not self.windows_open and not request[5]:
+            seen = self.blocked.get(request)
+            return seen is not None and seen[0] <= inp.pending.shortest_limit(request, inp)
+        return False
 
 
 def _usable(state: _HostState, pool: frozenset[int] | None, kept_by: tuple[Window, ...]
@@ -207,41 +294,6 @@ def _kept_note(job: Job, hosts: list[_HostState], pool: frozenset[int] | None,
                 "until it ends")
     return (f"cards reserved by an admin {held}, which it would still hold when the "
             "reservation begins: a shorter --time may let it finish before")
-
-
-def _nothing_else_can_start(inp: SchedulerInput, hosts: list[_HostState], reservations: list,
-                            fits_nowhere: dict, blocked: dict, most_cards: int,
-                            unsettled: list[tuple], windows_open: bool) -> bool:
-    """Whether no job left in the queue could start or take a reservation in this pass. For
-    every shape waiting: it fits nowhere and cannot be reserved (every reservation is placed,
-    or no host could take it even once all its jobs end), or it would delay a reservation even
-    with the shortest limit any job of that shape declares. A pass only takes resources away,
-    so these answers hold for the rest of it. `unsettled`: the shape that failed the last test,
-    tried first (it usually fails again).
-
-    The answers used are those of a job of the shape that no admin reservation kept from any
-    card: the others may use fewer cards, so they fit nowhere if it does. Whether one would
-    delay a reservation is not so bounded (fewer cards may mean other cards), so while a
-    window is open, and for elastic ranges, only "fits nowhere" settles a shape."""
-    full = len(reservations) >= inp.max_reservations
-    for request in (*unsettled, *inp.pending.shapes):
-        if request[0] > most_cards or request not in inp.pending.shapes:
-            continue
-        settled = fits_nowhere.get(request)
-        if settled is not None:
-            if full:
-                continue
-            example = settled[1]
-            pool = inp.pools.allowed(example)
-            if not any(h.could_ever_fit(example, pool) for h in hosts):
-                continue
-        elif not windows_open and not request[5]:
-            seen = blocked.get(request)
-            if seen is not None and seen[0] <= inp.pending.shortest_limit(request, inp):
-                continue
-        unsettled[:] = [request]
-        return False
-    return True
 
 
 def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Reservation],

@@ -25,6 +25,7 @@ from gq.model import Job, JobState, Reason
 from gq.policy.cardshare import cards_held
 from gq.policy.placement import Capacity
 from gq.policy.preemption import Preemption, Victim
+from gq.policy.queue import shape
 from gq.policy.schedule import allowed_cards, waiting_reason
 from gq.policy.types import Plan, SchedulerInput, Start
 
@@ -78,21 +79,36 @@ def tiresias(inp: SchedulerInput, explain: bool = True,
             i += 1
 
     full = False
+    # Shapes that fit no host of the look-ahead: the walk only takes from it, so they fit
+    # nowhere for the rest of the pass (not with admin reservations, which depend on a job's
+    # limit). Once every shape waiting is among them, a pass that does not explain stops.
+    nowhere: set[tuple] = set()
+    live = None if explain or inp.windows else {
+        s for s in inp.pending.shapes if s[0] <= most_cards}
     for entry in _waiting(inp, limits, most_cards, plan):
         walk_running(entry[:4])
         q, _, _, _, job = entry
         if full:
             break
         placed = None
-        for host in hosts:
-            cards, _short = future[host.name].fit(job, allowed_cards(inp, job, host))
-            if cards is not None:
-                future[host.name].take(job, cards)
-                placed = host
-                break
+        request = shape(job)
+        if request not in nowhere:
+            for host in hosts:
+                cards, _short = future[host.name].fit(job, allowed_cards(inp, job, host))
+                if cards is not None:
+                    future[host.name].take(job, cards)
+                    placed = host
+                    break
+            if placed is None and not inp.windows:
+                nowhere.add(request)
+                if live is not None:
+                    live.discard(request)
+                    full = not live
         if placed is not None:
             wanted.append((q, job))
-            full = not explain and _no_card_left(future)
+            # No card left: nothing more starts, unless a job that needs none waits.
+            full = full or (not explain and _no_card_left(future) and all(
+                s[0] > 0 for s in inp.pending.shapes))
         else:
             plan.reasons[job.id] = Reason.RESOURCES
             plan.shortfalls[job.id] = (f"cards: jobs of queue {q} or below of least attained "
@@ -128,23 +144,31 @@ def _no_card_left(future: dict[str, Capacity]) -> bool:
 def _waiting(inp: SchedulerInput, limits: tuple[float, ...], most_cards: int, plan: Plan
              ) -> Iterator[tuple]:
     """The waiting jobs that could run, by (queue, submit time), read lazily: one sweep of the
-    submit order per queue that has jobs (a job's service does not change while it waits)."""
-    queues = sorted({queue_of(inp.attained.get(j.id, 0.0), limits)
-                     for j in _restarted(inp)} | {0})
-    for q in queues:
-        for job in inp.pending.in_submit_order():
-            if queue_of(inp.attained.get(job.id, 0.0), limits) != q:
-                continue
-            if job.state is not JobState.PENDING or job.deps or job.gpus > most_cards:
-                reason = waiting_reason(job, inp, most_cards)
-                if reason is not None:
-                    plan.reasons[job.id] = reason
-                    continue
-            yield q, 1, job.submitted_at, job.id, job
+    submit order, queue 0 as it comes and the jobs of later queues kept, in order, for after
+    it (a job's service does not change while it waits)."""
+    later: dict[int, list[Job]] = {}
+    attained = inp.attained
+    for job in inp.pending.in_submit_order():
+        q = queue_of(attained[job.id], limits) if job.id in attained else 0
+        if q:
+            later.setdefault(q, []).append(job)
+            continue
+        if (entry := _entry(job, q, inp, most_cards, plan)) is not None:
+            yield entry
+    for q in sorted(later):
+        for job in later[q]:
+            if (entry := _entry(job, q, inp, most_cards, plan)) is not None:
+                yield entry
 
 
-def _restarted(inp: SchedulerInput) -> list[Job]:
-    return [inp.pending.jobs[i] for i in inp.attained if i in inp.pending.jobs]
+def _entry(job: Job, q: int, inp: SchedulerInput, most_cards: int, plan: Plan) -> tuple | None:
+    """The job's place in the walk, or None (and its reason) if it cannot run."""
+    if job.state is not JobState.PENDING or job.deps or job.gpus > most_cards:
+        reason = waiting_reason(job, inp, most_cards)
+        if reason is not None:
+            plan.reasons[job.id] = reason
+            return None
+    return q, 1, job.submitted_at, job.id, job
 
 
 def _start(wanted: list[Job], inp: SchedulerInput, plan: Plan) -> None:

@@ -32,12 +32,16 @@ class Learned:
         if ids is not None:
             ids.discard(job.id)
 
-    def completed(self, job: Job, seconds: float) -> None:
+    def completed(self, job: Job, seconds: float) -> list[int]:
+        """Learn from a completed run; returns the waiting jobs whose prediction changed (the
+        replay places them again in its kept queue: PendingQueue.rekey)."""
         fp = self.fps[job.id]
         self.book.record(fp, seconds)
         mean = predict(list(self.book.last[fp]), fp.label).seconds
-        for job_id in self.waiting.get(fp, ()):
+        changed = [i for i in self.waiting.get(fp, ()) if self.predicted.get(i) != mean]
+        for job_id in changed:
             self.predicted[job_id] = mean
+        return changed
 
     def limits(self, running: list[Job], now: float) -> dict[int, float]:
         out = dict(self.predicted)

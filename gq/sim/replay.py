@@ -314,7 +314,8 @@ class _Replay:
         tj = self.trace_ids[job.id]
         self.predictor.observe(job, self.held[job.id])
         if self.learned is not None and self.run_time[job.id] >= tj.duration:
-            self.learned.completed(job, tj.duration)
+            for job_id in self.learned.completed(job, tj.duration):
+                self.pending.rekey(job_id)  # its score counts its predicted run time
         self.result.jobs.append(JobResult(
             tj.job_id, job.user, job.priority, job.gpus_held, weight, job.submitted_at,
             self.first_start[job.id], now, job.host,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from copy import copy
@@ -56,6 +58,8 @@ class Store:
     queue. The cached Jobs are light (no command, cwd or env) and must not be mutated."""
 
     def __init__(self, path: Path | str):
+        self.path = str(path)
+        self.unsynced = 0  # commits made in synced_later(), counted: see GroupCommit
         self.db = Database(str(path))
         self.db.execute("PRAGMA journal_mode=WAL")
         # FULL: an acknowledged submit survives a power cut, not only a daemon crash.
@@ -82,6 +86,10 @@ class Store:
         self.version = getattr(self, "version", 0) + 1
         self._reloaded = self.version
         self._changed: dict[int, int] = {}
+        # The kept queue's (gq/daemon/kept_queue.py): jobs changed since it last took them;
+        # None: everything.
+        self._kept_changes: set[int] | None = None  # see take_changes
+        self._waiting_of: Counter[int] = Counter()  # uid -> jobs in _queue
         waiting = ",".join(f"'{s}'" for s in (JobState.PENDING, JobState.HELD))
         rows = self.db.query(
             f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE state IN ({waiting}) OR holding = 1"
@@ -93,10 +101,13 @@ class Store:
         self._cache_job(_row_to_job(row), bool(row["holding"]))
 
     def _cache_job(self, job: Job, holding: bool) -> None:
-        self._queue.pop(job.id, None)
+        if self._kept_changes is not None:
+            self._kept_changes.add(job.id)
+        self._unqueue(job.id)
         self._holding.pop(job.id, None)
         if job.state in (JobState.PENDING, JobState.HELD):
             self._queue[job.id] = job
+            self._waiting_of[job.uid] += 1
         if holding:
             self._holding[job.id] = job
         self._touch(job.id)
@@ -121,10 +132,39 @@ class Store:
         return changed
 
     def _refresh(self, job_id: int) -> None:
-        rows = list(self.db.query(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE id = ?",
-                                  [job_id]))
+        rows = self._rows(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE id = ?", [job_id])
         if rows:
             self._cache(rows[0])
+
+    def _rows(self, sql: str, args: list) -> list[dict[str, Any]]:
+        """Rows as dicts, read straight from sqlite3 (Database.query costs more per call, and
+        a job's start and end read a few rows each)."""
+        cursor = self.db.conn.execute(sql, args)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def take_changes(self) -> set[int] | None:
+        """The jobs whose cached row changed (queued, changed, started, ended...) since the
+        last call; None: any may have (the cache was reloaded). For the daemon's kept queue
+        (gq/daemon/kept_queue.py), which follows the cache without reading all of it. A
+        reason set by set_reasons is not a change."""
+        changed, self._kept_changes = self._kept_changes, set()
+        return changed
+
+    def _unqueue(self, job_id: int) -> None:
+        job = self._queue.pop(job_id, None)
+        if job is not None:
+            self._waiting_of[job.uid] -= 1
+            if not self._waiting_of[job.uid]:
+                del self._waiting_of[job.uid]
+
+    def waiting_count(self, uid: int) -> int:
+        """How many pending and held jobs the user has (the submit limits count them)."""
+        return self._waiting_of.get(uid, 0)
+
+    def waiting_job(self, job_id: int) -> Job | None:
+        """A pending or held job, light, from memory (not to be mutated); None otherwise."""
+        return self._queue.get(job_id)
 
     def close(self) -> None:
         self.db.close()
@@ -158,11 +198,40 @@ class Store:
                             [highest])
 
     @contextmanager
+    def synced_later(self):
+        """Commits made inside are written as in relaxed(), and counted in `unsynced`: the
+        caller tells the user only once sync_wal() has run after them, which makes them as
+        durable as a FULL commit. Many such commits share one fsync, run off the daemon's
+        thread (group commit: gq/daemon/group_commit.py); a submit is one."""
+        with self.relaxed():
+            yield self
+        self.unsynced += 1
+
+    def needs_sync(self) -> None:
+        """What is answered next rests on commits that may not be on disk yet (a submit sent
+        again, answered with the job its first attempt queued)."""
+        self.unsynced += 1
+
+    def sync_wal(self) -> None:
+        """Flush the write-ahead log to disk: every commit written before this call is then
+        durable. Touches a file, not the connection, so it may run in another thread."""
+        path = f"{self.path}-wal"
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:  # nothing written through the log: the file itself
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+    @contextmanager
     def relaxed(self):
         """Commits made inside need not reach the disk before they return (WAL with
         synchronous=NORMAL): they survive a daemon crash but maybe not a power cut. For facts
         the daemon can rebuild from the run directories (starts, exits, reasons); what a user
-        was told, a submit or a cancel, is committed with FULL outside of it."""
+        was told, a cancel, is committed with FULL outside of it, and a submit is synced
+        before it is answered (synced_later)."""
         self._relaxed += 1
         if self._relaxed == 1:
             self.db.execute("PRAGMA synchronous=NORMAL")
@@ -180,8 +249,9 @@ class Store:
         transaction (see job_for_key)."""
         row = _job_to_row(job)
         row.pop("id")
+        sql = f"INSERT INTO jobs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})"
         with self.db.atomic():
-            job_id = self.db.table("jobs").insert(row).last_pk
+            job_id = self.db.conn.execute(sql, list(row.values())).lastrowid
             self._event(job_id, at, None, job.state, None, "submitted")
             self._remember_key(job.uid, key, job_id, at)
         self._refresh(job_id)
@@ -274,8 +344,19 @@ class Store:
         return rows[0]["id"] if rows else None
 
     def get_job(self, job_id: int) -> Job | None:
-        rows = self._shared(self.db.query("SELECT * FROM jobs WHERE id = ?", [job_id]))
+        rows = self._shared(self._rows("SELECT * FROM jobs WHERE id = ?", [job_id]))
         return _row_to_job(rows[0]) if rows else None
+
+    def command(self, job_id: int) -> list[str]:
+        """A job's command alone (its fingerprint, for learned run times), without reading
+        and decoding its environment."""
+        row = self.db.conn.execute("SELECT command, array_id FROM jobs WHERE id = ?",
+                                   [job_id]).fetchone()
+        if row is None:
+            return []
+        if row[0] == _SHARED:  # an array element: its first element's
+            return copy(self._first(row[1])["command"])
+        return json.loads(row[0])
 
     def _shared(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """Rows with what array elements share filled in from their first element's, decoded
@@ -286,19 +367,24 @@ class Store:
         for row in rows:
             if row.get("array_id") is not None and any(row.get(k) == _SHARED
                                                        for k in _SHARED_COLUMNS):
-                first = self._firsts.get(row["array_id"])
-                if first is None:
-                    found = self.db.execute(
-                        f"SELECT {', '.join(_SHARED_COLUMNS)} FROM jobs WHERE id = ?",
-                        [row["array_id"]]).fetchone() or ("[]", "{}")
-                    first = {k: json.loads(v) for k, v in zip(_SHARED_COLUMNS, found)}
-                    if len(self._firsts) >= 16:
-                        del self._firsts[next(iter(self._firsts))]
-                    self._firsts[row["array_id"]] = first
+                first = self._first(row["array_id"])
                 row = {**row, **{k: copy(first[k]) for k in _SHARED_COLUMNS
                                  if row.get(k) == _SHARED}}
             out.append(row)
         return out
+
+    def _first(self, array_id: int) -> dict[str, Any]:
+        """The shared columns of an array's first element, decoded (kept for a few arrays)."""
+        first = self._firsts.get(array_id)
+        if first is None:
+            found = self.db.execute(
+                f"SELECT {', '.join(_SHARED_COLUMNS)} FROM jobs WHERE id = ?",
+                [array_id]).fetchone() or ("[]", "{}")
+            first = {k: json.loads(v) for k, v in zip(_SHARED_COLUMNS, found)}
+            if len(self._firsts) >= 16:
+                del self._firsts[next(iter(self._firsts))]
+            self._firsts[array_id] = first
+        return first
 
     def is_holding(self, job_id: int) -> bool:
         return job_id in self._holding
@@ -424,8 +510,10 @@ class Store:
                 [(job.id, at, str(self._queue[job.id].state), str(new), reason)
                  for job in jobs])
         for job in jobs:
-            self._queue.pop(job.id, None)  # ended, and never held resources while waiting
+            self._unqueue(job.id)  # ended, and never held resources while waiting
             self._touch(job.id)
+            if self._kept_changes is not None:
+                self._kept_changes.add(job.id)
 
     def with_notify(self, ids: list[int]) -> list[int]:
         """Those of the jobs that have a --notify or --mail."""

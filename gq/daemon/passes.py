@@ -1,0 +1,196 @@
+"""The rhythm of scheduling passes: when the daemon runs the policy, and how much of the queue a
+pass reads (docs/daemon.md, "Scheduling passes").
+
+- Coalesced: an event (a submit, a job's end, a cancel...) asks for a pass; one pass runs once
+  the event loop has handled everything ready now, so a burst of ends and arrivals is one pass.
+  Under a flood of requests, passes are spaced so that they take at most half the daemon's time.
+  Each tick asks for one as well, for what time alone changes (limits, admin reservations).
+- Kept order: the queue the policy reads is kept between passes (gq/daemon/kept_queue.py),
+  sorted again only when scores change (usage is recalculated once a minute); held jobs and
+  jobs waiting on a dependency are not in it.
+- Early stop: a pass reads the queue only as far as a start or a reservation is still possible
+  (gq/policy/schedule.py, `explain=False`), as `gq sim` does: the same starts, reservations and
+  preemptions as a pass that reads it all.
+- Explaining pass: every waiting job's reason, shortfall and score come from a pass that reads
+  the whole queue. It runs when the queue changed, at most every EXPLAIN_EVERY seconds and
+  spaced so that it takes at most EXPLAIN_SHARE of the daemon's time, and at least every
+  EXPLAIN_MAX_AGE seconds; `gq why ID` and `gq show ID` run one first if the queue changed
+  since the last. The jobs a quick pass reads get their reasons from it at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from gq.daemon.runtimes import start_notes
+from gq.model import Job, JobState
+from gq.policy import Plan, SchedulerInput, decide
+from gq.policy.placement import Capacity
+
+log = logging.getLogger("gq.daemon")
+
+EXPLAIN_EVERY = 0.5  # seconds: the least time between two explaining passes
+EXPLAIN_SHARE = 0.05  # of the daemon's time, at most, in explaining passes
+EXPLAIN_MAX_AGE = 30.0  # seconds: an explaining pass at least this often, changes or not
+
+
+class Passes:
+    """Part of Daemon (gq/daemon/core.py)."""
+
+    def start_passes(self) -> None:
+        self._pass_handle = None  # a pass asked for, not run yet
+        self._explain_handle = None  # an explaining pass due later
+        self._last_pass_end = 0.0  # time.monotonic() when the last pass ended
+        self._last_pass_cost = 0.0  # how long it took, in seconds
+        self._explained_at = float("-inf")  # when the last explaining pass ended
+        self._explain_cost = 0.0
+        self._explain_stale = True  # the queue changed since the last explaining pass
+        # How many ran, and quick ones skipped as nothing could start (tests, benchmarks).
+        self.passes = {"quick": 0, "explaining": 0, "skipped": 0}
+
+    def request_pass(self, freed: bool = False, tick: bool = False) -> None:
+        """Ask for a pass (see the module's docstring). `freed`: resources were freed, so the
+        pass is not spaced; `tick`: asked by the clock, not by a change."""
+        if not tick:
+            self._explain_stale = True
+        if self.loop is None or self._pass_handle is not None:
+            return
+        delay = 0.0 if freed else self._last_pass_end + self._last_pass_cost - time.monotonic()
+        if delay <= 0:
+            self._pass_handle = self.loop.call_soon(self.run_pass)
+        else:
+            self._pass_handle = self.loop.call_later(delay, self.run_pass)
+
+    def explain_now(self) -> None:
+        """Every waiting job's reason as of now, if the queue changed since the last
+        explaining pass (`gq why`, `gq show`)."""
+        if self._explain_stale:
+            self.run_pass(explain=True)
+
+    def run_pass(self, explain: bool | None = None) -> None:
+        """One pass now; `explain`: whether it reads the whole queue (None: if it is due)."""
+        began = time.monotonic()
+        if explain is None:
+            explain = self._explain_due(began)
+        for name in ("_pass_handle", "_explain_handle") if explain else ("_pass_handle",):
+            handle = getattr(self, name)
+            if handle is not None:  # this pass serves whoever asked for that one
+                handle.cancel()
+                setattr(self, name, None)
+        try:
+            with self.store.relaxed():
+                self._schedule_once(explain)
+        except Exception:  # e.g. a full disk; never the request that asked for the pass
+            log.exception("scheduling pass failed; the next tick tries again")
+        finally:
+            self._last_pass_end = time.monotonic()
+            self._last_pass_cost = self._last_pass_end - began
+            if explain:
+                self._explained_at, self._explain_cost = self._last_pass_end, self._last_pass_cost
+                self._explain_stale = False
+            elif self._explain_stale and self._explain_handle is None and self.loop:
+                wait = self._explain_interval() - (self._last_pass_end - self._explained_at)
+                self._explain_handle = self.loop.call_later(max(wait, 0.0), self._explain_later)
+
+    def _explain_later(self) -> None:
+        self._explain_handle = None
+        if self._explain_stale:
+            self.run_pass(explain=True)
+
+    def _explain_interval(self) -> float:
+        return max(EXPLAIN_EVERY, self._explain_cost / EXPLAIN_SHARE)
+
+    def _explain_due(self, now: float) -> bool:
+        since = now - self._explained_at
+        return since >= EXPLAIN_MAX_AGE or (self._explain_stale
+                                             and since >= self._explain_interval())
+
+    def _schedule_once(self, explain: bool) -> None:
+        holding = self.store.holding_jobs()
+        # Frozen jobs (gq/daemon/freezing.py) hold no card: they wait for the pass as thaw
+        # requests, and are not running (one being frozen or thawed waits for that first).
+        frozen = [j for j in holding if j.state == JobState.FROZEN and not j.freeze_op]
+        running = [j for j in holding if j.state != JobState.FROZEN]
+        self.prune_kept_off(running)
+        aside = self.kept.sync(self.store, self.kept_off)
+        if aside:  # Dependency, DependencyNeverSatisfied, PeerDown: as the policy would say
+            self.store.set_reasons(aside)
+        if not len(self.kept) and not frozen:
+            self.shortfalls, self.forecasts, self.scores = {}, {}, {}
+            self.start_notes = {}
+            return
+        if not explain and not frozen and not self._could_act(running):
+            self.passes["skipped"] += 1
+            return
+        self.passes["explaining" if explain else "quick"] += 1
+        inp = self.pass_input(running)
+        inp.frozen = frozen
+        plan = decide(inp, explain=explain, preempt=self.preempt_rule(inp))
+        self.store.set_reasons(plan.reasons)
+        self._keep_explanations(plan, explain)
+        self.start_notes = start_notes(inp, plan.forecasts, self.run_times, self.fingerprints)
+        for start in plan.starts:
+            self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
+        for thaw in plan.thaws:
+            self.thaw(thaw.job_id, list(thaw.gpu_ids))
+        self.preempt_for_waiting(plan)
+
+    def _could_act(self, running: list[Job]) -> bool:
+        """Whether a pass could start or stop anything: some shape waiting fits what is free
+        now (cards, memory, cores, its pool), or preemption could serve a waiting job. Neither
+        reservations, quotas, admin reservations nor the utilisation rule can make a job fit
+        that does not fit the free resources, so without one no plan starts anything (as the
+        replay of gq sim skips such passes); the reasons then wait for the next pass that
+        reads the jobs, or for the explaining one."""
+        queue = self.kept.queue
+        ranks = [j.priority.rank for j in running
+                 if j.state is JobState.RUNNING and j.preemptible]
+        if ranks and any(r < max(ranks) for r in queue.tiers()):
+            return True
+        free = Capacity(self.host(), running)
+        pools = self.config.pools.for_cards([g.index for g in self.cards])
+        for request in queue.shapes:
+            example = _example(request)
+            if free.fit(example, pools.allowed(example))[0] is not None:
+                return True
+        return False
+
+    def _keep_explanations(self, plan: Plan, explain: bool) -> None:
+        """What `gq why` and `gq show` say: from an explaining pass, all of it; from a quick
+        one, what it says of the jobs it read (the others keep the last explaining pass's)."""
+        self.forecasts = plan.forecasts  # complete either way: every reservation is placed
+        if explain:
+            self.shortfalls, self.scores = plan.shortfalls, plan.scores
+            return
+        for job_id in plan.reasons.keys() | {s.job_id for s in plan.starts}:
+            text = plan.shortfalls.get(job_id)
+            if text is None:
+                self.shortfalls.pop(job_id, None)
+            else:
+                self.shortfalls[job_id] = text
+        self.scores.update(plan.scores)
+
+    def pass_input(self, running: list[Job]) -> SchedulerInput:
+        """The policy's input from the kept queue: what it costs does not grow with the
+        queue, but for the learned utilisation of waiting slices."""
+        now = self.clock()
+        kept = self.kept
+        if self.run_times.last:
+            kept.running_predictions(self.run_times.limits(running, now, self.fingerprints))
+        return self.policy_input(kept.queue, running, kept.outcomes, now, kept.predicted,
+                                 [kept.queue.jobs[i] for i in kept.slices])
+
+    def predict_waiting(self, job: Job) -> float | None:
+        """A waiting job's predicted run time (None: unknown), for the kept queue."""
+        if not self.run_times.last:
+            return None
+        return self.run_times.predict(job, None, self.fingerprints(job)).seconds
+
+
+def _example(request: tuple) -> Job:
+    """A job of this shape (gq/policy/queue.py's `shape`), as placement sees it; an elastic
+    range by its minimum."""
+    gpus, mem, cpus, ram, pool, gpus_max, *avoid = request
+    return Job(id=-1, user="", command=[], cwd="", gpus=gpus, mem=mem, cpus=cpus, ram=ram,
+               pool=pool, gpus_max=gpus_max, avoid_gpus=avoid[0] if avoid else frozenset())
