@@ -8,7 +8,7 @@ from typing import Any
 from gq.cli.output import job_rows
 from gq.model import ENDED_STATES
 
-ORDER = ("running", "preempting", "pending", "held", "completed", "failed", "cancelled",
+ORDER = ("running", "preempting", "frozen", "pending", "held", "completed", "failed", "cancelled",
          "timeout", "oom", "lost")
 
 
