@@ -357,8 +357,8 @@ def freeze_rows(case: dict) -> list[tuple[str, str, str]] | None:
          f"{frz['preemptions']} / {frz['freezes']}"),
         ("card-hours stopping (grace; freeze + thaw)", f"{sig['grace_card_seconds'] / 3600:.2f}",
          f"{(frz['freeze_card_seconds'] + frz['thaw_card_seconds']) / 3600:.2f}"),
-        ("card-hours a victim without checkpoints loses", f"{sig['at_risk_card_seconds'] / 3600:.1f}",
-         "0 (frozen ones)"),
+        ("card-hours a victim without checkpoints loses",
+         f"{sig['at_risk_card_seconds'] / 3600:.1f}", "0 (frozen ones)"),
     ]
 
 

@@ -81,8 +81,10 @@ def test_gq_sim_freezes_when_asked_and_refuses_bad_modes(tmp_path):
     trace = tmp_path / "t.csv"
     trace.write_text("submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name\n"
                      "0,1000,1,40G,ann,low,1,,low\n700,200,1,,bob,high,1,,high\n")
-    run = lambda *a: subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--cluster",  # noqa
-                                     "1x1x80G", "--json", *a], capture_output=True, text=True)
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--cluster",
+                               "1x1x80G", "--json", *args], capture_output=True, text=True)
+
     out = run("--preempt", "low", "--preempt-mode", "freeze", "--freeze-ram", "64G")
     assert out.returncode == 0, out.stderr
     m = json.loads(out.stdout)

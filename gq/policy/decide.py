@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gq.model import JobState, Reason
+from gq.model import Job, JobState, Reason, clone
 from gq.policy.arrays import throttled
 from gq.policy.baselines import fifo, greedy
 from gq.policy.freezing import FreezeRule, choose, for_pass, freezable
@@ -114,6 +114,19 @@ def _protected(inp: SchedulerInput) -> tuple[int, int] | None:
     return (max(ranks), MAX_WAITING) if ranks else None
 
 
+def _started(inp: SchedulerInput, plan: Plan) -> list[Job]:
+    """The jobs this pass starts or thaws, as holding what they take: victims are chosen for
+    the resources that will be free, not those a start of the same pass has just taken."""
+    frozen = {j.id: j for j in inp.frozen}
+    out = []
+    for start in (*plan.starts, *plan.thaws):
+        job = clone(inp.pending.jobs.get(start.job_id) or frozen[start.job_id])
+        job.state, job.gpu_ids, job.started_at = JobState.RUNNING, list(start.gpu_ids), inp.now
+        job.host, job.preemptible = start.host or job.host, False  # not stopped in its pass
+        out.append(job)
+    return out
+
+
 def _preempt_for_waiting(inp: SchedulerInput, plan: Plan, rule: PreemptRule) -> None:
     candidates = [j for j in inp.running if j.state is JobState.RUNNING and j.preemptible]
     if not candidates:
@@ -130,8 +143,8 @@ def _preempt_for_waiting(inp: SchedulerInput, plan: Plan, rule: PreemptRule) -> 
     if rule.freeze is not None:  # a job that can be frozen loses no work
         lossless = freezable(candidates, inp, rule.freeze, rule.checkpoints)
         checkpoints = {**rule.checkpoints, **dict.fromkeys(lossless, inp.now)}
-    decided = plan_preemptions(inp.host, waiting, inp.running, inp.now, rule.exempt,
-                               checkpoints, allowed=allowed)
+    decided = plan_preemptions(inp.host, waiting, [*inp.running, *_started(inp, plan)],
+                               inp.now, rule.exempt, checkpoints, allowed=allowed)
     plan.preemptions, plan.preempt_notes = decided.preemptions, decided.notes
     if rule.freeze is not None and decided.preemptions:
         by_id = {j.id: j for j in candidates}

@@ -7,7 +7,7 @@ from typing import Any
 
 from gq.wording.jobs import job_rows
 
-ORDER = ("running", "preempting", "pending", "held", "completed", "failed", "cancelled",
+ORDER = ("running", "preempting", "frozen", "pending", "held", "completed", "failed", "cancelled",
          "timeout", "oom", "lost")
 
 
