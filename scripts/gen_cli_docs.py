@@ -81,7 +81,7 @@ def render() -> str:
         "Generated from each command's `--help` by `scripts/gen_cli_docs.py`; do not edit by "
         "hand.",
         "After changing a command, run `python scripts/gen_cli_docs.py` "
-        "(`tests/test_docs.py` fails while this file is stale).",
+        "(`tests/unit/test_docs.py` fails while this file is stale).",
         "",
     ]
     out += [f"- [{' '.join(('gq', *p))}](#{_anchor(' '.join(('gq', *p)))})" for p, _ in entries]
