@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from gq.protocol import Connection
+from tests.support.cli import gq_in_process, gq_process
 from tests.support.paths import ROOT
 
 
@@ -67,11 +68,14 @@ class GqHost:
         self.daemon.wait(timeout=20)
 
     # ---- talking to it ----
-    def gq(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gq", *args], env=self.env, capture_output=True, text=True,
-            timeout=timeout, cwd=self.work,
-        )
+    def gq(self, *args: str, check: bool = True, timeout: float = 60,
+           process: bool = False) -> subprocess.CompletedProcess:
+        """`gq ARGS...` as this host's user, in this process unless `process` asks for a real
+        `python -m gq` (tests/support/cli.py); `timeout` bounds only a process."""
+        if process:
+            proc = gq_process(list(args), self.env, self.work, timeout=timeout)
+        else:
+            proc = gq_in_process(list(args), self.env, self.work)
         if check and proc.returncode != 0:
             raise AssertionError(f"gq {' '.join(args)} -> {proc.returncode}: {proc.stderr}")
         return proc
