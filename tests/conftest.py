@@ -100,4 +100,26 @@ def slurm_cluster():
 
 @pytest.fixture
 def host(make_host) -> GqHost:
+    """A daemon of this test's own, on four simulated 80G cards."""
     return make_host("4x80G")
+
+
+@pytest.fixture(scope="session")
+def _shared_daemon():
+    d = tempfile.mkdtemp(prefix="gq-", dir="/tmp")
+    host = GqHost(Path(d) / "home", "4x80G")
+    host.start()
+    yield host
+    host.close()
+    kill_processes_mentioning(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def shared_host(_shared_daemon) -> GqHost:
+    """One daemon (four simulated 80G cards) for every test of this worker that only needs a
+    daemon to exist: refusals, reads of an empty queue. Such a test leaves it as it found it:
+    it queues no job (checked after each) and changes no setting; one that does takes `host`."""
+    yield _shared_daemon
+    queued = _shared_daemon.count_jobs()
+    assert queued == 0, f"a test queued {queued} job(s) on the shared daemon; give it `host`"
