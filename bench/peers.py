@@ -13,8 +13,8 @@ from _harness import (
     TempDaemon, gq_script, interleaved, machine, print_table, round_options, verdict,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from sshd import LoopbackSshd  # noqa: E402 (the tests' loopback sshd)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support.sshd import LoopbackSshd  # noqa: E402 (the tests' loopback sshd)
 
 JOBS_PER_HOST = 20  # held jobs on each host, so that both listings have rows to carry
 TARGET = "at most 2x gq ls plus one SSH round trip"

@@ -88,7 +88,7 @@ def render() -> str:
         "Generated from each command's `--help` by `scripts/gen_cli_docs.py`; do not edit by "
         "hand.",
         "After changing a command, run `python scripts/gen_cli_docs.py` "
-        "(`tests/test_docs.py` fails while this file is stale).",
+        "(`tests/unit/test_docs.py` fails while this file is stale).",
         "",
         f"For contributors: the commands people type most ({_hot_names()}) are data, one "
         "table in `gq/cli/commands.py`: each command's help, argument and options (flags, "

@@ -1,172 +1,57 @@
-"""Real daemons in temporary GQ_HOMEs, reached through the real CLI and protocol."""
+"""The suite's fixtures and tiers. Helpers live in tests/support/ (`from tests.support.X import`).
+
+Layout: unit/ (no daemon, no subprocess), integration/ (real daemons, processes, sshd, Slurm),
+soak/ (floods, storms, fuzzing, install and demo: minutes of CPU), support/ (helpers, data).
+"""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from gq.protocol import Connection
+from tests.support.hosts import GqHost, kill_processes_mentioning
 
-ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
 
-# The suite's tiers, by file: `pytest -m "not soak"` is the quick loop; the README's command
-# runs everything. Files listed with a group run on one xdist worker together: they share a
-# module- or session-wide fixture (throwaway users, one real Slurm) that must not be made twice.
+# The tiers. A directory's tests get its markers: `pytest -m "not soak"` is the quick loop;
+# the README's command runs everything. A file may add markers for what it needs, and a group:
+# the files of one group run on one xdist worker together, as they share a module- or
+# session-wide fixture (throwaway users, one real Slurm) that must not be made twice.
+DIRECTORIES: dict[str, tuple[str, ...]] = {"unit": (), "integration": (), "soak": ("soak",)}
 TIERS: dict[str, tuple[tuple[str, ...], str | None]] = {
-    "reliability/test_flood.py": (("soak",), None),
-    "reliability/test_crash_flood.py": (("soak",), None),
-    "reliability/test_process_storm.py": (("soak",), None),
-    "test_user_flood.py": (("soak", "sysmode"), "user_flood"),
-    "test_system_mode.py": (("sysmode",), "system_mode"),
-    "test_install_system.py": (("install", "sysmode"), "install_system"),
-    "test_install.py": (("install",), None),
-    "test_demo.py": (("install",), None),
-    "test_top_terminal.py": (("install",), None),
-    "test_slurm.py": (("slurm",), "slurm"),
-    "test_slurm_ssh.py": (("slurm", "ssh"), "slurm"),
-    "test_peers.py": (("ssh",), None),
-    "test_ssh_channels.py": (("ssh",), None),
+    "soak/test_user_flood.py": (("sysmode",), "user_flood"),
+    "integration/test_system_mode.py": (("sysmode",), "system_mode"),
+    "soak/test_install_system.py": (("install", "sysmode"), "install_system"),
+    "soak/test_install.py": (("install",), None),
+    "soak/test_demo.py": (("install",), None),
+    "soak/test_top_terminal.py": (("install",), None),
+    "integration/test_slurm.py": (("slurm",), "slurm"),
+    "integration/test_slurm_ssh.py": (("slurm", "ssh"), "slurm"),
+    "integration/test_peers.py": (("ssh",), None),
+    "integration/test_ssh_channels.py": (("ssh",), None),
 }
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    tests = Path(__file__).resolve().parent
     for item in items:
-        marks, group = TIERS.get(Path(item.fspath).relative_to(tests).as_posix(), ((), None))
-        for mark in marks:
+        where = Path(item.fspath).relative_to(TESTS)
+        if where.parts[0] not in DIRECTORIES:
+            raise pytest.UsageError(f"tests/{where}: a test belongs in unit/, integration/ or "
+                                    "soak/ (tests/conftest.py's DIRECTORIES)")
+        marks, group = TIERS.get(where.as_posix(), ((), None))
+        for mark in (*DIRECTORIES[where.parts[0]], *marks):
             item.add_marker(getattr(pytest.mark, mark))
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
     # Longest first, so that no worker is left with a minute of Slurm or flood at the end: the
-    # one Slurm's tests (a worker of their own), then the soak and install tests, then the rest.
-    first = {"slurm": 0, "soak": 1, "install": 1}
+    # one Slurm's tests (a worker of their own), then the soak tests, then the rest.
+    first = {"slurm": 0, "soak": 1}
     items.sort(key=lambda item: min((first.get(m.name, 2) for m in item.iter_markers()),
                                     default=2))
-
-
-def wait_for(predicate, timeout: float = 20.0, interval: float = 0.02, what: str = "condition"):
-    """Poll until predicate() returns something truthy; return it, or fail after timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-
-
-class GqHost:
-    """One GQ_HOME with its daemon, driven like a user would: through `gq` and its socket."""
-
-    def __init__(self, home: Path, sim_gpus: str | None, cpus: int = 16, kill_wait: str = "2s",
-                 tick: str = "0.2s"):
-        self.home = home
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")}
-        self.env["GQ_HOME"] = str(home)
-        self.env["PYTHONPATH"] = str(ROOT)
-        if sim_gpus:
-            self.env["GQ_SIM_GPUS"] = sim_gpus
-        home.mkdir(mode=0o700, exist_ok=True)
-        (home / "config.toml").write_text(
-            f'[host]\ncpus = {cpus}\n\n[daemon]\nkill_wait = "{kill_wait}"\ntick = "{tick}"\n'
-        )
-        self.daemon: subprocess.Popen | None = None
-        self.work = home / "work"
-        self.work.mkdir(exist_ok=True)
-
-    # ---- the daemon ----
-    def start(self) -> None:
-        log = open(self.home / "daemon.test.log", "ab")
-        self.daemon = subprocess.Popen(
-            [sys.executable, "-m", "gq", "daemon", "run"], env=self.env, stdout=log, stderr=log,
-            start_new_session=True,
-        )
-        wait_for(self._answers, what="the daemon's socket")
-
-    def _answers(self) -> bool:
-        if self.daemon is not None and self.daemon.poll() is not None:
-            raise AssertionError(f"daemon exited: {(self.home / 'daemon.test.log').read_text()}")
-        try:
-            with Connection(self.home / "gq.sock", timeout=5) as c:
-                return bool(c.call("ping"))
-        except OSError:
-            return False
-
-    def kill_daemon(self, sig: int = signal.SIGKILL) -> None:
-        self.daemon.send_signal(sig)
-        self.daemon.wait(timeout=20)
-
-    # ---- talking to it ----
-    def gq(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gq", *args], env=self.env, capture_output=True, text=True,
-            timeout=timeout, cwd=self.work,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"gq {' '.join(args)} -> {proc.returncode}: {proc.stderr}")
-        return proc
-
-    def call(self, op: str, **args):
-        with Connection(self.home / "gq.sock", timeout=30) as c:
-            return c.call(op, **args)
-
-    def submit(self, *args: str) -> int:
-        return int(self.gq("submit", *args).stdout.strip())
-
-    def job(self, job_id: int) -> dict:
-        return self.call("show", id=str(job_id))
-
-    def wait_state(self, job_id: int, *states: str, timeout: float = 20.0) -> dict:
-        def check():
-            job = self.job(job_id)
-            return job if job["state"] in states else None
-
-        return wait_for(check, timeout, what=f"job {job_id} to be {'/'.join(states)}")
-
-    def wait_reason(self, job_id: int, reason: str, timeout: float = 20.0) -> dict:
-        """A pending job's reason is set by the next scheduling pass: at once, unless the
-        daemon is busy (passes are then spaced out)."""
-
-        def check():
-            job = self.job(job_id)
-            return job if job["reason"] == reason else None
-
-        return wait_for(check, timeout, what=f"job {job_id} to wait with reason {reason}")
-
-    def wait_ended(self, job_id: int, timeout: float = 20.0) -> dict:
-        # `wait` returns once the job ended and its processes are gone.
-        with Connection(self.home / "gq.sock", timeout=timeout) as c:
-            return c.call("wait", ids=[str(job_id)])[0]
-
-    def log(self, job_id: int, err: bool = False) -> str:
-        path = self.home / "logs" / f"{job_id}.{'err' if err else 'out'}"
-        return path.read_text() if path.exists() else ""
-
-    def count_jobs(self) -> int:
-        return len(self.call("list", all=True))
-
-    # ---- cleanup ----
-    def close(self) -> None:
-        if self.daemon is not None and self.daemon.poll() is None:
-            try:
-                active = [j["id"] for j in self.call("list")]
-                if active:
-                    self.call("cancel", ids=[str(i) for i in active])
-                    for i in active:
-                        self.wait_ended(i, timeout=30)
-            except (OSError, AssertionError):
-                pass
-            self.kill_daemon(signal.SIGTERM)
 
 
 @pytest.fixture
@@ -192,29 +77,11 @@ def make_host():
         shutil.rmtree(d, ignore_errors=True)
 
 
-def kill_processes_mentioning(text: str) -> None:
-    """Whatever a failed test left running under its directory (a safety net, not a check):
-    also a daemon the CLI started there, which names its GQ_HOME only in its environment."""
-    import psutil
-
-    for proc in psutil.process_iter(["cmdline"]):
-        try:
-            home = proc.environ().get("GQ_HOME", "")
-        except psutil.Error:
-            home = ""
-        if proc.pid != os.getpid() and (text in " ".join(proc.info["cmdline"] or [])
-                                        or home.startswith(text)):
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-
-
 @pytest.fixture(scope="session")
 def slurm_cluster():
-    """One real single-node Slurm (tests/slurmd.py) for every Slurm test of the run: starting
-    one costs seconds, and the Slurm peers of the tests share it as any logins would."""
-    from tests.slurmd import SlurmCluster, why_not
+    """One real single-node Slurm (tests/support/slurmd.py) for every Slurm test of the run:
+    starting one costs seconds, and the Slurm peers of the tests share it as any logins would."""
+    from tests.support.slurmd import SlurmCluster, why_not
 
     if why_not() is not None:
         pytest.skip(f"no Slurm here: {why_not()}")
@@ -231,15 +98,28 @@ def slurm_cluster():
     shutil.rmtree(root, ignore_errors=True)
 
 
-def host_with(make_host, config: str, sim: str = "4x80G") -> GqHost:
-    """A host whose config.toml has `config` added before its daemon starts."""
-    host = make_host(sim, start=False)
-    with open(host.home / "config.toml", "a") as f:
-        f.write(config)
+@pytest.fixture
+def host(make_host) -> GqHost:
+    """A daemon of this test's own, on four simulated 80G cards."""
+    return make_host("4x80G")
+
+
+@pytest.fixture(scope="session")
+def _shared_daemon():
+    d = tempfile.mkdtemp(prefix="gq-", dir="/tmp")
+    host = GqHost(Path(d) / "home", "4x80G")
     host.start()
-    return host
+    yield host
+    host.close()
+    kill_processes_mentioning(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
-def host(make_host) -> GqHost:
-    return make_host("4x80G")
+def shared_host(_shared_daemon) -> GqHost:
+    """One daemon (four simulated 80G cards) for every test of this worker that only needs a
+    daemon to exist: refusals, reads of an empty queue. Such a test leaves it as it found it:
+    it queues no job (checked after each) and changes no setting; one that does takes `host`."""
+    yield _shared_daemon
+    queued = _shared_daemon.count_jobs()
+    assert queued == 0, f"a test queued {queued} job(s) on the shared daemon; give it `host`"

@@ -1,5 +1,5 @@
 """The rules that end or requeue a run, as plain functions of jobs and the time: the daemon
-applies what they decide (gq/daemon/ending.py); tests/test_limits_unit.py tests them alone.
+applies what they decide (gq/daemon/ending.py); tests/unit/test_limits.py tests them alone.
 
 - a running job past its --time is stopped as `timeout`, or, if it was interactive in a pool
   whose interactive runs go on as batch work (`past_limit = "requeue"`), requeued as batch work;

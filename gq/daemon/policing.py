@@ -4,7 +4,7 @@ cancel, as [offenders] says for the job's tier. Every action is an event of the 
 A service of the daemon with its own collaborators: the store, the settings, the telemetry it
 judges by, whoever stops jobs (`Stopper`) and whoever runs notify commands (`Runner`). The
 daemon hands it each card reading (`sample`); tests drive it the same way, with a store in a
-temporary directory and a recording stopper (tests/test_policing_unit.py)."""
+temporary directory and a recording stopper (tests/unit/test_policing.py)."""
 
 from __future__ import annotations
 

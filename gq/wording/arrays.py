@@ -137,7 +137,7 @@ def fold_waited(jobs: list[dict[str, Any]]) -> list[str]:
 
 
 # gq.model's ENDED_STATES, spelled out: importing the model (dataclasses) would cost every
-# `gq cancel` and `gq wait` ~10 ms. tests/test_light_path.py keeps the two equal.
+# `gq cancel` and `gq wait` ~10 ms. tests/integration/test_light_path.py keeps the two equal.
 ENDED = {"completed", "failed", "cancelled", "timeout", "oom", "lost"}
 EXIT_NEVER_STARTS, EXIT_TIMED_OUT = 3, 124
 

@@ -1,0 +1,198 @@
+"""cancel, hold, release, requeue, wait, logs and `@`, as a user runs them."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+
+import psutil
+
+from tests.support.hosts import wait_for
+from tests.support.jobs import gated
+
+
+def processes_with(token: str) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        if token in " ".join(p.info["cmdline"] or []):
+            found.append(p)
+    return found
+
+
+def test_cancel_kills_the_whole_tree_even_setsid_and_term_ignoring(make_host):
+    host = make_host("1x80G", kill_wait="1s")
+    token = str(random.randint(100000, 999999))
+    script = (
+        f"setsid sleep {token}1 & "  # a new session
+        f"(sleep {token}2 &) ; "  # orphaned by a double fork
+        f"sh -c 'trap \"\" TERM; sleep {token}3; sleep {token}3' & "  # ignores SIGTERM
+        f"sleep {token}4"
+    )
+    job = host.submit("--", "sh", "-c", script)
+    wait_for(lambda: len(processes_with(token)) >= 4, what="the job's processes")
+    assert host.gq("cancel", str(job)).stdout.strip() == f"job {job}: cancelled"
+    ended = host.wait_ended(job)
+    assert ended["state"] == "cancelled"
+    assert processes_with(token) == []
+
+
+def test_cancel_pending_and_unknown(host):
+    job = host.submit("--hold", "--", "true")
+    assert host.job(job)["state"] == "held"
+    host.gq("cancel", str(job))
+    assert host.job(job)["state"] == "cancelled"
+    again = host.gq("cancel", str(job), check=False)
+    assert again.returncode == 1 and "already cancelled" in again.stderr
+
+
+def test_hold_and_release(host):
+    gate = host.work / "gate"
+    blocker = host.submit("-g", "4", *gated(gate))
+    host.wait_state(blocker, "running")
+    job = host.submit("--", "true")
+    host.gq("hold", str(job))
+    assert host.wait_reason(job, "Held")["state"] == "held"
+    assert "gq release" in host.gq("why", str(job)).stdout
+    gate.touch()
+    host.wait_ended(blocker)
+    assert host.job(job)["state"] == "held"
+    host.gq("release", str(job))
+    assert host.wait_ended(job)["state"] == "completed"
+    refused = host.gq("hold", str(job), check=False)
+    assert refused.returncode == 1 and "only pending jobs" in refused.stderr
+
+
+def test_requeue_a_running_job_restarts_it_with_the_same_id(make_host):
+    host = make_host("1x80G", kill_wait="1s")
+    gate = host.work / "gate"
+    job = host.submit(*gated(gate, echo='"run $GQ_RESTART_COUNT"'))
+    host.wait_state(job, "running")
+    wait_for(lambda: "run 0" in host.log(job), what="the first run")
+    host.gq("requeue", str(job))
+    wait_for(lambda: "run 1" in host.log(job), what="the second run")
+    again = host.job(job)
+    assert again["state"] == "running" and again["restarts"] == 1
+    gate.touch()
+    assert host.wait_ended(job)["state"] == "completed"
+    assert [e["new_state"] for e in host.job(job)["events"]].count("running") == 2
+
+
+def test_wait_exits_with_the_jobs_code_and_at_means_my_last_job(host):
+    host.submit("--", "sh", "-c", "exit 0")
+    last = host.submit("--", "sh", "-c", "echo out; echo err >&2; exit 42")
+    waited = host.gq("wait", "@", check=False)
+    assert waited.returncode == 42
+    assert f"job {last}: failed (exit 42)" in waited.stdout
+    assert host.gq("logs", "@").stdout == "out\n"
+    assert host.gq("logs", "--err", str(last)).stdout == "err\n"
+    assert host.gq("show", "@", "--json").stdout.count(f'"id": {last}') == 1
+    row = [line for line in host.gq("ls", "--all").stdout.splitlines()
+           if line.startswith(f"{last} ")]
+    assert row[0].split()[-3:] == ["exit", "42:", "unknown"]  # the failure class, triage.md
+
+
+def test_logs_follow_prints_until_the_job_ends(host):
+    gate = host.work / "gate"
+    job = host.submit("--", "sh", "-c",
+                      f'echo one; while [ ! -e "{gate}" ]; do sleep 0.02; done; echo two')
+    follower = subprocess.Popen([sys.executable, "-m", "gq", "logs", "-f", str(job)],
+                                env=host.env, stdout=subprocess.PIPE, text=True)
+    assert follower.stdout.readline() == "one\n"
+    gate.touch()
+    rest, _ = follower.communicate(timeout=30)
+    assert rest == "two\n" and follower.returncode == 0
+
+
+def test_ls_table_and_json(host):
+    job = host.submit("-n", "train-a", "--hold", "--", "true")
+    table = host.gq("ls").stdout
+    assert table.splitlines()[0].split()[:4] == ["ID", "NAME", "USER", "STATE"]
+    assert f"{job}" in table and "train-a" in table and "Held" in table
+    import json
+
+    (j,) = [x for x in json.loads(host.gq("ls", "--json").stdout) if x["id"] == job]
+    for key in ("id name user host state reason priority gpus mem cpus command cwd "
+                "submitted_at started_at ended_at exit_code restarts gpu_ids").split():
+        assert key in j
+    assert j["submitted_at"].endswith("Z") and j["state"] == "held"
+    assert json.loads(host.gq("ls", "--state", "completed", "--json").stdout) == []
+
+
+def test_gpus_shows_cards(host):
+    out = host.gq("gpus").stdout
+    assert "SimGPU-80G (sim)" in out and len(out.splitlines()) == 6
+    assert out.splitlines()[-1].startswith("freezing (driver simulated): GPU 0,1,2,3 can")
+
+
+def test_show_hides_env_from_other_users_but_not_owner(host):
+    job = host.submit("--env", "SECRET=x", "--hold", "--", "true")
+    assert host.job(job)["env"]["SECRET"] == "x"
+
+
+def test_auto_start_says_so_in_one_line(make_host):
+    host = make_host("1x80G", start=False)
+    proc = host.gq("submit", "--", "true")
+    assert proc.stdout.strip() == "1"
+    assert proc.stderr.startswith("gq: started the daemon for") and proc.stderr.count("\n") == 1
+    assert host.gq("wait", "1").returncode == 0
+    pid = host.call("ping")["pid"]
+    host.gq("daemon", "stop")
+    wait_for(lambda: not psutil.pid_exists(pid) or
+             psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, what="the daemon to exit")
+
+
+def test_second_daemon_on_the_same_home_is_refused(host):
+    proc = subprocess.run([sys.executable, "-m", "gq", "daemon", "run"], env=host.env,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1
+    assert "a daemon already runs" in proc.stderr
+
+
+def test_socket_is_private(host):
+    assert os.stat(host.home / "gq.sock").st_mode & 0o777 == 0o600
+
+
+def test_time_limit_ends_the_job_as_timeout(make_host):
+    host = make_host("1x80G", kill_wait="1s")
+    job = host.submit("-t", "1s", "--", "sleep", "300")
+    ended = host.wait_ended(job)
+    assert ended["state"] == "timeout" and "time limit 1s reached" in ended["reason"]
+    assert host.wait_ended(host.submit("--", "true"))["state"] == "completed"  # card freed
+
+
+def test_wait_rides_out_a_daemon_restart(host):
+    gate = host.work / "gate"
+    job = host.submit(*gated(gate, exit_code=6))
+    host.wait_state(job, "running")
+    waiter = subprocess.Popen([sys.executable, "-m", "gq", "wait", str(job)], env=host.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: psutil.Process(waiter.pid).net_connections("unix"),
+             what="the waiter to connect")
+    host.kill_daemon(signal.SIGKILL)
+    host.start()
+    gate.touch()
+    out, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 6, err
+    assert f"job {job}: failed (exit 6)" in out
+
+
+def test_the_job_gets_default_signal_dispositions(host):
+    # Ignored dispositions survive exec: a job must not inherit the shim's.
+    job = host.submit("-g", "0", "--", "sh", "-c", "grep SigIgn /proc/self/status")
+    host.wait_ended(job)
+    assert host.log(job).split() == ["SigIgn:", "0000000000000000"]
+
+
+def test_a_link_planted_at_the_log_path_is_not_followed(host, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    job = host.submit("--hold", "--", "echo", "overwritten")
+    (host.home / "logs" / f"{job}.out").symlink_to(victim)
+    host.gq("release", str(job))
+    ended = host.wait_ended(job)
+    assert (ended["state"], ended["exit_code"]) == ("failed", 127)
+    assert victim.read_text() == "precious\n"
+    assert "could not start the job" in host.log(job, err=True)

@@ -1,0 +1,308 @@
+"""One root daemon for every user: jobs run as their submitters, nobody touches what is not
+theirs, identity comes from the kernel, and log paths cannot be turned against root."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+
+import pytest
+
+from tests.support.hosts import wait_for
+
+from tests.support.paths import ROOT
+from gq.protocol import VERSION
+from tests.support.sysmode import SystemHost, User, Users, group_id, readable_copy, require_root
+
+
+@pytest.fixture(scope="module")
+def users():
+    require_root()
+    made = Users()
+    try:
+        made.extra = made.group("x")  # a supplementary group of ann's alone
+        made.admins = made.group("adm")
+        made.ann = made.user("a", groups=(made.extra,))
+        made.bob = made.user("b")
+        made.cat = made.user("c", groups=(made.admins,))  # an admin by group
+        yield made
+    finally:
+        made.remove()
+
+
+@pytest.fixture(scope="module")
+def host(users):
+    # The daemon runs with supplementary groups of its own, which no job may inherit.
+    h = SystemHost(config=f'[access]\nadmins = "{users.admins}"\n',
+                   daemon_groups=[0, group_id(users.extra)])
+    try:
+        yield h.start()
+    finally:
+        h.close()
+
+
+ID_SCRIPT = 'id -u; id -g; id -G; umask; echo "$HOME $USER"; echo "$GQ_CHECKPOINT_DIR"'
+
+
+def _identity(host: SystemHost, user: User, job_id: int) -> list[str]:
+    assert host.wait_ended(job_id)["state"] == "completed", host.job(job_id)
+    return host.user_file(user, "logs", f"{job_id}.out").read_text().splitlines()
+
+
+def test_each_job_runs_as_its_submitter_with_exactly_their_groups_umask_and_home(host, users):
+    ann, bob = users.ann, users.bob
+    a = host.submit(ann, "-g", "0", "--", "sh", "-c", ID_SCRIPT, umask=0o027)
+    b = host.submit(bob, "-g", "0", "--", "sh", "-c", ID_SCRIPT, umask=0o077)
+    uid, gid, groups, umask, home, ckpt = _identity(host, ann, a)
+    assert (int(uid), int(gid)) == (ann.uid, ann.gid)
+    assert sorted(map(int, groups.split())) == ann.groups()  # with the extra group
+    assert group_id(users.extra) in ann.groups()
+    assert (umask, home) == ("0027", f"{ann.home} {ann.name}")
+    uid, gid, groups, umask, home, ckpt_b = _identity(host, bob, b)
+    assert (int(uid), int(gid), groups.split()) == (bob.uid, bob.gid, [str(bob.gid)])
+    assert group_id(users.extra) not in map(int, groups.split())  # not the daemon's groups
+    assert (umask, home) == ("0077", f"{bob.home} {bob.name}")
+    # Output and checkpoints are the user's own, in a directory only they can enter.
+    for user, job_id, path in ((ann, a, ckpt), (bob, b, ckpt_b)):
+        for f in (host.user_file(user, "logs", f"{job_id}.out"), host.user_file(user),
+                  host.user_file(user, "checkpoints", str(job_id))):
+            st = os.lstat(f)
+            assert (st.st_uid, st.st_gid) == (user.uid, user.gid), f
+        assert stat.S_IMODE(os.stat(host.user_file(user)).st_mode) == 0o700
+        assert path == str(host.user_file(user, "checkpoints", str(job_id)))
+    assert stat.S_IMODE(os.stat(host.user_file(ann, "logs", f"{a}.out")).st_mode) == 0o600
+    # The daemon's database, with everyone's environment in it, is root's alone.
+    assert stat.S_IMODE(os.stat(host.state / "gq.db").st_mode) == 0o600
+    assert host.gq(ann, "logs", str(a)).stdout.splitlines()[0] == str(ann.uid)
+    denied = host.gq(bob, "logs", str(a), check=False)
+    assert denied.returncode == 1
+    assert denied.stderr == (f"gq: job {a} is {ann.name}'s: its output "
+                             f"{host.user_file(ann, 'logs', f'{a}.out')} is readable by "
+                             f"{ann.name} only\n")
+
+
+@pytest.mark.parametrize("action", ["cancel", "hold", "release", "requeue"])
+def test_another_user_cannot_act_on_a_job_and_the_refusal_is_recorded(host, users, action):
+    ann, bob = users.ann, users.bob
+    if action == "hold":  # a pending job: one that waits for a held one
+        job = host.submit(ann, "--after", str(host.submit(ann, "--hold", "--", "true")), "--",
+                          "true")
+    elif action == "requeue":  # an ended job
+        job = host.submit(ann, "-g", "0", "--", "true")
+        host.wait_ended(job)
+    else:
+        job = host.submit(ann, "--hold", "--", "true")
+    before = host.job(job)["state"]
+    denied = host.gq(bob, action, str(job), check=False)
+    assert denied.returncode == 1 and denied.stdout == ""
+    assert denied.stderr == (f"gq: job {job} belongs to {ann.name}; only {ann.name} or an "
+                             f"admin (root or a member of group {users.admins}) may {action} "
+                             "it; nothing was done\n")
+    after = host.job(job)
+    assert after["state"] == before
+    assert any(e["detail"] == f"refused: {bob.name} (uid {bob.uid}) may not {action} it"
+               for e in after["events"])
+    assert f"refused: {bob.name} (uid {bob.uid}) may not {action}" in host.daemon_log()
+
+
+def test_only_the_owner_and_admins_read_the_environment_and_admins_act_on_all(host, users):
+    ann, bob, cat = users.ann, users.bob, users.cat
+    secret = {"PYTHONPATH": host.pythonpath, "API_TOKEN": "s3cret"}
+    job = host.submit(ann, "--hold", "-g", "0", "--", "sleep", "600",
+                      env=host.user_env(ann, **secret))
+    assert "env" not in json.loads(host.gq(bob, "show", "--json", str(job)).stdout)
+    assert json.loads(host.gq(ann, "show", "--json", str(job)).stdout)["env"]["API_TOKEN"] == \
+        "s3cret"
+    assert json.loads(host.gq(cat, "show", "--json", str(job)).stdout)["env"]["API_TOKEN"] == \
+        "s3cret"
+    # Everyone sees the queue (the default), with the owner of each job.
+    listed = json.loads(host.gq(bob, "ls", "--json").stdout)
+    assert {(j["id"], j["user"]) for j in listed} >= {(job, ann.name)}
+    assert host.gq(cat, "release", str(job)).stdout == f"job {job}: released\n"
+    assert host.gq(cat, "cancel", str(job)).stdout == f"job {job}: cancelled\n"
+    assert host.job(job)["reason"] == f"cancelled by {cat.name}"
+
+
+def test_a_user_field_in_a_raw_request_is_ignored(host, users):
+    ann, bob = users.ann, users.bob
+    spoof = {"user": ann.name, "uid": ann.uid, "caller": ann.name}
+    replies = host.raw(bob, [
+        {"v": VERSION, "op": "ping", "args": spoof},
+        {"v": VERSION, "op": "submit", "user": ann.name, "uid": ann.uid, "args": {
+            **spoof, "command": ["sh", "-c", "id -u"], "cwd": bob.home, "gpus": 0,
+            "env": {"PATH": "/usr/bin:/bin"}}},
+    ])
+    assert replies[0]["result"]["user"] == bob.name and replies[0]["result"]["uid"] == bob.uid
+    job = replies[1]["result"]
+    assert job["user"] == bob.name
+    assert host.wait_ended(job["id"])["state"] == "completed"
+    assert host.user_file(bob, "logs", f"{job['id']}.out").read_text() == f"{bob.uid}\n"
+    # ... and acting on another's job while claiming to be them changes nothing.
+    theirs = host.submit(ann, "--hold", "--", "true")
+    (reply,) = host.raw(bob, [{"v": VERSION, "op": "cancel", "user": ann.name,
+                               "args": {**spoof, "ids": [str(theirs)]}}])
+    assert not reply["ok"] and f"belongs to {ann.name}" in reply["error"]
+    assert host.job(theirs)["state"] == "held"
+
+
+@pytest.mark.parametrize("log", ["out", "err"])
+def test_a_link_planted_at_a_log_path_is_not_followed(host, users, log):
+    ann = users.ann
+    victim = host.root / f"victim-{log}"  # root's, readable by all: root must not write it
+    victim.write_text("precious\n")
+    victim.chmod(0o644)
+    job = host.submit(ann, "--hold", "-g", "0", "--", "echo", "overwritten")
+    logs = host.user_file(ann, "logs")
+    planted = logs / f"{job}.{log}"
+    code = f"import os; os.symlink({str(victim)!r}, {str(planted)!r})"
+    assert host.run_as(ann, [host.python, "-c", code]).returncode == 0
+    assert planted.is_symlink()
+    host.gq(ann, "release", str(job))
+    ended = host.wait_ended(job)
+    assert (ended["state"], ended["exit_code"]) == ("failed", 127)
+    assert victim.read_text() == "precious\n"
+    assert ended["reason"].startswith("could not start the job: [Errno 40] Too many levels of "
+                                      "symbolic links")
+    if log == "out":  # the other log was opened (as ann), and says why
+        assert "could not start the job" in (logs / f"{job}.err").read_text()
+
+
+def test_notifications_of_a_user_run_as_that_user(host, users):
+    ann = users.ann
+    job = host.submit(ann, "-g", "0", "--notify", "id -u; id -G", "--", "true")
+    host.wait_ended(job)
+    out = host.user_file(ann, "logs", f"{job}.notify")
+    wait_for(lambda: out.exists() and out.read_text().count("\n") == 2,
+             what="the notification's output")
+    uid, groups = out.read_text().splitlines()
+    assert int(uid) == ann.uid and sorted(map(int, groups.split())) == ann.groups()
+    assert os.lstat(out).st_uid == ann.uid
+
+
+def test_config_show_names_where_each_setting_came_from(host, users):
+    shown = host.gq(users.bob, "config", "show").stdout
+    assert f"# its file: {host.config} (read)" in shown
+    assert f'admins = "{users.admins}"' in shown and f"# {host.config}:" in shown
+    rows = json.loads(host.gq(users.bob, "config", "show", "--json").stdout)["settings"]
+    by_key = {(r["section"], r["key"]): r for r in rows}
+    assert by_key["daemon", "tick"] == {"section": "daemon", "key": "tick", "value": "0.2s",
+                                        "source": f"{host.config}:6"}
+    assert by_key["access", "queue"]["source"] == "default"
+
+
+def test_the_cli_finds_the_system_daemon_and_starts_none_of_its_own(users):
+    bob = users.bob
+    h = SystemHost()
+    try:
+        status = h.gq(bob, "daemon", "status", check=False)
+        assert status.returncode == 3 and "the system daemon" in status.stdout
+        h.start()
+        status = h.gq(bob, "daemon", "status").stdout
+        assert status.startswith("running: the system daemon for every user, pid")
+        assert h.gq(bob, "daemon", "stop", check=False).stderr == \
+            "gq: only root can stop the system daemon\n"
+        h.stop()
+        down = h.gq(bob, "ls", check=False)
+        assert down.returncode == 1 and "the system daemon does not answer" in down.stderr
+        assert not os.path.exists(os.path.join(bob.home, ".local", "state", "gq"))
+        # GQ_HOME asks for a daemon of one's own, as before.
+        own = h.gq(bob, "ls", env=h.user_env(bob, GQ_HOME=f"{bob.home}/gqh"))
+        assert "started the daemon" in own.stderr
+        h.gq(bob, "daemon", "stop", env=h.user_env(bob, GQ_HOME=f"{bob.home}/gqh"))
+        refused = h.gq(bob, "daemon", "run", "--system", check=False)
+        assert refused.returncode == 1 and "must run as root" in refused.stderr
+    finally:
+        h.close()
+
+
+def test_private_queues_hide_others_jobs_and_admins_see_all(users):
+    ann, bob, cat = users.ann, users.bob, users.cat
+    h = SystemHost(config=f'[access]\nqueue = "own"\nadmins = "{users.admins}"\n').start()
+    try:
+        job = h.submit(ann, "--hold", "--", "true")
+        running = h.submit(ann, "--mem", "10G", "--", "sleep", "600")
+        wait_for(lambda: h.job(running)["state"] == "running", what="ann's job to start")
+        assert json.loads(h.gq(bob, "ls", "--json").stdout) == []
+        assert json.loads(h.gq(bob, "ls", "--json", "-u", ann.name).stdout) == []
+        shown = h.gq(bob, "show", str(job), check=False)
+        assert shown.returncode == 2 and shown.stderr == f"gq: job id {job}: no such job of yours\n"
+        assert {j["id"] for j in json.loads(h.gq(cat, "ls", "--json").stdout)} == {job, running}
+        cards = json.loads(h.gq(bob, "gpus", "--json").stdout)
+        (slot,) = [j for c in cards for j in c["jobs"]]
+        assert (slot["id"], slot["user"], slot["mem"]) == (None, None, 10 << 30)
+    finally:
+        h.close()
+
+
+def test_connections_are_capped_per_user_idle_ones_dropped_and_requests_bounded(users):
+    bob = users.bob
+    h = SystemHost(daemon='max_connections_per_user = 3\nidle_timeout = "1s"\n'
+                          'max_request = "64K"\n').start()
+    code = (
+        "import socket, sys, time\n"
+        "def conn():\n"
+        "    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); return s\n"
+        "held = [conn() for _ in range(3)]\n"
+        "extra = conn(); print('4th:', extra.makefile().readline().strip())\n"
+        "t = time.monotonic(); print('idle closed:', held[0].recv(1) == b'', "
+        "round(time.monotonic() - t) <= 3)\n"
+        "big = conn(); big.sendall(b'{' + b' ' * (100 << 10) + b'}\\n')\n"
+        "print('big:', big.makefile().readline().strip())\n"
+    )
+    try:
+        out = h.run_as(bob, [h.python, "-c", code, str(h.socket)]).stdout.splitlines()
+        assert out[0].startswith('4th: {"ok":false,"error":"' + bob.name + " already has 3 "
+                                 "connections open to the daemon")
+        assert out[1] == "idle closed: True True"
+        assert "request larger than 64K refused ([daemon] max_request)" in out[2]
+        assert h.gq(bob, "ls").returncode == 0  # all closed again: bob is served
+        assert h.call("ping")  # root is never capped
+    finally:
+        h.close()
+
+
+def test_an_unsafe_or_bad_configuration_is_refused_at_start_with_its_line(users):
+    h = SystemHost(config='[access]\nqueue = "everyone"\n')
+    try:
+        with pytest.raises(AssertionError, match=rf"{h.config} line 9: \[access\] queue = "
+                                                 r"'everyone': expected \"all\""):
+            h.start()
+        h.config.write_text("")
+        h.config.chmod(0o666)  # anyone could make themselves an admin
+        with pytest.raises(AssertionError, match="with mode 0666: whoever can write it could "
+                                                 "act as root through gq"):
+            h.start()
+    finally:
+        h.close()
+
+
+def test_a_job_cannot_enter_a_directory_its_user_cannot(host, users):
+    ann, bob = users.ann, users.bob
+    private = os.path.join(ann.home, "private")
+    assert host.run_as(ann, ["mkdir", "-m", "0711", private]).returncode == 0
+    os.chmod(ann.home, 0o711)  # bob may pass through ann's home, not into private/
+    os.chmod(private, 0o700)
+    job = host.submit(bob, "-g", "0", "--cwd", private, "--", "pwd")
+    ended = host.wait_ended(job)
+    assert (ended["state"], ended["exit_code"]) == ("failed", 127)
+    assert ended["reason"] == f"cannot enter {private}: Permission denied"
+
+
+def test_the_users_gq_works_from_a_checkout_in_a_private_directory(host, users, tmp_path):
+    """The README's test command must pass wherever a newcomer clones: a checkout in a 0700
+    directory is closed to the test's users, so they run a readable copy of it."""
+    private = tmp_path / "clone"
+    (private / "gq").mkdir(parents=True)
+    shutil.copytree(ROOT / "gq", private / "gq", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    os.chmod(tmp_path, 0o700)
+    code = "import gq.cli.entry, typer, sqlite_utils, psutil; print('ok')"
+    closed = host.run_as(users.ann, [host.python, "-c", code],
+                         env=host.user_env(users.ann, PYTHONPATH=str(private)))
+    assert closed.returncode != 0 and "No module named 'gq" in closed.stderr
+    tree = readable_copy(private)
+    opened = host.run_as(users.ann, [host.python, "-c", code],
+                         env=host.user_env(users.ann, PYTHONPATH=f"{tree}:{tree}/site"))
+    assert (opened.returncode, opened.stdout) == (0, "ok\n"), opened.stderr

@@ -1,0 +1,53 @@
+"""`gq demo --no-tui`: the scenario runs headless, says what happened, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_the_demo_shows_sharing_preemption_an_idle_notebook_and_a_stray_then_cleans_up():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")}
+    proc = subprocess.run([sys.executable, "-m", "gq", "demo", "--no-tui", "--seconds", "13"],
+                          env=env, capture_output=True, text=True, timeout=90)
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    home = Path(re.search(r"GQ_HOME (\S+)/home", out)[1])
+    assert "job 1 train-llm: running on GPU 0,1 (whole cards, normal tier)" in out
+    assert re.search(r"job \d+_\d sweep: running on GPU (\d) \(12G per card", out)
+    assert re.search(r"job 2 pretrain-small: pending, \w+ \(back in the queue after "
+                     r"(running|preempting)\): "
+                     r"preempted for job 10 \(high\)", out)
+    assert re.search(r"job 10 urgent-eval: running on GPU \d \(whole cards, high tier\)", out)
+    assert re.search(r"offender \(stray\): pid \d+ \(user \w+: .* holds 6G on GPU \d outside gq",
+                     out)  # the pid once
+    assert "preempting (preempted for job 10 (high)): preempted" not in out  # said once
+    # Sweep elements are named as gq ls names them, never by their internal ids.
+    assert re.search(r"job 4_\d sweep: running", out) and not re.search(r"job [5-9] sweep", out)
+    assert re.search(r"offender \(idle\): job 3: mean utilisation 0%", out)
+    assert "the cards (gq gpus)" in out and "The queue (gq ls)" in out
+    assert out.rstrip().endswith("removed)")
+    # What it prints runs as written after the README install (tests/integration/test_burn.py runs it).
+    assert "-- gq burn --mem 70G --util 95" in out and "python -m" not in out
+    assert not home.exists()
+
+
+def test_ctrl_c_cleans_up_and_exits_130():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")}
+    proc = subprocess.Popen([sys.executable, "-m", "gq", "demo", "--no-tui", "--seconds", "60"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if "submitted job" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert out.rstrip().endswith("removed)")

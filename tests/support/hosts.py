@@ -1,0 +1,160 @@
+"""Real daemons in temporary GQ_HOMEs, reached through the real CLI and protocol."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gq.protocol import Connection
+from tests.support.cli import gq_in_process, gq_process
+from tests.support.paths import ROOT
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.02, what: str = "condition"):
+    """Poll until predicate() returns something truthy; return it, or fail after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+class GqHost:
+    """One GQ_HOME with its daemon, driven like a user would: through `gq` and its socket."""
+
+    def __init__(self, home: Path, sim_gpus: str | None, cpus: int = 16, kill_wait: str = "2s",
+                 tick: str = "0.2s"):
+        self.home = home
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")}
+        self.env["GQ_HOME"] = str(home)
+        self.env["PYTHONPATH"] = str(ROOT)
+        if sim_gpus:
+            self.env["GQ_SIM_GPUS"] = sim_gpus
+        home.mkdir(mode=0o700, exist_ok=True)
+        (home / "config.toml").write_text(
+            f'[host]\ncpus = {cpus}\n\n[daemon]\nkill_wait = "{kill_wait}"\ntick = "{tick}"\n'
+        )
+        self.daemon: subprocess.Popen | None = None
+        self.work = home / "work"
+        self.work.mkdir(exist_ok=True)
+
+    # ---- the daemon ----
+    def start(self) -> None:
+        log = open(self.home / "daemon.test.log", "ab")
+        self.daemon = subprocess.Popen(
+            [sys.executable, "-m", "gq", "daemon", "run"], env=self.env, stdout=log, stderr=log,
+            start_new_session=True,
+        )
+        wait_for(self._answers, what="the daemon's socket")
+
+    def _answers(self) -> bool:
+        if self.daemon is not None and self.daemon.poll() is not None:
+            raise AssertionError(f"daemon exited: {(self.home / 'daemon.test.log').read_text()}")
+        try:
+            with Connection(self.home / "gq.sock", timeout=5) as c:
+                return bool(c.call("ping"))
+        except OSError:
+            return False
+
+    def kill_daemon(self, sig: int = signal.SIGKILL) -> None:
+        self.daemon.send_signal(sig)
+        self.daemon.wait(timeout=20)
+
+    # ---- talking to it ----
+    def gq(self, *args: str, check: bool = True, timeout: float = 60,
+           process: bool = False) -> subprocess.CompletedProcess:
+        """`gq ARGS...` as this host's user, in this process unless `process` asks for a real
+        `python -m gq` (tests/support/cli.py); `timeout` bounds only a process."""
+        if process:
+            proc = gq_process(list(args), self.env, self.work, timeout=timeout)
+        else:
+            proc = gq_in_process(list(args), self.env, self.work)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"gq {' '.join(args)} -> {proc.returncode}: {proc.stderr}")
+        return proc
+
+    def call(self, op: str, **args):
+        with Connection(self.home / "gq.sock", timeout=30) as c:
+            return c.call(op, **args)
+
+    def submit(self, *args: str) -> int:
+        return int(self.gq("submit", *args).stdout.strip())
+
+    def job(self, job_id: int) -> dict:
+        return self.call("show", id=str(job_id))
+
+    def wait_state(self, job_id: int, *states: str, timeout: float = 20.0) -> dict:
+        def check():
+            job = self.job(job_id)
+            return job if job["state"] in states else None
+
+        return wait_for(check, timeout, what=f"job {job_id} to be {'/'.join(states)}")
+
+    def wait_reason(self, job_id: int, reason: str, timeout: float = 20.0) -> dict:
+        """A pending job's reason is set by the next scheduling pass: at once, unless the
+        daemon is busy (passes are then spaced out)."""
+
+        def check():
+            job = self.job(job_id)
+            return job if job["reason"] == reason else None
+
+        return wait_for(check, timeout, what=f"job {job_id} to wait with reason {reason}")
+
+    def wait_ended(self, job_id: int, timeout: float = 20.0) -> dict:
+        # `wait` returns once the job ended and its processes are gone.
+        with Connection(self.home / "gq.sock", timeout=timeout) as c:
+            return c.call("wait", ids=[str(job_id)])[0]
+
+    def log(self, job_id: int, err: bool = False) -> str:
+        path = self.home / "logs" / f"{job_id}.{'err' if err else 'out'}"
+        return path.read_text() if path.exists() else ""
+
+    def count_jobs(self) -> int:
+        return len(self.call("list", all=True))
+
+    # ---- cleanup ----
+    def close(self) -> None:
+        if self.daemon is not None and self.daemon.poll() is None:
+            try:
+                active = [j["id"] for j in self.call("list")]
+                if active:
+                    self.call("cancel", ids=[str(i) for i in active])
+                    for i in active:
+                        self.wait_ended(i, timeout=30)
+            except (OSError, AssertionError):
+                pass
+            self.kill_daemon(signal.SIGTERM)
+
+
+def kill_processes_mentioning(text: str) -> None:
+    """Whatever a failed test left running under its directory (a safety net, not a check):
+    also a daemon the CLI started there, which names its GQ_HOME only in its environment."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            home = proc.environ().get("GQ_HOME", "")
+        except psutil.Error:
+            home = ""
+        if proc.pid != os.getpid() and (text in " ".join(proc.info["cmdline"] or [])
+                                        or home.startswith(text)):
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+
+
+def host_with(make_host, config: str, sim: str = "4x80G") -> GqHost:
+    """A host whose config.toml has `config` added before its daemon starts."""
+    host = make_host(sim, start=False)
+    with open(host.home / "config.toml", "a") as f:
+        f.write(config)
+    host.start()
+    return host

@@ -1,0 +1,63 @@
+"""`gq top` as a person sees it, from injected snapshots with the poller off and the clock frozen.
+
+The expected screens are the SVGs under tests/unit/__snapshots__/; after a deliberate change of the
+look, review the new ones and update with `pytest tests/unit/test_tui_snapshots.py --snapshot-update`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gq.tui.app import make_app
+from gq.tui.source import NOT_RUNNING, StaticSource
+from tests.support import tui_data
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 50)], ids=["80x24", "160x50"])
+
+
+def app(source=None, clock=tui_data.NOW):
+    return make_app([source or tui_data.source()], clock=lambda: clock, poll=False)
+
+
+async def settle(pilot) -> None:
+    """Let the fetch worker land its snapshot and the screen redraw."""
+    for _ in range(2):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def press(*keys: str):
+    async def run(pilot) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+    return run
+
+
+@SIZES
+def test_main_screen(snap_compare, size):
+    assert snap_compare(app(), terminal_size=size, run_before=settle)
+
+
+@SIZES
+def test_job_screen(snap_compare, size):
+    # The cursor starts on the high-tier job; one down is job 12, on two whole cards.
+    assert snap_compare(app(), terminal_size=size, run_before=press("down", "enter"))
+
+
+def test_daemon_gone_keeps_the_last_picture_with_its_age(snap_compare):
+    gone = StaticSource(tui_data.host().failed(NOT_RUNNING))
+    assert snap_compare(app(gone, clock=tui_data.NOW + 42), terminal_size=(80, 24),
+                        run_before=settle)
+
+
+def test_hosts_are_groups_and_a_slow_one_says_how_old_its_data_is(snap_compare):
+    # Peers are not there yet; the snapshot already has a list of hosts.
+    sources = [tui_data.source(), StaticSource(tui_data.host("lab2", tui_data.NOW - 17))]
+    app = make_app(sources, clock=lambda: tui_data.NOW, poll=False)
+    assert snap_compare(app, terminal_size=(160, 50), run_before=settle)
+
+
+def test_cancel_asks_first_naming_the_job(snap_compare):
+    assert snap_compare(app(), terminal_size=(80, 24), run_before=press("down", "c"))
