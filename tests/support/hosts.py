@@ -69,10 +69,17 @@ class GqHost:
 
     # ---- talking to it ----
     def gq(self, *args: str, check: bool = True, timeout: float = 60,
-           process: bool = False) -> subprocess.CompletedProcess:
-        """`gq ARGS...` as this host's user, in this process unless `process` asks for a real
-        `python -m gq` (tests/support/cli.py); `timeout` bounds only a process."""
-        if process:
+           process: bool = True) -> subprocess.CompletedProcess:
+        """`gq ARGS...` as this host's user: a real `python -m gq`, or in this process with
+        `process=False` (tests/support/cli.py); `timeout` bounds only a process.
+
+        A real process by default: run in the test process, the CLI made the freezing tests
+        (tests/integration/test_freeze.py), a card-utilisation test and kill -9 recovery fail,
+        for a reason not found yet (the environment, directory, streams and signals are
+        swapped in and back, and the daemon is the same); see the notes of issue 18."""
+        # `gq daemon ...` starts and stops daemons: as a child of this test process they would
+        # outlive it or share its signals; a real process, as a user runs it.
+        if process or args[:1] == ("daemon",):
             proc = gq_process(list(args), self.env, self.work, timeout=timeout)
         else:
             proc = gq_in_process(list(args), self.env, self.work)
