@@ -208,10 +208,8 @@ def test_samples_of_cards_and_jobs_reach_the_history_api(make_host):
 
 def test_a_card_that_cannot_be_read_is_unknown_and_never_idle(make_host):
     host = fast_host(make_host, extra='[offenders]\nidle_window = "1s"\n')
-    # Submitted by real `gq` processes: submitted in the test's own process (tests/support/
-    # cli.py), card a read 0% instead of its job's 3% (not understood yet; see the notes).
-    a, b = (int(host.gq("submit", "--", *BURN, "--mem", "1G", "--util", "3",
-                        process=True).stdout) for _ in range(2))
+    a = host.submit("--", *BURN, "--mem", "1G", "--util", "3")
+    b = host.submit("--", *BURN, "--mem", "1G", "--util", "3")
     card_a = host.wait_state(a, "running")["gpu_ids"][0]
     card_b = host.wait_state(b, "running")["gpu_ids"][0]
     write_faults(host.home / "sim", {card_b: ["lost"]})
