@@ -208,13 +208,15 @@ def targets(case: dict) -> list[dict]:
         row["ok"] = None
         out.append(row)
     for policy, t in case["timing"].items():
-        seconds = t.get("full_s", t.get("predicted_s"))
+        # A replay is one thread: on a quiet machine its wall time is its CPU time, and on a
+        # shared one the wall time counts everyone else's load too. The CPU time is judged.
         measured = "full_s" in t
         what = "replay" if case["quick"] else "full replay"
         cpu = full[policy]["sim_cpu_seconds"] if measured and full.get(policy) else None
-        out.append({"target": f"{policy} {what} < {BUDGET:.0f}s", "value": seconds,
-                    "ok": measured and seconds < BUDGET,
-                    "scope": f"measured; {cpu:.1f}s of CPU" if cpu is not None
+        seconds = cpu if cpu is not None else t.get("predicted_s")
+        out.append({"target": f"{policy} {what} < {BUDGET:.0f}s of CPU", "value": seconds,
+                    "ok": cpu is not None and cpu < BUDGET,
+                    "scope": f"measured; {t['full_s']:.1f}s of wall time" if cpu is not None
                     else f"not run; {t.get('not_run', '')}"})
     return out
 
