@@ -212,5 +212,6 @@ def test_stats_and_gpus_show_each_pool(make_host):
     assert any(line.split()[:2] == ["train", "0,1"] for line in text.splitlines())
     gpus = host.gq("gpus").stdout.splitlines()
     assert gpus[0].split()[:2] == ["GPU", "POOL"]
-    assert [line.split()[1] for line in gpus[1:]] == ["train", "train", "batch", "batch"]
+    assert [line.split()[1] for line in gpus[1:-1]] == ["train", "train", "batch", "batch"]
+    assert gpus[-1].startswith("freezing")  # whether jobs on each card can be frozen
     assert [c["pool"] for c in host.call("gpus")] == ["train", "train", "batch", "batch"]
