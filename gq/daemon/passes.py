@@ -31,7 +31,7 @@ from gq.policy.placement import Capacity
 log = logging.getLogger("gq.daemon")
 
 EXPLAIN_EVERY = 0.5  # seconds: the least time between two explaining passes
-EXPLAIN_SHARE = 0.05  # of the daemon's time, at most, in explaining passes
+EXPLAIN_SHARE = 0.02  # of the daemon's time, at most, in explaining passes
 EXPLAIN_MAX_AGE = 30.0  # seconds: an explaining pass at least this often, changes or not
 
 
