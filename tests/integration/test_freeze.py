@@ -41,8 +41,29 @@ def losses(log: str) -> list[tuple[int, str]]:
 
 
 def past_step(host, job_id: int, n: int) -> None:
+    """Until the job has printed step n, and the daemon's card reading shows its process."""
     wait_for(lambda: any(s >= n for s, _ in losses(host.log(job_id))),
              what=f"job {job_id} past step {n}")
+    seen_on_card(host, job_id)
+
+
+NOT_SEEN = ("its processes on its card are not known yet",
+            "no process of it holds memory on its card: nothing to freeze")
+
+
+def why_not_frozen(host, job_id: int) -> str | None:
+    return (host.job(job_id).get("freeze") or {}).get("why")
+
+
+def seen_on_card(host, job_id: int, why: str | None = None) -> None:
+    """Until the daemon has read the job's memory on its card: it reads the cards once a tick,
+    and a preemption decided on an older reading finds nothing to freeze."""
+    if why is None:
+        wait_for(lambda: why_not_frozen(host, job_id) not in NOT_SEEN,
+                 what=f"the daemon to read job {job_id} on its card")
+    else:
+        wait_for(lambda: why_not_frozen(host, job_id) == why,
+                 what=f"the daemon to say of job {job_id}: {why}")
 
 
 def assert_ran_through_once(host, job_id: int) -> None:
@@ -84,8 +105,10 @@ def test_a_low_job_is_frozen_for_a_high_one_and_continues_exactly_where_it_was(m
     assert job["reason"] == f"preempted for job {high} (high): frozen, 30G in host memory"
     assert job["frozen_cards"][0]["index"] == 0 and job["freeze_op"] is None
     assert all(p.status() == psutil.STATUS_STOPPED for p in processes_of(host, low))
-    (card,) = host.call("gpus")
-    assert card["memory_used"] == 0 and card["jobs"][0]["id"] == high  # the card is free
+    # The card is free once the daemon reads it again (once a tick).
+    card = wait_for(lambda: next((c for c in host.call("gpus") if c["memory_used"] == 0), None),
+                    what="the card read free")
+    assert card["jobs"][0]["id"] == high
     assert "frozen" in host.gq("why", str(low)).stdout
     assert "; frozen since " in host.gq("show", str(low)).stdout
 
@@ -162,6 +185,8 @@ def test_a_job_of_several_processes_takes_the_signal_path(make_host):
     burn = f"{sys.executable} -m gq.sim.burn --mem 5G"
     low = host.submit("-p", "low", "--", "sh", "-c", f"{burn} & {burn} & wait")
     wait_for(lambda: host.log(low).count("holding") == 2, what="its two processes")
+    seen_on_card(host, low, "2 of its processes use its card (multi-process, NCCL): only a "
+                            "single process is frozen")
     high = host.submit("-p", "high", "--", "true")
     job = requeued(host, low)
     assert job["freeze_note"] == ("not frozen: 2 of its processes use its card (multi-process, "
