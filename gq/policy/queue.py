@@ -297,23 +297,47 @@ class PendingQueue:
         return lane(job), -t, job.submitted_at, job.id
 
 
+class Dropped(set):
+    """The shapes a pass reads no further jobs of (`ordered`); `revive` has it read a shape's
+    jobs again, from where it stopped (a start may let a shape that waited start after all)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.revived: list[tuple] = []
+
+    def revive(self, shapes) -> None:
+        shapes = [s for s in shapes if s in self]
+        self.difference_update(shapes)
+        self.revived.extend(shapes)
+
+
 def _merged(runs: list[tuple[tuple, list[Key]]], dropped: set[tuple] | None) -> Iterator[Key]:
-    """The keys of sorted runs (shape, keys) in one ascending order, skipping the rest of a
-    run once its shape is in `dropped` (checked as each key comes up)."""
+    """The keys of sorted runs (shape, keys) in one ascending order, leaving a run aside once
+    its shape is in `dropped` (checked as each key comes up), and taking it up again where it
+    was if the shape is revived (`Dropped.revive`)."""
     if len(runs) == 1 and not dropped:  # the common case of one shape: no heap
         s, keys = runs[0]
         for key in keys:
             if dropped and s in dropped:
-                return
+                return  # nothing else is read, so nothing can revive it
             yield key
         return
     heap = [(keys[0], i, 0) for i, (_s, keys) in enumerate(runs) if keys]
     heapq.heapify(heap)
-    while heap:
+    aside: dict[tuple, list] = {}
+    revived = getattr(dropped, "revived", None)
+    while True:
+        if revived:
+            for s in revived:
+                for entry in aside.pop(s, ()):
+                    heapq.heappush(heap, entry)
+            revived.clear()
+        if not heap:
+            return
         key, i, at = heap[0]
         s, keys = runs[i]
         if dropped and s in dropped:
-            heapq.heappop(heap)
+            aside.setdefault(s, []).append(heapq.heappop(heap))
             continue
         if at + 1 < len(keys):
             heapq.heapreplace(heap, (keys[at + 1], i, at + 1))

@@ -17,7 +17,7 @@ from gq.policy.backfill import (
 from gq.policy.accounts import dominant_weight
 from gq.policy.dependencies import DepStatus, dependency_status
 from gq.policy.placement import Capacity
-from gq.policy.queue import lane, shape
+from gq.policy.queue import Dropped, lane, shape
 from gq.policy.quotas import QuotaBook
 from gq.policy.types import Forecast, Host, Plan, SchedulerInput, Start
 from gq.policy.windows import Window, blocking, open_windows
@@ -143,6 +143,12 @@ def schedule(inp: SchedulerInput, explain: bool = True,
             consume_slack(job, state.host.name, cards, end, reservations)
             state.start(job, cards, end)
             fitting.clear()
+            if len(reservations) < inp.max_reservations:
+                # A job that would have delayed a reservation may now fit nowhere, and so
+                # take a reservation: what `blocked` says no longer holds.
+                blocked.clear()
+                if reading is not None:
+                    reading.revive()
             quota.take(job, len(cards))
             plan.starts.append(Start(job.id, cards, state.host.name))
             continue
@@ -179,9 +185,11 @@ class _Reading:
     it further down could start or take a reservation in this pass: it fits nowhere and
     cannot be reserved (every reservation is placed, or no host could take it even once all
     its jobs end), or it would delay a reservation even with the shortest limit any job of
-    that shape declares. A pass only takes resources away, so a settled shape stays settled:
-    its jobs further down are not read (`dropped`), and once every shape waiting is settled
-    the pass stops.
+    that shape declares. A pass only takes resources away, so a settled shape stays settled
+    (its jobs further down are not read: `dropped`; once every shape waiting is settled the
+    pass stops), with one exception: a job that would delay a reservation may fit nowhere
+    once another job has started, and then take a reservation of its own. So while fewer
+    than the most reservations are placed, a start revives the shapes settled that way.
 
     The answers used are those of a job of the shape that no admin reservation kept from any
     card and whose placement no learned utilisation narrowed: the others may use fewer cards,
@@ -190,7 +198,8 @@ class _Reading:
     only "fits nowhere" settles a shape.
 
     Settledness changes only when a shape is found to fit nowhere or to delay a reservation
-    (that shape is tested again) and when a reservation is placed or refused (all are)."""
+    (that shape is tested again), when a reservation is placed or refused (all are), and at
+    a start (`revive`)."""
 
     def __init__(self, inp: SchedulerInput, hosts: list[_HostState], reservations: list,
                  fits_nowhere: dict, blocked: dict, most_cards: int, windows_open: bool,
@@ -201,7 +210,8 @@ class _Reading:
         # Jobs asking for more cards than any host has only get their reason.
         self.live = {s for s in inp.pending.shapes if s[0] <= most_cards}
         self.settled: set[tuple] = set()
-        self.dropped: set[tuple] = set()
+        self.by_delay: set[tuple] = set()  # settled because they would delay a reservation
+        self.dropped = Dropped()
         self.protect_rank, self.protect_left = protect or (-1, 0)
 
     def check_protection(self, job: Job) -> None:
@@ -230,8 +240,17 @@ class _Reading:
     def _settle(self, requests: list[tuple]) -> None:
         self.live.difference_update(requests)
         self.settled.update(requests)
+        self.by_delay.update(r for r in requests if r not in self.fits_nowhere)
         if not self.protect_left:
             self.dropped.update(requests)
+
+    def revive(self) -> None:
+        """After a start, while reservations may still be placed: a shape settled because it
+        would delay a reservation may now fit nowhere and take one; it is read again."""
+        self.live |= self.by_delay
+        self.settled -= self.by_delay
+        self.dropped.revive(self.by_delay)
+        self.by_delay.clear()
 
     def done(self) -> bool:
         return not self.live and not self.protect_left
@@ -323,12 +342,35 @@ def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Res
         for state, cards in where:
             fitted = True
             delayed = delays_a_reservation(job, state.host.name, cards, end, reservations)
+            if delayed is not None:  # other cards may leave every reservation whole
+                cards = _around_reservations(job, state, _usable(state, pool, kept_by), n,
+                                             end, reservations)
+                delayed = delayed if cards is None else None
             if delayed is None:
                 return (state, cards), None, None
             blocking_r = blocking_r or delayed
     if not fitted:
         return None, None, short
     return None, blocking_r, None
+
+
+def _around_reservations(job: Job, state: _HostState, usable: frozenset[int] | None,
+                         count: int | None, end: float, reservations: list[Reservation]
+                         ) -> tuple[int, ...] | None:
+    """Cards for the job, until `end`, that delay no reservation, when the cards it was given
+    first would: the same fit among the cards whose reservations' slack cannot hold it. (So
+    whether a job of a shape can start without delaying one depends only on what is free and
+    reserved, which a pass only takes away: the quick passes rely on that.)"""
+    host = state.host.name
+    taken = {i for r in reservations if end > r.start and r.host == host
+             for i, slack in r.card_slack.items() if job.mem is None or job.mem > slack}
+    if not taken:
+        return None  # not the cards: CPU cores or host memory
+    allowed = frozenset(state.capacity.cards if usable is None else usable) - taken
+    cards, _short = state.capacity.fit(job, allowed, count)
+    if cards is None or delays_a_reservation(job, host, cards, end, reservations):
+        return None
+    return cards
 
 
 def _earliest_reservation(job: Job, hosts: list[_HostState], now: float,

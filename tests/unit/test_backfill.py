@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gq.model import Job, JobState, Reason, Tier
-from gq.policy import Card, Host, SchedulerInput, schedule
+from gq.policy import Card, Host, PendingQueue, SchedulerInput, schedule
 from gq.policy.placement import Capacity
 
 G = 1 << 30
@@ -192,3 +192,28 @@ def test_the_assumed_limit_can_depend_on_the_tier():
     assert plan.forecasts[1].start == 72 * H
     plan = run(host(1), [job(1)], running)
     assert plan.forecasts[1].start == 24 * H
+
+
+def test_a_job_that_would_delay_a_reservation_on_one_card_starts_on_another():
+    # Job 2 is reserved cards 0, 1 and 2 at 600 s; card 3 is free and reserved for no one.
+    pending = [job(1, gpus=2, limit=600), job(2, gpus=3, mem=20 * G, limit=600), job(3, limit=H)]
+    plan = run(host(4), pending)
+    assert plan.forecasts[2].gpu_ids == (0, 1, 2)
+    assert [(s.job_id, s.gpu_ids) for s in plan.starts] == [(1, (0, 1)), (3, (3,))]
+
+
+def test_a_pass_that_stops_early_reserves_for_a_job_that_a_start_left_nowhere_to_fit():
+    # Job 4 would delay job 3's reservation on card 5; job 5 then takes card 5 (a slice), so
+    # job 6, of job 4's shape, fits nowhere and is reserved a card: the quick pass reads it.
+    pending = [job(1, gpus=2, limit=600), job(2, gpus=3, limit=600),
+               job(3, gpus=3, mem=20 * G, limit=600), job(4, limit=H), job(5, mem=20 * G),
+               job(6)]
+    plans = []
+    for explain in (True, False):
+        queue = PendingQueue()
+        for j in pending:
+            queue.add(j)
+        plans.append(schedule(SchedulerInput(host(6), queue, [], {}, 0.0), explain))
+    assert [s.job_id for s in plans[1].starts] == [1, 2, 5]
+    assert plans[1].forecasts[6].gpu_ids == (2,)
+    assert (plans[0].starts, plans[0].forecasts) == (plans[1].starts, plans[1].forecasts)
