@@ -143,12 +143,11 @@ def schedule(inp: SchedulerInput, explain: bool = True,
             consume_slack(job, state.host.name, cards, end, reservations)
             state.start(job, cards, end)
             fitting.clear()
-            if len(reservations) < inp.max_reservations:
-                # A job that would have delayed a reservation may now fit nowhere, and so
-                # take a reservation: what `blocked` says no longer holds.
-                blocked.clear()
-                if reading is not None:
-                    reading.revive()
+            # Where a job fits first may change with a start: one that would have delayed
+            # a reservation may now fit elsewhere, or nowhere and take a reservation.
+            blocked.clear()
+            if reading is not None:
+                reading.revive()
             quota.take(job, len(cards))
             plan.starts.append(Start(job.id, cards, state.host.name))
             continue
@@ -187,9 +186,10 @@ class _Reading:
     its jobs end), or it would delay a reservation even with the shortest limit any job of
     that shape declares. A pass only takes resources away, so a settled shape stays settled
     (its jobs further down are not read: `dropped`; once every shape waiting is settled the
-    pass stops), with one exception: a job that would delay a reservation may fit nowhere
-    once another job has started, and then take a reservation of its own. So while fewer
-    than the most reservations are placed, a start revives the shapes settled that way.
+    pass stops), with one exception: a job that would delay a reservation on the cards it
+    fits first may, once another job has started, fit first on other cards that delay
+    nothing, or fit nowhere and take a reservation of its own. So a start revives the shapes
+    settled that way.
 
     The answers used are those of a job of the shape that no admin reservation kept from any
     card and whose placement no learned utilisation narrowed: the others may use fewer cards,
@@ -245,8 +245,8 @@ class _Reading:
             self.dropped.update(requests)
 
     def revive(self) -> None:
-        """After a start, while reservations may still be placed: a shape settled because it
-        would delay a reservation may now fit nowhere and take one; it is read again."""
+        """After a start: the shapes settled because they would delay a reservation are read
+        again (their jobs may now start elsewhere, or take a reservation)."""
         self.live |= self.by_delay
         self.settled -= self.by_delay
         self.dropped.revive(self.by_delay)
@@ -342,35 +342,12 @@ def _place(job: Job, hosts: list[_HostState], end: float, reservations: list[Res
         for state, cards in where:
             fitted = True
             delayed = delays_a_reservation(job, state.host.name, cards, end, reservations)
-            if delayed is not None:  # other cards may leave every reservation whole
-                cards = _around_reservations(job, state, _usable(state, pool, kept_by), n,
-                                             end, reservations)
-                delayed = delayed if cards is None else None
             if delayed is None:
                 return (state, cards), None, None
             blocking_r = blocking_r or delayed
     if not fitted:
         return None, None, short
     return None, blocking_r, None
-
-
-def _around_reservations(job: Job, state: _HostState, usable: frozenset[int] | None,
-                         count: int | None, end: float, reservations: list[Reservation]
-                         ) -> tuple[int, ...] | None:
-    """Cards for the job, until `end`, that delay no reservation, when the cards it was given
-    first would: the same fit among the cards whose reservations' slack cannot hold it. (So
-    whether a job of a shape can start without delaying one depends only on what is free and
-    reserved, which a pass only takes away: the quick passes rely on that.)"""
-    host = state.host.name
-    taken = {i for r in reservations if end > r.start and r.host == host
-             for i, slack in r.card_slack.items() if job.mem is None or job.mem > slack}
-    if not taken:
-        return None  # not the cards: CPU cores or host memory
-    allowed = frozenset(state.capacity.cards if usable is None else usable) - taken
-    cards, _short = state.capacity.fit(job, allowed, count)
-    if cards is None or delays_a_reservation(job, host, cards, end, reservations):
-        return None
-    return cards
 
 
 def _earliest_reservation(job: Job, hosts: list[_HostState], now: float,

@@ -194,12 +194,29 @@ def test_the_assumed_limit_can_depend_on_the_tier():
     assert plan.forecasts[1].start == 24 * H
 
 
-def test_a_job_that_would_delay_a_reservation_on_one_card_starts_on_another():
-    # Job 2 is reserved cards 0, 1 and 2 at 600 s; card 3 is free and reserved for no one.
-    pending = [job(1, gpus=2, limit=600), job(2, gpus=3, mem=20 * G, limit=600), job(3, limit=H)]
-    plan = run(host(4), pending)
-    assert plan.forecasts[2].gpu_ids == (0, 1, 2)
-    assert [(s.job_id, s.gpu_ids) for s in plan.starts] == [(1, (0, 1)), (3, (3,))]
+
+def explained_and_quick(pending, cards, **kw):
+    """The plans of a pass that explains and of one that stops reading early, on one queue."""
+    plans = []
+    for explain in (True, False):
+        queue = PendingQueue()
+        for j in pending:
+            queue.add(j)
+        plans.append(schedule(SchedulerInput(host(cards), queue, [], {}, 0.0, **kw), explain))
+    return plans
+
+
+@pytest.mark.parametrize("reservations", [1, 8])
+def test_a_pass_that_stops_early_reads_again_a_shape_that_a_start_let_fit_elsewhere(
+        reservations):
+    # Job 3 fits first on card 2, which job 2's reservation needs whole; job 4 then takes a
+    # slice of card 2, so job 5, of job 3's shape, fits first on card 3 and starts there.
+    pending = [job(1, gpus=2, limit=600), job(2, gpus=3, mem=20 * G, limit=600),
+               job(3, limit=H), job(4, mem=20 * G), job(5)]
+    explained, quick = explained_and_quick(pending, 4, max_reservations=reservations)
+    assert explained.forecasts[2].gpu_ids == (0, 1, 2)
+    assert [(s.job_id, s.gpu_ids) for s in quick.starts] == [(1, (0, 1)), (4, (2,)), (5, (3,))]
+    assert (explained.starts, explained.forecasts) == (quick.starts, quick.forecasts)
 
 
 def test_a_pass_that_stops_early_reserves_for_a_job_that_a_start_left_nowhere_to_fit():
@@ -208,12 +225,7 @@ def test_a_pass_that_stops_early_reserves_for_a_job_that_a_start_left_nowhere_to
     pending = [job(1, gpus=2, limit=600), job(2, gpus=3, limit=600),
                job(3, gpus=3, mem=20 * G, limit=600), job(4, limit=H), job(5, mem=20 * G),
                job(6)]
-    plans = []
-    for explain in (True, False):
-        queue = PendingQueue()
-        for j in pending:
-            queue.add(j)
-        plans.append(schedule(SchedulerInput(host(6), queue, [], {}, 0.0), explain))
-    assert [s.job_id for s in plans[1].starts] == [1, 2, 5]
-    assert plans[1].forecasts[6].gpu_ids == (2,)
-    assert (plans[0].starts, plans[0].forecasts) == (plans[1].starts, plans[1].forecasts)
+    explained, quick = explained_and_quick(pending, 6)
+    assert [s.job_id for s in quick.starts] == [1, 2, 5]
+    assert quick.forecasts[6].gpu_ids == (2,)
+    assert (explained.starts, explained.forecasts) == (quick.starts, quick.forecasts)
