@@ -77,8 +77,10 @@ def test_an_interactive_job_goes_ahead_of_waiting_batch_work(make_host):
 def test_an_interactive_job_past_its_limit_goes_on_as_batch_work(make_host):
     host = host_with(make_host, POOLS)
     gate = host.work / "gate"
-    job = host.submit("--interactive", "--time", "1s", *gated(gate))
-    assert host.wait_state(job, "running")["gpu_ids"] == [0]
+    # Each run says which card it had (simulated cards are visible by index): the first run
+    # need not be caught while it lasts, a second.
+    job = host.submit("--interactive", "--time", "1s",
+                      *gated(gate, echo='"$GQ_RESTART_COUNT $CUDA_VISIBLE_DEVICES"'))
 
     def requeued_as_batch():
         j = host.job(job)
@@ -89,6 +91,7 @@ def test_an_interactive_job_past_its_limit_goes_on_as_batch_work(make_host):
     assert any("requeued as batch work" in (e["reason"] or "") for e in j["events"])
     gate.touch()
     assert host.wait_ended(job)["state"] == "completed"
+    assert host.log(job).splitlines() == ["0 0", "1 3"]  # the interactive card, then batch's
 
 
 def test_a_reservation_keeps_its_cards_from_other_users(make_host):

@@ -7,12 +7,12 @@ import sys
 from tests.support.hosts import wait_for
 
 G = 1 << 30
-# Says when each signal arrives (seconds after it started), and does not stop on SIGTERM.
+CLOCK = 0.05  # the job's and the daemon's readings of the time of day, a moment apart
+# Says when each signal arrives (the time of day), and does not stop on SIGTERM.
 SIGNAL_LOGGER = ["--", sys.executable, "-c", """
 import signal, time
-start = time.monotonic()
 def log(signum, frame):
-    print(signal.Signals(signum).name, round(time.monotonic() - start, 2), flush=True)
+    print(signal.Signals(signum).name, time.time(), flush=True)
 for sig in (signal.SIGUSR1, signal.SIGTERM):
     signal.signal(sig, log)
 print('ready', flush=True)
@@ -36,9 +36,13 @@ def test_time_limit_signal_before_then_term_grace_kill(host):
     assert ended["exit_code"] == 137  # it ignored SIGTERM: SIGKILL after the grace
     got = [line.split() for line in host.log(job).splitlines()[1:]]
     assert [name for name, _ in got] == ["SIGUSR1", "SIGTERM"]
-    usr1, term = (float(at) for _, at in got)
-    assert 1.5 <= usr1 < 3.5 and 3.8 <= term < 6
     timeline = host.job(job)["events"]
+    # From the start the daemon recorded, which the limit counts from (the job's own clock
+    # starts later, by however long its interpreter took): each signal no earlier than asked,
+    # USR1 well before the limit. How late a loaded machine lets them be is not checked.
+    (started,) = [e["at"] for e in timeline if e["new_state"] == "running"]
+    usr1, term = (float(at) - started for _, at in got)
+    assert usr1 >= 2 - CLOCK and term >= 4 - CLOCK and term - usr1 >= 1
     (stopped,) = [e["at"] for e in timeline if e["new_state"] == "timeout" and
                   e["old_state"] == "running"]
     (gone,) = [e["at"] for e in timeline if e["detail"] == "stopped (exit code 137)"]
