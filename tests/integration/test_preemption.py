@@ -7,7 +7,6 @@ import re
 import shlex
 import signal
 import sys
-import time
 
 import psutil
 
@@ -67,16 +66,15 @@ def saved_step(log: str, signal_name: str = "SIGUSR1") -> int:
 
 def test_a_high_job_preempts_a_low_one_which_checkpoints_and_resumes(make_host):
     host = host_with(make_host, exempt="0s")
-    grace = 20
-    low = host.submit("-p", "low", "-g", "4", "--signal", "USR1", "--grace", f"{grace}s",
+    # A grace far longer than the wait below: the high job starts because the low one saved
+    # and exited on its signal (the requeue's detail says so), not because the grace ran out.
+    low = host.submit("-p", "low", "-g", "4", "--signal", "USR1", "--grace", "10m",
                       *trainer(400, worker=True))
     host.wait_state(low, "running")
     wait_for(lambda: "checkpoint at step 50\n" in host.log(low), what="the trainer's progress")
     gate = host.work / "gate"
-    asked = time.monotonic()
     high = host.submit("-p", "high", *gated(gate))
-    host.wait_state(high, "running", timeout=grace + 2)
-    assert time.monotonic() - asked < grace + 2
+    host.wait_state(high, "running", timeout=60)
 
     job = host.job(low)
     assert (job["state"], job["restarts"], job["preemptions"]) == ("pending", 1, 1)
@@ -107,13 +105,15 @@ def test_a_job_that_ignores_the_signal_is_killed_at_grace(make_host):
     host.wait_state(high, "running", "completed")
     (asked,) = entered(host, low, "preempting")
     requeued = requeue_event(host, low)
-    assert 2.0 <= requeued["at"] - asked < 2.0 + 3  # the grace, SIGTERM, a second, SIGKILL
+    assert requeued["at"] - asked >= 2.0  # the grace, SIGTERM, a second, SIGKILL
     assert requeued["detail"] == "requeued: killed, still running 2s after SIGTERM"
 
 
 def test_a_stopped_job_is_continued_to_checkpoint(make_host):
     host = host_with(make_host, "1x80G", exempt="0s")
-    low = host.submit("-p", "low", "--signal", "USR1", "--grace", "60s",
+    # A grace far longer than the wait below: the job was continued and saved, not killed at
+    # the end of it.
+    low = host.submit("-p", "low", "--signal", "USR1", "--grace", "10m",
                       *trainer(40123, every=10))
     wait_for(lambda: "checkpoint at step 10\n" in host.log(low), what="the trainer's progress")
     (main,) = [p for p in psutil.process_iter(["cmdline"])
@@ -121,10 +121,8 @@ def test_a_stopped_job_is_continued_to_checkpoint(make_host):
                " ".join(p.info["cmdline"] or [])]
     main.send_signal(signal.SIGSTOP)
     wait_for(lambda: main.status() == psutil.STATUS_STOPPED, what="the job to stop")
-    asked = time.monotonic()
     high = host.submit("-p", "high", "--", "true")
-    host.wait_state(high, "running", "completed", timeout=30)
-    assert time.monotonic() - asked < 15  # far within the grace: it was not killed at 60s
+    host.wait_state(high, "running", "completed", timeout=60)
     assert saved_step(host.log(low)) >= 10
 
 
@@ -271,14 +269,13 @@ time.sleep(60)
 
 def test_cancel_during_the_grace_stops_the_job_at_once(make_host):
     host = host_with(make_host, "1x80G", exempt="0s")  # kill_wait: 2s
-    low = host.submit("-p", "low", "--grace", "60s", *STUBBORN)
+    # The grace outlasts the wait below: the cancel stops the job after the kill wait.
+    low = host.submit("-p", "low", "--grace", "10m", *STUBBORN)
     wait_for(lambda: "ready" in host.log(low), what="the job to ignore SIGTERM")
     high = host.submit("-p", "high", "--", "true")
     host.wait_state(low, "preempting")
-    asked = time.monotonic()
     host.gq("cancel", str(low))
-    ended = host.wait_ended(low, timeout=30)
-    assert time.monotonic() - asked < 2 + 5  # the kill wait, not what is left of 60s
+    ended = host.wait_ended(low, timeout=60)
     assert (ended["state"], ended["exit_code"]) == ("cancelled", 137)
     assert host.wait_ended(high)["state"] == "completed"
 
