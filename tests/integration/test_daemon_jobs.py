@@ -179,7 +179,9 @@ def test_backfill_respects_the_reservation_of_a_big_job(make_host):
     big = host.submit("-g", "2", *gated(gate))
     long_one = host.submit(*gated(gate))  # no --time: assumed to run a day
     assert host.wait_reason(long_one, "Priority")["state"] == "pending"
-    assert f"until job {big} starts" in host.gq("why", str(long_one)).stdout
+    # A busy daemon's first pass may stop before it reaches the job ("not reached yet").
+    wait_for(lambda: f"until job {big} starts" in host.gq("why", str(long_one)).stdout,
+             what="why to name the big job's reservation")
     why_big = host.gq("why", str(big)).stdout
     assert "(Resources)" in why_big and "Expected to start by" in why_big
     assert "GPU 0,1 reserved" in why_big
