@@ -79,7 +79,9 @@ def test_backfill_and_reservations_use_the_prediction_of_a_job_without_time():
 
 def test_the_daemon_learns_run_times_and_says_unknown_until_it_has(host):
     script = host.work / "job.sh"
-    script.write_text('while [ ! -e "$1" ]; do [ -d "$(dirname "$1")" ] || exit 99; '
+    # Each run lasts half a second at least: a prediction is shown to a tenth of a second, and
+    # the gate may be opened within milliseconds of the start.
+    script.write_text('sleep 0.5; while [ ! -e "$1" ]; do [ -d "$(dirname "$1")" ] || exit 99; '
                       'sleep 0.02; done\n')
     runs = 0
 
