@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gq.protocol import Connection
 from tests.support.cli import gq_in_process, gq_process
+from tests.support.forkserver import ForkedDaemon, ForkServer
 from tests.support.paths import ROOT
 
 
@@ -41,17 +42,24 @@ class GqHost:
         (home / "config.toml").write_text(
             f'[host]\ncpus = {cpus}\n\n[daemon]\nkill_wait = "{kill_wait}"\ntick = "{tick}"\n'
         )
-        self.daemon: subprocess.Popen | None = None
+        self.daemon: subprocess.Popen | ForkedDaemon | None = None
         self.work = home / "work"
         self.work.mkdir(exist_ok=True)
 
     # ---- the daemon ----
-    def start(self) -> None:
-        log = open(self.home / "daemon.test.log", "ab")
-        self.daemon = subprocess.Popen(
-            [sys.executable, "-m", "gq", "daemon", "run"], env=self.env, stdout=log, stderr=log,
-            start_new_session=True,
-        )
+    def start(self, process: bool = False) -> None:
+        """`gq daemon run`, forked from this test process's fork server (its imports done
+        once: tests/support/forkserver.py), or a new `python -m gq` with `process` (or with
+        GQ_TEST_FORKSERVER=0 in the environment of the run)."""
+        log = self.home / "daemon.test.log"
+        if process or os.environ.get("GQ_TEST_FORKSERVER") == "0":
+            with open(log, "ab") as out:
+                self.daemon = subprocess.Popen(
+                    [sys.executable, "-m", "gq", "daemon", "run"], env=self.env, stdout=out,
+                    stderr=out, start_new_session=True,
+                )
+        else:
+            self.daemon = ForkServer.spawn(self.env, str(log), os.getcwd())
         wait_for(self._answers, what="the daemon's socket")
 
     def _answers(self) -> bool:
