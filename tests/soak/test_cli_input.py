@@ -4,16 +4,15 @@ with spaces, quotes, unicode and bytes that are not UTF-8 included.
 
 Arguments that are not UTF-8 reach Python as lone surrogates (PEP 383: os.fsdecode); gq
 carries them so, JSON escapes them (\\udcff), and the job's exec turns them back into the
-bytes they were. The in-process examples pass argv as Python would have decoded it; the last
-test passes real bytes through a real `gq` process and a real job."""
+bytes they were. The examples pass argv in this process as Python would have decoded it;
+tests/integration/test_cli_bytes.py passes real bytes through a real `gq` process and job.
+3 x 150 examples, each a round trip to a daemon: a soak test."""
 
 from __future__ import annotations
 
 import io
 import json
 import os
-import subprocess
-import sys
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
@@ -151,28 +150,3 @@ def test_any_option_value_is_queued_or_refused_in_one_line(cli, submit, option, 
     else:
         assert _refused(code, out, err), (option, value, code, out, err)
         assert _count(cli) == before
-
-
-def test_bytes_that_are_not_utf8_reach_the_job_and_come_back(host):
-    raw = b"\xff\xfe caf\xc3\xa9 \x80"
-    env = {**host.env, "PYTHONIOENCODING": "utf-8:strict"}  # as in a strict UTF-8 locale
-    gq_cmd = [sys.executable.encode(), b"-m", b"gq"]
-    refused = subprocess.run([*gq_cmd, b"submit", b"-n", b"n\xff", b"--", b"true"], env=env,
-                             capture_output=True, cwd=host.work)
-    assert refused.returncode == 2 and b"--name 'n\\udcff': not valid UTF-8" in refused.stderr
-    proc = subprocess.run([*gq_cmd, b"submit", b"--env", b"K=\xfe", b"--", b"printf", b"%s|",
-                           raw], env=env, capture_output=True, cwd=host.work, check=True)
-    job_id = proc.stdout.strip().decode()
-    assert host.wait_ended(int(job_id))["state"] == "completed"
-    shown = subprocess.run([*gq_cmd, b"show", b"--json", job_id.encode()], env=env,
-                           capture_output=True, check=True).stdout
-    assert b"\\udcff\\udcfe" in shown and shown.isascii()  # JSON escapes them
-    job = json.loads(shown)
-    assert [os.fsencode(a) for a in job["command"]] == [b"printf", b"%s|", raw]
-    assert os.fsencode(job["env"]["K"]) == b"\xfe"
-    table = subprocess.run([*gq_cmd, b"show", job_id.encode()], env=env, capture_output=True,
-                           check=True).stdout
-    assert raw in table  # printed back as the bytes they were
-    logs = subprocess.run([*gq_cmd, b"logs", job_id.encode()], env=env, capture_output=True,
-                          check=True).stdout
-    assert logs == raw + b"|"
