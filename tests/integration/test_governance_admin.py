@@ -9,6 +9,7 @@ import sys
 
 from tests.support.hosts import host_with, wait_for
 
+from tests.support.cli import gq
 from tests.support.paths import ROOT
 from gq.model import Job, JobState, Reason
 from tests.support.jobs import gated
@@ -108,11 +109,11 @@ def test_gq_sim_says_where_its_time_limits_come_from(tmp_path):
     trace = tmp_path / "t.csv"
     head = "job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name\n"
     trace.write_text(head + "A,0,10,1,,ann,normal,1,1h,\nB,0,10,1,,ann,normal,1,2h,\n")
-    sim = [sys.executable, "-m", "gq", "sim", str(trace), "--cluster", "1x2x80G"]
-    out = subprocess.run(sim, capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    sim = ["sim", str(trace), "--cluster", "1x2x80G"]
+    out = gq(*sim, cwd=ROOT, check=True).stdout
     assert out.splitlines()[0].endswith("time limits as each row gives")
     trace.write_text(head + "A,0,10,1,,ann,normal,1,1h,\nB,0,10,1,,ann,normal,1,,\n")
-    out = subprocess.run(sim, capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    out = gq(*sim, cwd=ROOT, check=True).stdout
     assert out.splitlines()[0].endswith("time limits as rows give, else 2x the run time")
 
 

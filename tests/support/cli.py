@@ -90,3 +90,14 @@ def gq_process(argv: list[str], env: dict[str, str], cwd: str | os.PathLike,
     """`python -m gq ARGS...`: a real process, for what only a process shows."""
     return subprocess.run([sys.executable, "-m", "gq", *argv], env=env, capture_output=True,
                           text=True, timeout=timeout, cwd=cwd)
+
+
+def gq(*argv: str, cwd: str | os.PathLike = ".", env: dict[str, str] | None = None,
+       check: bool = False) -> subprocess.CompletedProcess:
+    """`gq ARGV...` in this process, in this process's environment unless given one: for the
+    commands that need no daemon (gq sim, gq triage, gq config check)."""
+    proc = gq_in_process(list(argv), dict(os.environ) if env is None else env, cwd)
+    if check and proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args, proc.stdout,
+                                            proc.stderr)
+    return proc

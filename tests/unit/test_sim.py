@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from gq.sim.conversion import host_limits, to_job
 from gq.sim.replay import JobResult, ReplayResult, replay
 from gq.sim.traces import TraceJob, read_trace
 
+from tests.support.cli import gq as run_gq
 from tests.support.paths import ROOT
 
 G = 1 << 30
@@ -287,8 +287,7 @@ def test_percentile_is_nearest_rank():
 # ---- the command ---------------------------------------------------------------------------
 
 def gq(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gq", *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env=env)
+    return run_gq(*args, cwd=ROOT, env=env)
 
 
 def test_cli_json_for_every_policy(hand_trace):
@@ -334,17 +333,6 @@ def test_cli_bad_input_is_one_line_and_exit_2(hand_trace, args, words):
 def test_cli_needs_a_trace_or_history():
     proc = gq("sim")
     assert proc.returncode == 2 and "trace file or --from-history" in proc.stderr
-
-
-def test_from_history_replays_this_hosts_ended_jobs(make_host):
-    host = make_host("2x80G")
-    ids = [host.submit("-g", "1", "--", "true"), host.submit("-g", "2", "--", "true"),
-           host.submit("-g", "0", "--", "true")]
-    for i in ids:
-        host.wait_ended(i)
-    out = json.loads(host.gq("sim", "--from-history", "--policy", "all", "--json").stdout)
-    assert [m["jobs"] for m in out] == [3] * 6
-    assert out[0]["gpus"] == 2 and out[0]["largest_gpus"] == 2
 
 
 # ---- preemption ------------------------------------------------------------------------------

@@ -4,8 +4,6 @@ waits worked out by hand, and the CLI's --config."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -13,6 +11,7 @@ from gq.sim.cluster import parse_cluster
 from gq.sim.lab import read_lab
 from gq.sim.replay import replay
 from gq.sim.traces import read_trace
+from tests.support.cli import gq
 from tests.support.paths import ROOT
 
 # One host of 3 cards; every time limit is the run time.
@@ -88,14 +87,12 @@ def test_without_the_lab_the_same_trace_ignores_the_rules(files):
 
 def test_gq_sim_config_on_the_command_line(files):
     trace, lab = files
-    out = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--cluster", "1x3x80G",
-                          "--config", str(lab), "--time-factor", "1", "--json"],
-                         capture_output=True, text=True, cwd=ROOT, check=True)
+    out = gq("sim", str(trace), "--cluster", "1x3x80G", "--config", str(lab), "--time-factor",
+             "1", "--json", cwd=ROOT, check=True)
     assert json.loads(out.stdout)["jobs"] == 5
     bad = lab.with_name("bad.toml")
     bad.write_text('[[reservations]]\ncards = [0]\nstart = "1h"\nduration = "1h"\n')
-    err = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--config", str(bad)],
-                         capture_output=True, text=True, cwd=ROOT)
+    err = gq("sim", str(trace), "--config", str(bad), cwd=ROOT)
     assert err.returncode == 2
     assert err.stderr.strip() == (f"gq: --config {bad}: [[reservations]] 1: give its holder: "
                                   "one of user, users or account")
@@ -171,8 +168,7 @@ def test_a_bad_scheduler_setting_in_a_lab_file_is_one_line(tmp_path, text, messa
     trace, lab = tmp_path / "trace.csv", tmp_path / "lab.toml"
     trace.write_text(BACKFILL_TRACE)
     lab.write_text(text)
-    err = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--config", str(lab)],
-                         capture_output=True, text=True, cwd=ROOT)
+    err = gq("sim", str(trace), "--config", str(lab), cwd=ROOT)
     assert (err.returncode, err.stderr) == (2, f"gq: --config {lab}: {message}\n")
 
 
@@ -184,16 +180,13 @@ def test_gq_sim_jobs_writes_each_jobs_start_end_host_and_cards(files, tmp_path):
     with open(trace, "a") as f:
         f.write("X,0,10,1,,cy,normal,1,10s,,gpu9,\n")
     out = tmp_path / "jobs.csv"
-    subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--cluster", "1x3x80G",
-                    "--config", str(lab), "--time-factor", "1", "--jobs", str(out)],
-                   capture_output=True, text=True, cwd=ROOT, check=True)
+    gq("sim", str(trace), "--cluster", "1x3x80G", "--config", str(lab), "--time-factor", "1",
+       "--jobs", str(out), cwd=ROOT, check=True)
     rows = {r["job_id"]: r for r in csv.DictReader(out.open())}
     assert {k: float(r["start"]) for k, r in rows.items() if r["start"]} == STARTS
     assert (rows["P2"]["host"], rows["P2"]["gpu_ids"], rows["P2"]["end"]) == ("host0", "0", "200")
     assert rows["E1"]["gpu_ids"] == "1 2" and rows["R1"]["wait"] == "150"
     assert rows["X"]["start"] == "" and rows["X"]["dropped"] == (
         "refused: --pool gpu9: no such pool on host0 (pools: a, b)")
-    bad = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--jobs",
-                          str(tmp_path / "no" / "jobs.csv")], capture_output=True, text=True,
-                         cwd=ROOT)
+    bad = gq("sim", str(trace), "--jobs", str(tmp_path / "no" / "jobs.csv"), cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.startswith(f"gq: --jobs {tmp_path / 'no'}")

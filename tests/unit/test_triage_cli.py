@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import gq as run_gq
 from tests.support.paths import FAILURES as CORPUS
 
 
 def gq(*args: str, home: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GQ_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "gq", *args], capture_output=True, text=True,
-                          env=env, timeout=60)
+    return run_gq(*args, env={**os.environ, "GQ_HOME": str(home)})
 
 
 def test_triage_json_names_the_class_the_evidence_and_what_to_do(tmp_path):

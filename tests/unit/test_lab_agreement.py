@@ -3,9 +3,6 @@ file, and `gq config check`, the daemon and `gq sim --config` accept and refuse 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +18,7 @@ from gq.sim.lab import read_lab
 from gq.sim.replay import replay
 from gq.sim.traces import TraceJob, read_trace
 
+from tests.support.cli import gq
 from tests.support.paths import ROOT
 
 G = 1 << 30
@@ -154,9 +152,8 @@ def test_a_trace_job_naming_a_pool_the_lab_lacks_is_refused_as_unknown(tmp_path)
     trace, lab = tmp_path / "t.csv", tmp_path / "lab.toml"
     trace.write_text(HEADER + ",pool\nX,0,10,1,,ann,normal,1,,,gpu9\n")
     lab.write_text('[pools.a]\ncards = [0]\n')
-    out = subprocess.run([sys.executable, "-m", "gq", "sim", str(trace), "--cluster", "1x2x80G",
-                          "--config", str(lab)], capture_output=True, text=True, cwd=ROOT,
-                         check=True)
+    out = gq("sim", str(trace), "--cluster", "1x2x80G", "--config", str(lab), cwd=ROOT,
+             check=True)
     assert ("dropped 1 job(s) that were refused: --pool gpu9: no such pool on host0 (pools: a, "
             "default)") in out.stdout
 
@@ -167,8 +164,7 @@ def test_a_pool_naming_a_card_the_host_lacks_is_refused_by_check_and_replay(tmp_
     lab.write_text('[pools.big]\ncards = [1, 2, 3, 4, 5, 9]\n')
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "GQ_SIM_GPUS": "8x80G",
            "GQ_HOME": str(tmp_path / "home")}
-    out = subprocess.run([sys.executable, "-m", "gq", "config", "check", str(lab)], env=env,
-                         capture_output=True, text=True)
+    out = gq("config", "check", str(lab), env=env)
     assert (out.returncode, out.stderr) == (
         2, f"gq: {lab} line 2: [pools.big] cards: card 9 not on this host (its cards: 0-7)\n")
     with pytest.raises(ValueError, match=r"\[pools.big\] cards: card 9 not on host0"):

@@ -115,33 +115,6 @@ def test_an_array_limit_holds_back_the_same_elements_however_the_queue_is_kept()
     assert len(queue) == 6  # the held-back elements are back in the kept queue
 
 
-# ---- the estimate of --host any, against what a real daemon then starts ------------------
-
-def test_the_host_any_estimate_holds_back_array_elements_as_the_daemon_does(make_host):
-    from tests.support.hosts import wait_for
-
-    host = make_host("4x80G", cpus=16)
-    gate = host.work / "gate"
-    hold = ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done"]
-    # An array that may run one element at a time: five elements wait, three cards stay free.
-    array = host.submit("--array", "0-5%1", "--gpus", "1", "--", *hold)
-    wait_for(lambda: host.job(array)["state"] == "running", what="the first element")
-    one = dict(command=hold, gpus=1, cwd=str(host.work))
-    answer = host.call("estimate", **one)
-    assert answer["wait"] == 0 and answer["starting"] == 1, answer
-    job = host.submit("--gpus", "1", "--", *hold)
-    assert host.wait_state(job, "running")["state"] == "running"
-    # A new array of %2 elements: two of its four start at once (two cards are free).
-    four = dict(one, array={"indices": [0, 1, 2, 3], "limit": 2})
-    answer = host.call("estimate", **four)
-    assert answer["wait"] == 0 and answer["starting"] == 2, answer
-    second = host.submit("--array", "0-3%2", "--gpus", "1", "--", *hold)
-    wait_for(lambda: sum(host.job(second + i)["state"] == "running" for i in range(4)) == 2,
-             what="two elements of the second array")
-    assert [host.job(second + i)["reason"] for i in (2, 3)] == [Reason.ARRAY_LIMIT] * 2
-    gate.touch()
-
-
 def test_a_quick_pass_reads_as_far_as_preemption_serves_even_with_no_reservations():
     # No reservations: the first waiting job settles its shape at once, and a quick pass would
     # stop there; preemption serves the first 8 waiting jobs, so the pass reads on to job 4.
