@@ -21,6 +21,8 @@ TESTS = Path(__file__).resolve().parent
 # the files of one group run on one xdist worker together, as they share a module- or
 # session-wide fixture (throwaway users, one real Slurm) that must not be made twice.
 DIRECTORIES: dict[str, tuple[str, ...]] = {"unit": (), "integration": (), "soak": ("soak",)}
+# A soak test takes minutes, more on a loaded machine: pyproject.toml's timeout is the others'.
+SOAK_TIMEOUT = 600
 TIERS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "soak/test_user_flood.py": (("sysmode",), "user_flood"),
     "integration/test_system_mode.py": (("sysmode",), "system_mode"),
@@ -45,11 +47,14 @@ def pytest_collection_modifyitems(config, items):
         marks, group = TIERS.get(where.as_posix(), ((), None))
         for mark in (*DIRECTORIES[where.parts[0]], *marks):
             item.add_marker(getattr(pytest.mark, mark))
+        if "soak" in DIRECTORIES[where.parts[0]] and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SOAK_TIMEOUT))
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
     # Longest first, so that no worker is left with a minute of Slurm or flood at the end: the
-    # one Slurm's tests (a worker of their own), then the soak tests, then the rest.
-    first = {"slurm": 0, "soak": 1}
+    # one Slurm's tests (a worker of their own), then the soak tests and the throwaway users'
+    # (a group each), then the rest.
+    first = {"slurm": 0, "soak": 1, "sysmode": 1}
     items.sort(key=lambda item: min((first.get(m.name, 2) for m in item.iter_markers()),
                                     default=2))
 
@@ -104,22 +109,46 @@ def host(make_host) -> GqHost:
     return make_host("4x80G")
 
 
+class SharedDaemon:
+    """This worker's shared daemon, made anew should a test leave jobs on it."""
+
+    def __init__(self) -> None:
+        self.dirs: list[str] = []
+        self.host = self.fresh()
+
+    def fresh(self) -> GqHost:
+        d = tempfile.mkdtemp(prefix="gq-", dir="/tmp")
+        self.dirs.append(d)
+        host = GqHost(Path(d) / "home", "4x80G")
+        host.start()
+        return host
+
+    def replace(self) -> None:
+        self.host.close()
+        self.host = self.fresh()
+
+    def close(self) -> None:
+        self.host.close()
+        for d in self.dirs:
+            kill_processes_mentioning(d)
+            shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def _shared_daemon():
-    d = tempfile.mkdtemp(prefix="gq-", dir="/tmp")
-    host = GqHost(Path(d) / "home", "4x80G")
-    host.start()
-    yield host
-    host.close()
-    kill_processes_mentioning(d)
-    shutil.rmtree(d, ignore_errors=True)
+    shared = SharedDaemon()
+    yield shared
+    shared.close()
 
 
 @pytest.fixture
 def shared_host(_shared_daemon) -> GqHost:
     """One daemon (four simulated 80G cards) for every test of this worker that only needs a
     daemon to exist: refusals, reads of an empty queue. Such a test leaves it as it found it:
-    it queues no job (checked after each) and changes no setting; one that does takes `host`."""
-    yield _shared_daemon
-    queued = _shared_daemon.count_jobs()
-    assert queued == 0, f"a test queued {queued} job(s) on the shared daemon; give it `host`"
+    it queues no job (checked after each; the next test gets a new daemon then) and changes no
+    setting; one that does takes `host`."""
+    yield _shared_daemon.host
+    queued = _shared_daemon.host.count_jobs()
+    if queued:
+        _shared_daemon.replace()
+        pytest.fail(f"a test queued {queued} job(s) on the shared daemon; give it `host`")

@@ -33,7 +33,7 @@ def test_gq_burn_runs_from_any_directory_with_only_gq_on_path(host, tmp_path):
     assert re.match(r"burn \d+: holding 3\.00 GiB at 100% on GPU 0 ", host.log(job))
 
 
-def test_gq_burn_refuses_a_bad_size_in_one_line(host):
-    out = host.gq("burn", "--mem", "3XB", check=False)
+def test_gq_burn_refuses_a_bad_size_in_one_line(shared_host):
+    out = shared_host.gq("burn", "--mem", "3XB", check=False)
     assert out.returncode == 2
     assert out.stderr.startswith("gq: --mem ") and len(out.stderr.splitlines()) == 1

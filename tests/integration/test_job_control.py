@@ -121,8 +121,8 @@ def test_ls_table_and_json(host):
     assert json.loads(host.gq("ls", "--state", "completed", "--json").stdout) == []
 
 
-def test_gpus_shows_cards(host):
-    out = host.gq("gpus").stdout
+def test_gpus_shows_cards(shared_host):
+    out = shared_host.gq("gpus").stdout
     assert "SimGPU-80G (sim)" in out and len(out.splitlines()) == 6
     assert out.splitlines()[-1].startswith("freezing (driver simulated): GPU 0,1,2,3 can")
 
@@ -144,15 +144,15 @@ def test_auto_start_says_so_in_one_line(make_host):
              psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, what="the daemon to exit")
 
 
-def test_second_daemon_on_the_same_home_is_refused(host):
-    proc = subprocess.run([sys.executable, "-m", "gq", "daemon", "run"], env=host.env,
+def test_second_daemon_on_the_same_home_is_refused(shared_host):
+    proc = subprocess.run([sys.executable, "-m", "gq", "daemon", "run"], env=shared_host.env,
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1
     assert "a daemon already runs" in proc.stderr
 
 
-def test_socket_is_private(host):
-    assert os.stat(host.home / "gq.sock").st_mode & 0o777 == 0o600
+def test_socket_is_private(shared_host):
+    assert os.stat(shared_host.home / "gq.sock").st_mode & 0o777 == 0o600
 
 
 def test_time_limit_ends_the_job_as_timeout(make_host):

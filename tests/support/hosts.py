@@ -145,7 +145,11 @@ class GqHost:
                         self.wait_ended(i, timeout=30)
             except (OSError, AssertionError):
                 pass
-            self.kill_daemon(signal.SIGTERM)
+            try:
+                self.kill_daemon(signal.SIGTERM)
+            finally:  # a forked daemon's environment does not name its GQ_HOME to
+                if self.daemon.poll() is None:  # kill_processes_mentioning: gone, whatever
+                    self.daemon.kill()
 
 
 def kill_processes_mentioning(text: str) -> None:
