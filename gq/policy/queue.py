@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -326,11 +326,17 @@ def _merged(runs: list[tuple[tuple, list[Key]]], dropped: set[tuple] | None) -> 
     heapq.heapify(heap)
     aside: dict[tuple, list] = {}
     revived = getattr(dropped, "revived", None)
+    last = None
     while True:
         if revived:
             for s in revived:
-                for entry in aside.pop(s, ()):
-                    heapq.heappush(heap, entry)
+                for _key, i, at in aside.pop(s, ()):
+                    # Its keys passed over while it was dropped stay unread: the pass has
+                    # gone beyond them.
+                    keys = runs[i][1]
+                    at = at if last is None else bisect_right(keys, last, at)
+                    if at < len(keys):
+                        heapq.heappush(heap, (keys[at], i, at))
             revived.clear()
         if not heap:
             return
@@ -343,4 +349,5 @@ def _merged(runs: list[tuple[tuple, list[Key]]], dropped: set[tuple] | None) -> 
             heapq.heapreplace(heap, (keys[at + 1], i, at + 1))
         else:
             heapq.heappop(heap)
+        last = key
         yield key

@@ -351,3 +351,24 @@ def test_a_quick_pass_reads_none_of_a_long_blocked_shape_past_its_head():
     assert len(read) == 2001  # the explaining pass reads every job...
     quick = schedule(SchedulerInput(one_card(), queue, [busy], {}, 3000.0), explain=False)
     assert sorted(quick.scores) == [1, 2001]  # ...the quick one the reserved and the CPU job
+
+
+def test_a_shape_read_again_after_a_start_resumes_where_the_pass_is():
+    # Job 3 would delay job 1's reservation, and so would job 4 (its shape, read while the
+    # shape was left aside); job 5's start revives the shape, but job 4 is behind the pass
+    # by then: reading it after job 5's start would reserve it a card the full pass does not.
+    hosts = (Host(cpus=2, name="h0", cards=(Card(0, 80 * G),)),
+             Host(cpus=2, name="h1", cards=tuple(Card(i, 80 * G) for i in range(3))),
+             Host(cpus=2, name="h2", cards=tuple(Card(i, 80 * G) for i in range(2))))
+    running = []
+    for i, (name, card, limit) in enumerate([("h0", 0, None), ("h1", 0, None), ("h1", 1, None),
+                                             ("h2", 0, H)]):
+        running.append(job(100 + i, started=0, gpu_ids=[card], limit=limit))
+        running[-1].host = name
+    gpus = {1: 2, 3: 1, 4: 1}
+    pending = [job(i, tier=Tier.HIGH, gpus=gpus.get(i, 0)) for i in range(1, 14)]
+    inp = lambda: SchedulerInput(hosts, list(pending), running, {}, 3600.0,  # noqa: E731
+                                 max_reservations=2)
+    full, quick = schedule(inp()), schedule(inp(), explain=False)
+    assert full.reasons[4] == Reason.PRIORITY and sorted(full.forecasts) == [1, 6]
+    assert (quick.starts, quick.forecasts) == (full.starts, full.forecasts)
