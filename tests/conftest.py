@@ -17,7 +17,9 @@ from tests.support.hosts import GqHost, kill_processes_mentioning
 TESTS = Path(__file__).resolve().parent
 
 # The tiers. A directory's tests get its markers: `pytest -m "not soak"` is the quick loop;
-# the README's command runs everything. A file may add markers for what it needs, and a group:
+# the README's command runs everything (a test elsewhere that waits a minute for something
+# outside gq, Slurm's time limit, is marked soak itself). A file may add markers for what it
+# needs, and a group:
 # the files of one group run on one xdist worker together, as they share a module- or
 # session-wide fixture (throwaway users, one real Slurm) that must not be made twice.
 DIRECTORIES: dict[str, tuple[str, ...]] = {"unit": (), "integration": (), "soak": ("soak",)}

@@ -106,6 +106,7 @@ class ForkServer:
 
     _lock = threading.Lock()
     _proc: subprocess.Popen | None = None
+    _homes: dict[int, str] = {}  # each daemon forked, by pid: its GQ_HOME
 
     @classmethod
     def _ask(cls, request: dict) -> dict:
@@ -125,7 +126,21 @@ class ForkServer:
 
     @classmethod
     def spawn(cls, env: dict[str, str], log: str, cwd: str) -> ForkedDaemon:
-        return ForkedDaemon(cls._ask({"spawn": {"env": env, "log": log, "cwd": cwd}})["pid"])
+        pid = cls._ask({"spawn": {"env": env, "log": log, "cwd": cwd}})["pid"]
+        cls._homes[pid] = env.get("GQ_HOME", "")
+        return ForkedDaemon(pid)
+
+    @classmethod
+    def kill_under(cls, directory: str) -> None:
+        """SIGKILL to the forked daemons still running whose GQ_HOME is under `directory` (a
+        safety net: /proc shows them with the server's environment, not their own)."""
+        if cls._proc is None or cls._proc.poll() is not None:
+            return  # its children are init's now, their pids free to be reused
+        for pid, home in list(cls._homes.items()):
+            if home.startswith(directory):
+                del cls._homes[pid]
+                if cls.status(pid) is None:  # not reaped: the pid is still that daemon's
+                    os.kill(pid, signal.SIGKILL)
 
     @classmethod
     def status(cls, pid: int) -> int | None:

@@ -157,6 +157,7 @@ def kill_processes_mentioning(text: str) -> None:
     also a daemon the CLI started there, which names its GQ_HOME only in its environment."""
     import psutil
 
+    ForkServer.kill_under(text)
     for proc in psutil.process_iter(["cmdline"]):
         try:
             home = proc.environ().get("GQ_HOME", "")
