@@ -104,7 +104,9 @@ class Tracker:
         self.backend, self.name = backend, name
         self.jobs: dict[int, dict[str, Any]] = {}
         self.extra: dict[int, dict[str, Any]] = {}  # what squeue does not say: the command
-        self.polled_at = 0.0  # time.monotonic() of the last poll
+        # time.monotonic() when the last poll asked squeue: what it read is at least as new
+        # (not when the answer came: a job sbatch made meanwhile may not be in it)
+        self.polled_at = 0.0
         self.polls = 0
         self._lock = threading.Lock()
         self._unsaved: set[int] = set()
@@ -140,6 +142,7 @@ class Tracker:
             self._lock.release()
 
     def _poll(self, timeout: float | None) -> None:
+        asked = time.monotonic()
         answer = self.backend.run(SQUEUE, timeout=timeout)
         self.polls += 1
         if answer.rc != 0:
@@ -158,7 +161,7 @@ class Tracker:
         gone = [sid for sid, j in self.jobs.items() if sid not in seen and j["state"] not in ENDED]
         if gone:
             self._ended_meanwhile(gone, timeout)
-        self.polled_at = time.monotonic()
+        self.polled_at = asked
 
     def _ended_meanwhile(self, ids: list[int], timeout: float | None) -> None:
         """Jobs squeue no longer reports: ask sacct once; without accounting they are lost."""

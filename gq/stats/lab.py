@@ -50,11 +50,7 @@ def lab_stats(store: Store, inp: StatsInput) -> dict[str, Any]:
         "gpu_hours": round(used / HOUR, 3), "capacity_gpu_hours": round(capacity / HOUR, 3)}
     out["wait_seconds"], waits = _waits(store, start, inp.now)
     out["by_pool"] = _by_pool(store, inp, start, out["utilization"]["by_gpu"])
-    ended = store.history.ended_jobs(start, inp.now)
-    by_state: dict[str, int] = defaultdict(int)
-    for row in ended:
-        by_state[row["state"]] += 1
-    out["jobs_by_state"] = dict(sorted(by_state.items()))
+    out["jobs_by_state"] = store.history.ended_by_state(start, inp.now)
     runs = store.history.runs_between(start, inp.now)
     out["oom"] = sum(1 for r in runs if r["state"] == "oom" and r["ended_at"] < inp.now)
     out["failures"] = failures(r for r in runs if start <= r["ended_at"] < inp.now)

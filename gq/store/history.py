@@ -65,12 +65,13 @@ class History:
             ) WHERE first_start >= ? AND first_start < ? ORDER BY id
             """, [since, until]))
 
-    def ended_jobs(self, since: float, until: float) -> list[dict[str, Any]]:
-        """Jobs in an end state whose end falls in [since, until): id, user, state."""
-        return list(self.db.query(
-            "SELECT id, user, state FROM jobs WHERE ended_at >= ? AND ended_at < ? AND state "
-            "IN ('completed', 'failed', 'cancelled', 'timeout', 'oom', 'lost') ORDER BY id",
-            [since, until]))
+    def ended_by_state(self, since: float, until: float) -> dict[str, int]:
+        """How many jobs ended in [since, until), by end state (counted by SQLite: a month
+        of a busy lab's jobs is not read into memory for it)."""
+        return dict(self.db.execute(
+            "SELECT state, count(*) FROM jobs WHERE ended_at >= ? AND ended_at < ? AND state "
+            "IN ('completed', 'failed', 'cancelled', 'timeout', 'oom', 'lost') GROUP BY state "
+            "ORDER BY state", [since, until]).fetchall())
 
     def first_activity(self) -> float | None:
         """When this host's store first saw a card sample or a run: where its history begins."""

@@ -81,10 +81,10 @@ class GqHost:
         """`gq ARGS...` as this host's user: a real `python -m gq`, or in this process with
         `process=False` (tests/support/cli.py); `timeout` bounds only a process.
 
-        A real process by default: run in the test process, the CLI made the freezing tests
-        (tests/integration/test_freeze.py), a card-utilisation test and kill -9 recovery fail,
-        for a reason not found yet (the environment, directory, streams and signals are
-        swapped in and back, and the daemon is the same); see the notes of issue 18."""
+        A real process by default: run in the test process for every call, the CLI saved no
+        measurable time once daemons were forked (tests/support/forkserver.py), and made
+        test_crash_safety's kill -9 test fail, for a reason not found yet (the environment,
+        directory, streams and signals are swapped in and back, and the daemon is the same)."""
         # `gq daemon ...` starts and stops daemons: as a child of this test process they would
         # outlive it or share its signals; a real process, as a user runs it.
         if process or args[:1] == ("daemon",):
