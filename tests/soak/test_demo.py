@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.hosts import kill_processes_mentioning
+
 
 def test_the_demo_shows_sharing_preemption_an_idle_notebook_and_a_stray_then_cleans_up():
     env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")}
@@ -46,14 +48,18 @@ def test_ctrl_c_cleans_up_and_exits_130():
                "os.execv(sys.argv[1], sys.argv[1:])")
     proc = subprocess.Popen([sys.executable, "-c", restore, *demo], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    home = None
     try:
         for line in proc.stdout:
+            home = home or next((w for w in line.split() if w.startswith("/tmp/gq-demo-")), None)
             if "submitted job" in line:
                 break
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
+        if proc.poll() is None:  # it did not clean up: its daemon and jobs must not outlive it
             proc.kill()
+            if home is not None:
+                kill_processes_mentioning(home)
     assert proc.returncode == 130, err
     assert out.rstrip().endswith("removed)")
