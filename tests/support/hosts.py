@@ -154,7 +154,8 @@ class GqHost:
 
 def kill_processes_mentioning(text: str) -> None:
     """Whatever a failed test left running under its directory (a safety net, not a check):
-    also a daemon the CLI started there, which names its GQ_HOME only in its environment."""
+    also a daemon the CLI started there, which names its GQ_HOME only in its environment, and
+    a daemon forked by the fork server, whose /proc environment is the server's."""
     import psutil
 
     ForkServer.kill_under(text)
