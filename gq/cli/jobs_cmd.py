@@ -27,17 +27,17 @@ def submit(command: list[str] | None = None, **options) -> None:
 
 def ls(all=False, user=None, state=None, last=None, since=None, start=False, expand=False,
        all_hosts=None, json=False) -> None:
-    from gq.cli.listing import list_jobs, print_json_list
+    from gq.cli import listing
 
     window = _ls_window(last, since)
-    listed = list_jobs(all=all or bool(window), user=user, states=list(state or ()),
-                       hosts=hosts_arg(all_hosts), json=json, **window)
+    query = dict(all=all or bool(window), user=user, states=list(state or ()),
+                 hosts=hosts_arg(all_hosts), **window)
     if json:
-        return print_json_list(listed)
-    from gq.wording.arrays import table_rows
+        return listing.print_json_list(listing.list_jobs(json=True, **query))
+    from gq.wording.arrays import fold
 
-    headers, rows = table_rows(list(listed), with_start=start, expand=expand,
-                               listed_all=all or bool(state) or bool(window))
+    headers, jobs, rows = listing.list_table(with_start=start, **query)
+    rows = fold(jobs, rows, expand=expand, listed_all=all or bool(state) or bool(window))
     print(output.table(headers, rows, paint=output.state_painter(headers)))
 
 

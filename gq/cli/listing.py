@@ -1,8 +1,9 @@
 """`gq ls`: ask the daemon for what the table prints, page by page over one connection.
 
 The table asks for its columns only (no command, directory or environment; times as whole
-epoch seconds); `--json` asks for whole jobs and prints each page as it comes, so that neither side
-holds 10,000 jobs at once. A daemon older than pages answers everything at once; every host's
+epoch seconds) and turns each page into the table's cells while the daemon reads the next one;
+`--json` asks for whole jobs and prints each page as it comes, so that neither side holds
+10,000 jobs at once. A daemon older than pages answers everything at once; every host's
 listing (`--all-hosts`) too: both are taken as they come.
 """
 
@@ -10,66 +11,143 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 
 from gq.cli.client import connect
+from gq.units import iso
 
 PAGE = 1000  # jobs an answer
 TABLE = ["id", "name", "user", "state", "reason", "priority", "interactive", "gpus", "gpus_max",
          "mem", "cpus", "submitted_at", "started_at", "ended_at", "exit_code", "gpu_ids",
          "failure", "array_id", "array_index", "array_size", "array_limit"]
+_ARRAY = ("array_id", "array_index", "array_size", "array_limit")
 
 
 def list_jobs(all: bool, user: str | None, states: list[str], hosts: str | None, json: bool,
               **window) -> Iterable[dict]:
     """The jobs `gq ls` shows: for --json an iterator of whole jobs (pages as they come),
     else a list of the table's fields."""
-    args = dict(all=all, user=user, states=states, hosts=hosts, brief=not json,
-                recent=not json, **window)
+    args = _args(all, user, states, hosts, json, window)
     if json:
-        return _pages(args)
-    return list(_pages({**args, "columns": TABLE}))
+        return (job for page in _pages(args) for job in page)
+    return [job for page in _pages({**args, "columns": TABLE}) for job in page]
 
 
-def _pages(args: dict) -> Iterator[dict]:
-    """Each page's jobs as it comes; the next page is asked for before this one is handed
-    on, so that the daemon reads it while this one is drawn."""
+def list_table(all: bool, user: str | None, states: list[str], hosts: str | None,
+               with_start: bool, **window) -> tuple[list[str], list[dict | None], list[list[str]]]:
+    """The table's headers, its rows' cells (gq/wording/jobs.py) and, for each row, the job
+    when it is an array's element (None for the others: gq/wording/arrays.py fold). Each page
+    is turned into cells as it comes, while the daemon reads the next one; cells are made from
+    the row's values, without a dict a job."""
+    from gq.wording.jobs import CELL_FIELDS, cells, headers, job_rows, start_cell
+
+    args = {**_args(all, user, states, hosts, False, window), "columns": TABLE}
+    now = time.time()  # one now for the table
+    jobs: list[dict | None] = []
+    rows: list[list[str]] = []
+    for answer in _answers(args):
+        if not isinstance(answer, dict) or "columns" not in answer:  # whole jobs
+            page = _whole(answer)
+            jobs += page
+            rows += job_rows(page, with_start=with_start, now=now)[1]
+            continue
+        columns = answer["columns"]
+        values = itemgetter(*[columns.index(f) for f in CELL_FIELDS])
+        array = columns.index("array_id")
+        starts = answer.get("starts") or {}
+        page_jobs = None
+        for row in answer["rows"]:
+            line = cells(*values(row), now=now)
+            if with_start:
+                start = starts.get(str(row[0]))
+                line.insert(-1, start_cell(iso(start[0]) if start else None))
+            rows.append(line)
+            if row[array] is not None and page_jobs is None:
+                page_jobs = _jobs(answer)  # an array's elements are folded from their jobs
+        if page_jobs is None:
+            jobs += [None] * len(answer["rows"])
+        else:
+            jobs += [j if j["array"] else None for j in page_jobs]
+    return headers(with_start), jobs, rows
+
+
+def _args(all: bool, user: str | None, states: list[str], hosts: str | None, json: bool,
+          window: dict) -> dict:
+    return dict(all=all, user=user, states=states, hosts=hosts, brief=not json,
+                recent=not json, **window)
+
+
+def _pages(args: dict) -> Iterator[list[dict]]:
+    """Each page's jobs, as dicts, as it comes."""
+    for answer in _answers(args):
+        yield _jobs(answer) if isinstance(answer, dict) and "columns" in answer else _whole(answer)
+
+
+def _whole(answer: list | dict) -> list[dict]:
+    """The jobs of an answer of whole jobs: a page, everything at once, or every host's."""
+    if isinstance(answer, list):  # a daemon older than pages: everything at once
+        return answer
+    if "hosts" in answer:  # every host's, in one answer
+        from gq.cli.hosts_view import warn_down
+
+        warn_down(answer["hosts"])
+    return answer["jobs"]
+
+
+def _answers(args: dict) -> Iterator[list | dict]:
+    """Each answer as it comes; the next page is asked for before this one is handed on, so
+    that the daemon reads it while this one is drawn."""
     with connect() as conn:
         answer = conn.call("list", **args, page=PAGE)
         while True:
-            if isinstance(answer, list):  # a daemon older than pages: everything at once
-                yield from answer
-                return
-            if "hosts" in answer:  # every host's, in one answer
-                from gq.cli.hosts_view import warn_down
-
-                warn_down(answer["hosts"])
-                yield from answer["jobs"]
+            if isinstance(answer, list) or "hosts" in answer:  # all in one answer
+                yield answer
                 return
             if answer["next"] is not None:
                 conn.send("list", **args, page=PAGE, after=answer["next"])
-            yield from (_jobs(answer) if "columns" in answer else answer["jobs"])
+            yield answer
             if answer["next"] is None:
                 return
             answer = conn.receive()
 
 
-def _jobs(answer: dict) -> Iterator[dict]:
+def _jobs(answer: dict) -> list[dict]:
     """A page of rows as the dicts the table is drawn from (an array as views.brief_json
     gives it, and expected starts as ISO-8601 times)."""
     columns, arrays, starts = answer["columns"], answer["arrays"], answer.get("starts") or {}
+    at = {c: columns.index(c) for c in _ARRAY if c in columns}
+    plain = [c for c in columns if c not in at]
+    if list(at.values()) != list(range(len(plain), len(columns))):  # not last: the slow way
+        return [_with_array(dict(zip(columns, row)), arrays) for row in answer["rows"]]
+    out = []
+    array = at.get("array_id")
     for row in answer["rows"]:
-        job = dict(zip(columns, row))
-        array = job.pop("array_id", None)
-        job["array"] = None if array is None else {
-            "id": array, "index": job.pop("array_index"), "size": job.pop("array_size"),
-            "limit": job.pop("array_limit"), "ended": arrays.get(str(array), {})}
-        start = starts.get(str(job["id"])) if starts else None
-        if start is not None:
-            from gq.units import iso
+        job = dict(zip(plain, row))  # zip stops before the array's columns
+        if array is None or row[array] is None:
+            job["array"] = None
+        else:
+            job["array"] = {"id": row[array], "index": row[at["array_index"]],
+                            "size": row[at["array_size"]], "limit": row[at["array_limit"]],
+                            "ended": arrays.get(str(row[array]), {})}
+        out.append(job)
+    if starts:
+        for job in out:
+            start = starts.get(str(job["id"]))
+            if start is not None:
+                job["expected_start"], job["expected_start_basis"] = iso(start[0]), start[1]
+    return out
 
-            job["expected_start"], job["expected_start_basis"] = iso(start[0]), start[1]
-        yield job
+
+def _with_array(job: dict, arrays: dict) -> dict:
+    array = job.pop("array_id", None)
+    job["array"] = None if array is None else {
+        "id": array, "index": job.pop("array_index"), "size": job.pop("array_size"),
+        "limit": job.pop("array_limit"), "ended": arrays.get(str(array), {})}
+    for column in _ARRAY[1:]:
+        job.pop(column, None)
+    return job
 
 
 def print_json_list(jobs: Iterable[dict]) -> None:

@@ -71,23 +71,33 @@ def table_rows(jobs: list[dict[str, Any]], with_start: bool = False, expand: boo
                listed_all: bool = False) -> tuple[list[str], list[list[str]]]:
     """`gq ls`: each array folded into one line at its first element's place, unless expand."""
     headers, rows = job_rows(jobs, with_start=with_start)
-    if expand:
-        for job, row in zip(jobs, rows):
-            row[0] = label(job)
-        return headers, rows
+    return headers, fold(jobs, rows, expand, listed_all)
+
+
+def fold(jobs: list[dict[str, Any] | None], rows: list[list[str]], expand: bool = False,
+         listed_all: bool = False) -> list[list[str]]:
+    """Each job's cells (job_rows), with each array's folded into one line at its first
+    element's place, unless expand. A job may be None where it is no array's element."""
     groups: dict[int, list[dict[str, Any]]] = {}
     for job in jobs:
-        if job.get("array"):
+        if job and job.get("array"):
             groups.setdefault(job["array"]["id"], []).append(job)
+    if not groups:
+        return rows
+    if expand:
+        for job, row in zip(jobs, rows):
+            if job:
+                row[0] = label(job)
+        return rows
     out, done = [], set()
     for job, row in zip(jobs, rows):
-        array = job.get("array")
+        array = job and job.get("array")
         if not array:
             out.append(row)
         elif array["id"] not in done:
             done.add(array["id"])
             out.append(_array_row(groups[array["id"]], row, listed_all))
-    return headers, out
+    return out
 
 
 def fold_results(results: list[dict[str, Any]]) -> list[tuple[bool, str]]:

@@ -111,3 +111,37 @@ def test_raw_json_goes_into_an_answer_as_it_is():
                                           "more": [{}, 3]}
     with pytest.raises(TypeError):
         encode({"x": object()})
+
+
+def test_the_table_from_pages_is_the_table_from_whole_jobs(host, monkeypatch):
+    """`gq ls` draws its cells from each page's rows (gq/cli/listing.py list_table); the TUI
+    and --all-hosts draw them from whole jobs (job_rows). Both give the same table: an array
+    split across pages, running, elastic, reserved, held and ended jobs."""
+    from gq.cli import listing
+    from gq.wording.arrays import fold
+    from gq.wording.jobs import job_rows
+
+    queue(host)
+    host.submit("-g", "0", "-n", "boom", "--", "false")
+    running = host.submit("-g", "1-2", "-n", "elastic", "--time", "1h", "--", "sleep", "600")
+    host.wait_state(running, "running")
+    whole_card = host.submit("-g", "4", "--time", "1h", "--", "true")  # waits, reserved
+    host.wait_reason(whole_card, "Resources")
+    monkeypatch.setenv("GQ_HOME", str(host.home))
+    monkeypatch.setattr(listing, "PAGE", 2)  # the array's elements on two pages
+    for expand in (False, True):
+        for start in (False, True):
+            one = host.call("list", all=True, brief=True)
+            headers, rows = job_rows(one, with_start=start)
+            drawn = fold(one, rows, expand=expand, listed_all=True)
+            paged_headers, jobs, rows = listing.list_table(all=True, user=None, states=[],
+                                                           hosts=None, with_start=start)
+            paged = fold(jobs, rows, expand=expand, listed_all=True)
+            time_at = headers.index("TIME")
+            assert paged_headers == headers and len(paged) == len(drawn) > 8
+            assert not start or any(":" in row[-2] for row in paged)  # an expected start
+            for mine, theirs in zip(paged, drawn):  # TIME of active jobs: as of each `now`
+                active = mine[3] in ("running", "pending", "held") or "pending" in mine[3]
+                assert [c for i, c in enumerate(mine) if i != time_at or not active] == [
+                    c for i, c in enumerate(theirs) if i != time_at or not active]
+    host.gq("cancel", str(running))
