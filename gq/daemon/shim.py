@@ -220,10 +220,22 @@ def _close_fds_except(keep: tuple[int, ...]) -> None:
     os.closerange(low, 1 << 20)
 
 
+def load_libc() -> None:
+    """Load the C library for prctl once, in the spawner, rather than in every shim it forks."""
+    global _libc
+    try:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        _libc = None
+
+
+_libc: ctypes.CDLL | None = None
+
+
 def _prctl_setup(job_id: int) -> None:
     """Become the subreaper of the job's tree, and show as gq-shim-ID in ps and top."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
+        libc = _libc or ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         libc.prctl(PR_SET_NAME, ctypes.c_char_p(f"gq-shim-{job_id}".encode()[:15]), 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: orphans go to init

@@ -10,6 +10,7 @@ import sys
 
 import psutil
 
+from gq.cli.submit_args import request_args
 from tests.support.hosts import wait_for
 from tests.support.jobs import gated
 
@@ -180,10 +181,50 @@ def test_wait_rides_out_a_daemon_restart(host):
 
 
 def test_the_job_gets_default_signal_dispositions(host):
-    # Ignored dispositions survive exec: a job must not inherit the shim's.
-    job = host.submit("-g", "0", "--", "sh", "-c", "grep SigIgn /proc/self/status")
+    # Ignored dispositions and the signal mask survive exec: a job must not inherit the
+    # shim's (which blocks the daemon's requests and ignores Ctrl-C).
+    job = host.submit("-g", "0", "--", "sh", "-c", "grep -E 'SigBlk|SigIgn' /proc/self/status")
     host.wait_ended(job)
-    assert host.log(job).split() == ["SigIgn:", "0000000000000000"]
+    assert host.log(job).split() == ["SigBlk:", "0" * 16, "SigIgn:", "0" * 16]
+
+
+def test_a_job_starts_as_its_submitter_set_it_up(host, tmp_path):
+    """Found through the submitter's PATH (not the daemon's), in their directory, with their
+    umask, as the leader of its own process group."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    tool = tools / "gq-test-tool"
+    tool.write_text("#!/bin/sh\numask; pwd; echo $$; cut -d' ' -f5 /proc/$$/stat\n")
+    tool.chmod(0o755)
+    args = request_args({"gpus": "0", "cwd": str(tmp_path)}, ["gq-test-tool"])
+    args["env"]["PATH"] = f"{tools}:{args['env'].get('PATH', '')}"
+    args["umask"] = 0o027
+    job = host.call("submit", **args)["id"]
+    assert host.wait_ended(job)["state"] == "completed", host.log(job, err=True)
+    umask, cwd, pid, group = host.log(job).split()
+    assert (umask, cwd, group) == ("0027", str(tmp_path), pid)
+
+
+def test_a_command_that_cannot_start_fails_as_a_shell_would(host, tmp_path):
+    plain = tmp_path / "no-interpreter"  # executable, but neither a binary nor #!
+    plain.write_text("echo hi\n")
+    plain.chmod(0o755)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    cases = [
+        (["--", "gq-no-such-command"], 127, "cannot run 'gq-no-such-command': No such file or "
+                                            "directory"),
+        (["--", str(plain)], 126, f"cannot run {str(plain)!r}: Exec format error"),
+        (["--cwd", str(gone), "--", "true"], 127, f"cannot enter {gone}: No such file or "
+                                                  "directory"),
+    ]
+    jobs = [host.submit("--hold", "-g", "0", *argv) for argv, _, _ in cases]
+    gone.rmdir()
+    host.gq("release", *map(str, jobs))
+    for job, (_, code, message) in zip(jobs, cases):
+        ended = host.wait_ended(job)
+        assert (ended["state"], ended["exit_code"], ended["reason"]) == ("failed", code, message)
+        assert host.log(job, err=True) == f"gq: {message}\n"
 
 
 def test_a_link_planted_at_the_log_path_is_not_followed(host, tmp_path):
