@@ -72,7 +72,7 @@ class Ending:
         self.notify(job_id)
 
     def _finish(self, job_id: int, record: dict | None, never_started: bool) -> None:
-        job = self.store.get_job(job_id)
+        job = self.store.get_job(job_id, env=False)
         now = self.clock()
         code = record.get("exit_code") if record else None
         ended_at = record.get("ended_at", now) if record else now

@@ -343,8 +343,11 @@ class Store:
                                   [array_id, index]))
         return rows[0]["id"] if rows else None
 
-    def get_job(self, job_id: int) -> Job | None:
-        rows = self._shared(self._rows("SELECT * FROM jobs WHERE id = ?", [job_id]))
+    def get_job(self, job_id: int, env: bool = True) -> Job | None:
+        """A job, whole; env=False leaves out its environment (the largest column, which only
+        a start needs)."""
+        select = "*" if env else _NO_ENV_SELECT
+        rows = self._shared(self._rows(f"SELECT {select} FROM jobs WHERE id = ?", [job_id]))
         return _row_to_job(rows[0]) if rows else None
 
     def command(self, job_id: int) -> list[str]:
