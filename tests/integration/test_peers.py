@@ -158,11 +158,14 @@ def test_sshd_killed_mid_submit_gives_exactly_one_job(joined):
         submit = ThreadPoolExecutor(1).submit(local.call, "submit", **args, host="peer")
 
         def passed_on():
-            # A relay read the whole request from its channel: it passes it on to the stopped
-            # daemon's socket even once sshd is gone (nothing kills it).
+            # A relay read the whole request from its channel and sleeps: in its only wait
+            # after that, for the stopped daemon's answer, so the request is in the daemon's
+            # socket. (Reading it is not enough: sshd.stop() kills the relay too, and under
+            # load it could die before it passed the request on.)
             for p in _relays():
                 try:
-                    if p.io_counters().read_chars - before.get(p.pid, 0) >= size:
+                    if (p.io_counters().read_chars - before.get(p.pid, 0) >= size
+                            and p.status() == psutil.STATUS_SLEEPING):
                         return True
                 except psutil.Error:
                     pass
