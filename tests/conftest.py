@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import examples
 from tests.support.hosts import GqHost, kill_processes_mentioning
 
 TESTS = Path(__file__).resolve().parent
@@ -37,6 +38,11 @@ TIERS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "integration/test_peers.py": (("ssh",), None),
     "integration/test_ssh_channels.py": (("ssh",), None),
 }
+
+
+def pytest_configure(config):
+    # The quick loop draws a fifth of each property test's examples (tests/support/examples.py).
+    examples.quick = config.option.markexpr.replace(" ", "") == "notsoak"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

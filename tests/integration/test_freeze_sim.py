@@ -17,6 +17,7 @@ from gq.sim.cluster import parse_cluster
 from gq.sim.freeze_model import COPY_RATE, OVERHEAD, FreezeModel
 from gq.sim.replay import Preemption, replay
 from gq.sim.traces import TraceJob
+from tests.support.examples import examples
 
 G = 1 << 30
 
@@ -57,7 +58,7 @@ def test_without_room_in_freeze_ram_or_on_several_cards_the_victim_is_signalled(
     assert (r.freezes, r.preemptions) == (0, 1)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 300), st.integers(1, 200), st.sampled_from([1, 1, 2]),
                           st.sampled_from(list(Tier)), st.sampled_from([None, 20, 40])),
                 min_size=1, max_size=16))

@@ -19,6 +19,7 @@ import gq.cli.jobs_cmd as jobs_cmd
 from gq.cli import light
 from gq.cli.commands import ALIASES, COMMANDS
 from tests.support.hosts import GqHost, kill_processes_mentioning
+from tests.support.examples import examples
 from gq.cli.entry import main
 
 
@@ -135,7 +136,7 @@ WORDS = st.sampled_from(["-a", "-e", "-s", "-u", "-ae", "-es", "--all", "--user"
                          "--nope", "-z", "held", "2", "0", "-1", "1h", "x", "", "--all=1"])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(name=st.sampled_from(["ls", "cancel", "show", "update", "wait"]),
        argv=st.lists(st.one_of(WORDS, st.sampled_from(["-m", "-g2", "--timeout", "12", "@"])),
                      max_size=6))

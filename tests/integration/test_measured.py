@@ -12,6 +12,7 @@ from gq.model import Job, JobState, Reason
 from gq.policy import Card, Host, SchedulerInput, schedule
 from gq.policy.placement import MEASURED_MARGIN
 from tests.support.hosts import host_with, wait_for
+from tests.support.examples import examples
 
 G = 1 << 30
 BURN = [sys.executable, "-m", "gq.sim.burn"]
@@ -56,7 +57,7 @@ def test_a_job_within_budget_occupies_what_it_holds_plus_a_margin():
     assert plan.starts == []
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 3), st.integers(1, 40), st.integers(0, 60)),
              max_size=6),

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from gq.model import Job, JobState, Reason, Tier
 from gq.policy import Card, Host, PendingQueue, SchedulerInput, schedule
 from gq.policy.placement import Capacity
+from tests.support.examples import examples
 
 G = 1 << 30
 H = 3600.0
@@ -129,7 +130,7 @@ def scenarios(draw):
     return h, running, pending
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(scenarios())
 def test_backfill_never_delays_a_reservation(scenario):
     h, running, pending = scenario

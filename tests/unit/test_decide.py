@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gq.model import ArrayPart, Job, JobState, Reason, Tier
 from gq.policy import Card, Host, PendingQueue, PreemptRule, SchedulerInput, decide
+from tests.support.examples import examples
 
 G, NOW, SCORED = 1 << 30, 10_000.0, 9_900.0
 
@@ -93,7 +94,7 @@ def summary(plan) -> tuple:
             [(p.job_id, sorted(v.job_id for v in p.victims)) for p in plan.preemptions])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(cases())
 def test_an_explaining_pass_and_a_quick_pass_on_a_kept_queue_decide_alike(case):
     host, running, pending, usage, rng, reservations = case

@@ -10,6 +10,7 @@ from gq.model import Job, JobState, Tier
 from gq.policy import Card, Host, PreemptRule, SchedulerInput, decide
 from gq.policy.freezing import FreezeRule, JobFacts, thaw_request, why_not
 from gq.policy.placement import Capacity
+from tests.support.examples import examples
 
 G = 1 << 30
 NOW = 10_000.0
@@ -172,7 +173,7 @@ def test_in_a_cluster_a_frozen_job_is_thawed_on_its_own_host():
     assert [(s.job_id, s.host) for s in decide(inp).thaws] == [(5, "a")]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(5, 70)), min_size=1, max_size=4),
        st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["H100", "A100"]),
                           st.integers(1, 70), st.booleans()), max_size=4),

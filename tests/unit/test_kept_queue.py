@@ -15,6 +15,7 @@ from gq.daemon.kept_queue import KeptQueue
 from gq.model import DepKind, ENDED_STATES, Job, JobState, Reason, Tier
 from gq.policy import Card, Host, Outcome, PendingQueue, PreemptRule, SchedulerInput, decide
 from gq.store import Store
+from tests.support.examples import examples
 
 G, NOW = 1 << 30, 10_000.0
 
@@ -123,7 +124,7 @@ def summary(plan) -> tuple:
             [(p.job_id, sorted(v.job_id for v in p.victims)) for p in plan.preemptions])
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(steps)
 def test_a_quick_pass_on_the_kept_queue_decides_as_a_full_pass_on_the_whole_queue(ops):
     with tempfile.TemporaryDirectory() as home:

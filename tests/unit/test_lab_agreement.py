@@ -20,6 +20,7 @@ from gq.sim.traces import TraceJob, read_trace
 
 from tests.support.cli import gq
 from tests.support.paths import ROOT
+from tests.support.examples import examples
 
 G = 1 << 30
 HEADER = "job_id,submit_time,duration,gpus,mem,user,priority,cpus,time_limit,name"
@@ -45,7 +46,7 @@ requests = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(request=requests, lab=st.sampled_from(POOL_FILES))
 def test_the_daemon_and_the_replay_build_the_same_job(request, lab):
     import tomllib
@@ -93,7 +94,7 @@ def _file(pools, account_users, half_life) -> str:
     return text
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(pools=pool_tables,
        account_users=st.lists(st.lists(st.sampled_from(['ann', 'bob']), max_size=2),
                               max_size=2),

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from gq.model import DepKind, Job, JobState, Reason, Tier
 from gq.policy import Card, Host, Outcome, SchedulerInput, schedule
+from tests.support.examples import examples
 
 G = 1 << 30
 
@@ -117,7 +118,7 @@ def scenarios(draw):
     return host(*cards, cpus=draw(st.integers(1, 16))), pending, outcomes
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(scenarios())
 def test_never_overcommits_and_never_starts_early(scenario):
     h, pending, outcomes = scenario

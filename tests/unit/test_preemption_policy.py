@@ -9,6 +9,7 @@ from gq.model import Job, JobState, Tier
 from gq.policy import Card, Host
 from gq.policy.placement import Capacity
 from gq.policy.preemption import plan_preemptions
+from tests.support.examples import examples
 
 G = 1 << 30
 NOW = 10_000.0
@@ -183,7 +184,7 @@ def scenarios(draw):
     return h, holding, sorted(wants, key=lambda w: w.priority.rank)  # in queue order
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(scenarios())
 def test_victims_are_allowed_needed_and_enough(scenario):
     h, holding, wants = scenario

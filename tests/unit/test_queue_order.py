@@ -13,6 +13,7 @@ from gq.policy import Card, FairShareConfig, Host, Outcome, PendingQueue, Schedu
 from gq.policy.fairshare import shortness
 from gq.sim.cluster import parse_cluster
 from gq.sim.traces import TraceJob
+from tests.support.examples import examples
 
 H, G = 3600.0, 1 << 30
 
@@ -75,7 +76,7 @@ ops = st.lists(st.tuples(
 ), min_size=1, max_size=40)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(ops)
 def test_a_kept_queue_orders_like_one_sorted_afresh(steps):
     kept, next_id, now, usage = PendingQueue(), 1, 0.0, {}
@@ -124,7 +125,7 @@ def clusters(draw):
     return hosts, running, pending, draw(st.integers(0, 4))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(clusters())
 def test_stopping_early_starts_and_reserves_exactly_what_the_full_pass_does(case):
     hosts, running, pending, reservations = case
@@ -198,7 +199,7 @@ def governed_clusters(draw):
     return hosts, running, pending, reservations, pools, windows, accounts
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(governed_clusters())
 def test_stopping_early_is_exact_with_pools_windows_and_elastic_ranges(case):
     hosts, running, pending, reservations, pools, windows, accounts = case
@@ -237,7 +238,7 @@ def test_stopping_early_reads_past_a_job_kept_off_a_reserved_card():
 
 # ---- the baselines stop early too -------------------------------------------------------------
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(governed_clusters(), st.data())
 def test_the_baselines_stop_reading_early_with_the_same_starts(case, data):
     from gq.policy.baselines import fifo, greedy

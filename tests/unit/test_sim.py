@@ -22,6 +22,7 @@ from gq.sim.traces import TraceJob, read_trace
 
 from tests.support.cli import gq as run_gq
 from tests.support.paths import ROOT
+from tests.support.examples import examples
 
 G = 1 << 30
 
@@ -224,7 +225,7 @@ def test_usage_is_recalculated_on_a_fixed_grid_so_skipping_stays_exact():
         assert starts(result)["c1"] == 240 and starts(result)["c2"] == 250
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 300), st.integers(1, 200), st.sampled_from([0, 1, 2, 3]),
                           st.sampled_from([None, 0.25, 0.5]), st.sampled_from(list(Tier)),
                           st.sampled_from(["ann", "bob", "cy"])), min_size=1, max_size=25),
@@ -357,7 +358,7 @@ def test_a_low_job_is_preempted_for_a_high_one_and_resumes_where_it_was():
     assert {j.job_id: j.start for j in normal.jobs}["high"] == 1000  # low is not preemptible
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 300), st.integers(1, 200), st.sampled_from([0, 1, 2]),
                           st.sampled_from(list(Tier))), min_size=1, max_size=20))
 def test_skipping_idle_passes_changes_nothing_with_preemption(rows):

@@ -23,6 +23,7 @@ from gq.sim.traces import (
 )
 
 from tests.support.paths import ROOT
+from tests.support.examples import examples
 
 TRACES = ROOT.parent / "shared" / "traces"
 GIB, MIB = 1 << 30, 1 << 20
@@ -349,7 +350,7 @@ gq_rows = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(gq_rows)
 def test_gq_format_round_trips_every_field_and_sorts(tmp_path_factory, rows):
     out = io.StringIO()
@@ -379,7 +380,7 @@ def test_gq_format_round_trips_every_field_and_sorts(tmp_path_factory, rows):
     assert got == want
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(0, 20), st.sampled_from(["submit_time", "duration", "gpus", "cpus"]),
        st.sampled_from(["-1", "x", "1e", "--3", "nan"]))
 def test_any_bad_number_is_reported_on_its_own_line(tmp_path_factory, before, column, value):
