@@ -15,7 +15,7 @@ from typing import Callable
 
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
-from gq.daemon.attribution import Attributor, Owner, job_memory_by_card, split_memory
+from gq.daemon.attribution import Attributor, job_memory_by_card, split_memory
 from gq.daemon.authz import Authority
 from gq.daemon.backups import BackupSchedule
 from gq.daemon.collateral import Collateral
@@ -33,13 +33,15 @@ from gq.daemon.peers.registry import Peers
 from gq.daemon.policing import Police
 from gq.daemon.preempting import Preempting
 from gq.daemon.recovery import Recovery
+from gq.daemon.reading import Reading
 from gq.daemon.reservations import windows as admin_windows
+from gq.daemon.runs import Runs
 from gq.daemon.runtimes import Fingerprints, load_run_times
 from gq.daemon.shim import ShimSpec
-from gq.daemon.supervisor import RUN_TOKEN, Shim, SpawnUnknown, Supervisor
+from gq.daemon.supervisor import RUN_TOKEN, SpawnUnknown, Supervisor
 from gq.daemon.telemetry import Telemetry
 from gq.gpu.base import CardBackend
-from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
+from gq.model import ENDED_STATES, Job, JobState, Reason
 from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held
 from gq.policy.fairshare import Score
@@ -73,15 +75,11 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         self.warnings: list[str] = []  # said at start (the log, `gq daemon status`)
         self.skip_lost_ids()
         self.supervisor = Supervisor(layout.run)
-        self.shims: dict[int, Shim] = {}  # job id -> its watched shim
-        self.unadopted: set[int] = set()  # shims alive but not yet watched
+        self.runs = Runs(self.supervisor, self.on_shim_exit)
         self._spawner_fd: int | None = None  # the spawner's socket, read for its answers
         self._spawner_read = 0  # the spawner (Supervisor.generation) whose answers are read
-        self.cards: list[Gpu] = []
-        self.external: dict[int, int | None] = {}
-        self.job_memory: dict[int, dict[int, int]] = {}  # card -> job -> bytes held now
+        self.reading = Reading()  # the cards, and whose memory is whose (read_cards)
         self.attributor = Attributor()
-        self.owners: dict[int, Owner] = {}  # pid -> who holds each process on the cards
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
                                    keep=config.offenders.longest_idle_window)
         self.start_collateral()
@@ -116,8 +114,17 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
 
     # ---- lifecycle ----------------------------------------------------------------------
 
+    # The last reading, for the parts of the daemon that read it from the daemon.
+    cards = property(lambda self: self.reading.cards)
+    owners = property(lambda self: self.reading.owners)
+    external = property(lambda self: self.reading.external)
+    job_memory = property(lambda self: self.reading.job_memory)
+    shims = property(lambda self: self.runs.shims)
+    unadopted = property(lambda self: self.runs.unadopted)
+
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.runs.attach(loop)
         self.peers.start(loop)
         self.recover()
         # With the shims adopted: the first pass and answer see whose memory is whose. Not a
@@ -130,9 +137,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
     def close(self) -> None:
         self.peers.close()
         self.stop_helpers()
-        for shim in self.shims.values():
-            if self.loop:
-                self.loop.remove_reader(shim.pidfd)
+        self.runs.close()
         if self.loop and self._spawner_fd is not None:
             self.loop.remove_reader(self._spawner_fd)
         self.supervisor.close()
@@ -147,7 +152,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         self.supervisor.forget_finished()
         self.read_cards()
         self.refresh_usage()
-        for job_id in list(self.unadopted):  # a failure (a full disk) waits for the next tick
+        for job_id in list(self.runs.unadopted):  # a failure (a full disk) waits for the next tick
             self.settle_or_retry(job_id)
         self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
         self.enforce_time_limits()
@@ -184,19 +189,22 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
 
     def read_cards(self, observe: bool = True) -> None:
         try:
-            self.cards = self.backend.read()
+            self.reading.cards = self.backend.read()
         except Exception:  # a card backend must never take the daemon down
             log.exception("reading the cards failed; keeping the last reading")
         holding = {j.id: j for j in self.store.holding_jobs()}
-        shim_pids = {shim.pid: job_id for job_id, shim in self.shims.items()}
+        shim_pids = {shim.pid: job_id for job_id, shim in self.runs.shims.items()}
         # Until every running job's shim is watched (after a restart), a process outside
         # them all may yet be found inside one: do not remember it as outside gq.
-        complete = self.loop is not None and not self.unadopted and all(
-            j in self.shims for j in holding)
-        self.owners = self.attributor.owners(self.cards, shim_pids, remember_outside=complete)
+        complete = self.loop is not None and not self.runs.unadopted and all(
+            j in self.runs.shims for j in holding)
+        reading = self.reading
+        reading.owners = self.attributor.owners(reading.cards, shim_pids,
+                                                remember_outside=complete)
         # Not complete: nothing unmatched is taken for outside gq yet (fail closed).
-        self.external, used = split_memory(self.cards, self.owners, set(holding), complete)
-        self.job_memory = job_memory_by_card(self.cards, self.owners, set(holding))
+        reading.external, used = split_memory(reading.cards, reading.owners, set(holding),
+                                              complete)
+        reading.job_memory = job_memory_by_card(reading.cards, reading.owners, set(holding))
         for job in holding.values():  # the peak of each run, for out-of-memory reasons
             if used.get(job.id, 0) > (job.peak_mem or 0):
                 self.store.update(job.id, peak_mem=used[job.id])
@@ -205,7 +213,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         now = self.clock()
         if self.telemetry.observe(self.cards, self.owners, holding, self.external, now):
             self.police.sample(holding, now, self.cards, self.owners,
-                               {j: shim.pid for j, shim in self.shims.items()})
+                               {j: shim.pid for j, shim in self.runs.shims.items()})
 
     # ---- scheduling ---------------------------------------------------------------------
 
@@ -305,7 +313,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         except OSError as e:  # no shim, or (system daemon) no account or directory for it
             self._not_started(job.id, e)
             return
-        self.watch(shim)
+        self.runs.watch(shim)
 
     def _not_started(self, job_id: int, e: OSError) -> None:
         log.error("job %s: cannot start its shim: %s", job_id, e)
@@ -320,7 +328,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
 
     def _spawn_unknown(self, job_id: int, e: Exception) -> None:
         log.error("job %s: %s; the next tick settles it", job_id, e)
-        self.unadopted.add(job_id)
+        self.runs.later(job_id)
 
     def _follow_spawner(self) -> None:
         """Read the spawner's answers as they come (its socket changes when it is started
@@ -345,7 +353,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
                 if isinstance(shim, OSError):
                     self._not_started(job_id, shim)
                 else:
-                    self.watch(shim)
+                    self.runs.watch(shim)
                     job = self.store.light_jobs([job_id]).get(job_id)
                     if job is not None and job.state in self.STOP_REQUESTS:
                         # Stopped while its shim was being started (stop() found none to ask).
@@ -387,19 +395,11 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
             **run_as,
         )
 
-    def watch(self, shim: Shim) -> None:
-        self.shims[shim.job_id] = shim
-        if self.loop is not None:
-            self.loop.add_reader(shim.pidfd, self.on_shim_exit, shim.job_id)
-
     def on_shim_exit(self, job_id: int) -> None:
-        shim = self.shims.pop(job_id)
-        if self.loop is not None:
-            self.loop.remove_reader(shim.pidfd)
-        self.supervisor.release(shim)
+        """A watched shim exited (Runs let it go): record the run's end, and have a pass."""
         with self.store.relaxed():
             self.settle_or_retry(job_id)  # a failure (a full disk): the next tick tries again
-        if job_id not in self.unadopted:
+        if job_id not in self.runs.unadopted:
             self.request_pass(freed=True)
 
     def charge(self, job: Job) -> float:

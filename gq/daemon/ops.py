@@ -201,7 +201,7 @@ def op_shutdown(daemon: Daemon, caller: Caller, args: dict) -> dict:
         raise GqError("only root can stop the system daemon" if daemon.layout.system
                       else "only the daemon's owner can stop it")
     asyncio.get_running_loop().call_soon(daemon.loop_stop.set)
-    running = len(daemon.shims) + len(daemon.unadopted)
+    running = len(daemon.runs.shims) + len(daemon.runs.unadopted)
     return {"stopping": True, "running_jobs": running}
 
 

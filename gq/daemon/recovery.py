@@ -111,7 +111,7 @@ class Recovery:
             return
         self.unadopted.discard(job.id)
         log.info("re-adopted job %s (shim pid %s)", job.id, shim.pid)
-        self.watch(shim)
+        self.runs.watch(shim)
         if job.freeze_op:  # a freeze or thaw under way: finish it, and ask the shim nothing
             self.resume_freezing(job)
         elif job.state in self.STOP_REQUESTS:
