@@ -13,9 +13,6 @@ from gq.units import format_size
 
 log = logging.getLogger("gq.daemon")
 
-# A job requeued for going over its budget gets its peak plus this, rounded up to 256M.
-PEAK_MARGIN = 0.10
-
 
 @dataclass(frozen=True)
 class Overrun:
@@ -29,12 +26,6 @@ class Overrun:
     def words(self) -> str:
         return (f"job {self.job_id} held {format_size(self.held)} on GPU {self.card}, "
                 f"{format_size(self.held - self.mem)} over its --mem {format_size(self.mem)}")
-
-
-def mem_for_peak(peak: int) -> int:
-    """The --mem an over-budget job is requeued with: its peak plus 10%, rounded up to 256M."""
-    step = 256 << 20
-    return int(-(-int(peak * (1 + PEAK_MARGIN)) // step) * step)
 
 
 class Collateral:
@@ -78,21 +69,9 @@ class Collateral:
         action = self.police.action_of("over_budget", str(job.priority))
         why = f"over-budget: {overrun.words()}, and killed a job sharing the card"
         if action.what == "requeue":
-            self.requeue_over_budget(job, max(overrun.held, job.peak_mem or 0), why)
+            self.stopping.requeue_over_budget(job, max(overrun.held, job.peak_mem or 0), why)
         elif action.what == "cancel":
-            self.stop(job, JobState.CANCELLED, f"cancelled by gq ({why})")
-
-    def requeue_over_budget(self, job: Job, peak: int, why: str) -> None:
-        """Requeue an over-budget job with its measured peak (plus 10%) as its new --mem, or
-        whole cards once that is a whole card."""
-        mem = mem_for_peak(peak)
-        largest = min((g.memory_total for g in self.cards if g.index in job.gpu_ids),
-                      default=None)
-        new_mem = None if largest is None or mem >= largest else mem
-        shown = "whole cards" if new_mem is None else f"--mem {format_size(new_mem)}"
-        log.info("job %s: requeued with %s (%s)", job.id, shown, why)
-        self.stop(job, JobState.PREEMPTING, f"requeued by gq with {shown} ({why})",
-                  mem=new_mem)
+            self.stopping.stop(job, JobState.CANCELLED, f"cancelled by gq ({why})")
 
     def prune_kept_off(self, holding: list[Job]) -> None:
         """Forget the cards kept from victims whose killer no longer runs (the pass's kept

@@ -38,6 +38,7 @@ from gq.daemon.reservations import windows as admin_windows
 from gq.daemon.runs import Runs
 from gq.daemon.runtimes import Fingerprints, load_run_times
 from gq.daemon.shim import ShimSpec
+from gq.daemon.stopping import STOP_REQUESTS, Stopping
 from gq.daemon.supervisor import RUN_TOKEN, SpawnUnknown, Supervisor
 from gq.daemon.telemetry import Telemetry
 from gq.gpu.base import CardBackend
@@ -79,6 +80,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         self._spawner_fd: int | None = None  # the spawner's socket, read for its answers
         self._spawner_read = 0  # the spawner (Supervisor.generation) whose answers are read
         self.reading = Reading()  # the cards, and whose memory is whose (read_cards)
+        self.stopping = Stopping(self.store, config, self.runs, self.reading, clock)
         self.attributor = Attributor()
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
                                    keep=config.offenders.longest_idle_window)
@@ -103,8 +105,8 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         self.start_passes()
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
-        self.police = Police(self.store, config, self.telemetry, self, self.notifier, layout.home,
-                             layout.logs / "notify.log")
+        self.police = Police(self.store, config, self.telemetry, self.stopping, self.notifier,
+                             layout.home, layout.logs / "notify.log")
         self.peers = Peers(self)
         self.authority = Authority(config.access)
         self.backups = BackupSchedule(self.store, layout.db, config.backup)
@@ -155,7 +157,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         for job_id in list(self.runs.unadopted):  # a failure (a full disk) waits for the next tick
             self.settle_or_retry(job_id)
         self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
-        self.enforce_time_limits()
+        self.stopping.enforce_time_limits()
         self.telemetry.maintain(self.clock())
         # Spaced like any other (request_pass): under a flood of requests, a pass on every
         # tick as well would leave the daemon little time to answer them.
@@ -355,9 +357,9 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
                 else:
                     self.runs.watch(shim)
                     job = self.store.light_jobs([job_id]).get(job_id)
-                    if job is not None and job.state in self.STOP_REQUESTS:
+                    if job is not None and job.state in STOP_REQUESTS:
                         # Stopped while its shim was being started (stop() found none to ask).
-                        self.supervisor.ask(shim, self.STOP_REQUESTS[job.state])
+                        self.supervisor.ask(shim, STOP_REQUESTS[job.state])
         else:  # the spawner is gone: forget its socket
             self._spawner_read = -1
         self._follow_spawner()
@@ -386,7 +388,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
             checkpoint_dir=str(self.layout.checkpoint_dir(job.id, job.user)),
             exit_path=str(self.supervisor.exit_path(job.id)),
             kill_wait=self.config.kill_wait,
-            grace=self.grace_of(job),
+            grace=self.stopping.grace_of(job),
             checkpoint_signal=int(signal.Signals[job.signal]),
             signal_group=job.signal_group,
             warn_after=warn_after,

@@ -1,14 +1,13 @@
-"""How runs end: stopping jobs (cancel, time limit, preemption) and recording each end, with
-each failure classified (gq/triage), out-of-memory deaths retried, and stopped runs requeued
-or held."""
+"""How runs end: recording each end (the stops that lead to many are gq/daemon/stopping.py's),
+with each failure classified (gq/triage), out-of-memory deaths retried, and stopped runs
+requeued or held."""
 
 from __future__ import annotations
 
 import signal
 
-from gq.daemon import shim as requests
 from gq.daemon.diskfull import TRUNCATED
-from gq.daemon.limits import requeue_or_hold, time_limit_stops
+from gq.daemon.limits import requeue_or_hold
 from gq.daemon.oom import grown_mem
 from gq.daemon.runtimes import record_completed
 from gq.daemon.triage_end import stopped_triage, triage_run
@@ -27,31 +26,6 @@ def is_preemption(job: Job) -> bool:
 
 class Ending:
     """Part of Daemon (gq/daemon/core.py)."""
-
-    # What each stopping state asks of the job's shim.
-    STOP_REQUESTS = {
-        JobState.CANCELLED: requests.CANCEL,
-        JobState.TIMEOUT: requests.TIME_UP,
-        JobState.PREEMPTING: requests.PREEMPT,
-    }
-
-    def grace_of(self, job: Job) -> float:
-        return job.grace if job.grace is not None else self.config.preemption.grace
-
-    def stop(self, job: Job, new_state: JobState, reason: str, **fields) -> None:
-        """Stop a running job: record the decision first, then have the shim act on it."""
-        now = self.clock()
-        if new_state != JobState.PREEMPTING:
-            fields["ended_at"] = now
-        self.store.transition(job.id, new_state, now, reason=reason, **fields)
-        shim = self.shims.get(job.id)
-        if shim is not None:
-            self.supervisor.ask(shim, self.STOP_REQUESTS[new_state])
-        # else: not adopted yet; adopt() asks when it finds the shim
-
-    def enforce_time_limits(self) -> None:
-        for stop in time_limit_stops(self.store.holding_jobs(), self.clock(), self.config.pools):
-            self.stop(self.store.get_job(stop.job_id), stop.state, stop.reason, **stop.fields)
 
     def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
         """Record the end of a run: its exit status, or that it vanished or never began."""
@@ -169,7 +143,7 @@ class Ending:
         if record is None:
             return "its shim died without recording an exit status"
         if record.get("killed"):
-            return (f"killed, still running {format_duration(self.grace_of(job))} after "
+            return (f"killed, still running {format_duration(self.stopping.grace_of(job))} after "
                     f"{job.signal}")
         return f"it exited (exit code {record.get('exit_code')}) after {job.signal}"
 

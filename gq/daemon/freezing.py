@@ -126,7 +126,7 @@ class Freezing:
         job = self.store.get_job(job_id)
         pid, shim = self.cuda_pid(job), self.shims.get(job_id)
         if pid is None or shim is None or len(job.gpu_ids) != 1:
-            self.preempt(job_id, reason, note="not frozen: its process was not found on its "
+            self.stopping.preempt(job_id, reason, note="not frozen: its process was not found on its "
                          "card at the moment of freezing")
             return
         card = next(c for c in self.cards if c.index == job.gpu_ids[0])
@@ -297,7 +297,7 @@ class Freezing:
             if shim is not None:
                 self.supervisor.ask(shim, requests.PREEMPT)
         else:
-            self.stop(job, JobState.PREEMPTING, reason, **fields)
+            self.stopping.stop(job, JobState.PREEMPTING, reason, **fields)
 
     def stop_helpers(self) -> None:
         for helper in self.helpers.values():

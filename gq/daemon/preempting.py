@@ -37,7 +37,7 @@ class Preempting:
                     self.freeze(victim.job_id, reason, choice)
                 else:
                     quiet = choice is None or choice.reason == "its preempt mode is signal"
-                    self.preempt(victim.job_id, reason,
+                    self.stopping.preempt(victim.job_id, reason,
                                  note=None if quiet else f"not frozen: {choice.reason}")
             ids = ",".join(str(v.job_id) for v in p.victims)
             self._add_shortfall(p.job_id, f"preempting job(s) {ids} for it")
@@ -48,15 +48,6 @@ class Preempting:
     def _add_shortfall(self, job_id: int, text: str) -> None:
         before = self.shortfalls.get(job_id)
         self.shortfalls[job_id] = f"{before}; {text}" if before else text
-
-    def preempt(self, job_id: int, reason: str, note: str | None = None) -> None:
-        """The signal path; `note`: why the job, which may be frozen, is not."""
-        job = self.store.get_job(job_id)
-        if note is None:
-            self.stop(job, JobState.PREEMPTING, reason, preemptions=job.preemptions + 1)
-        else:
-            self.stop(job, JobState.PREEMPTING, f"{reason}; {note}: signal path",
-                      preemptions=job.preemptions + 1, freeze_note=note)
 
     def checkpoint_times(self, jobs: list[Job]) -> dict[int, float]:
         """When each job last wrote into its GQ_CHECKPOINT_DIR (the directory, or a file in

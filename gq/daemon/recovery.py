@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from gq.daemon.diskfull import is_disk_full
+from gq.daemon.stopping import STOP_REQUESTS
 from gq.daemon.supervisor import RunStatus
 from gq.model import Job, JobState
 
@@ -114,7 +115,7 @@ class Recovery:
         self.runs.watch(shim)
         if job.freeze_op:  # a freeze or thaw under way: finish it, and ask the shim nothing
             self.resume_freezing(job)
-        elif job.state in self.STOP_REQUESTS:
+        elif job.state in STOP_REQUESTS:
             # The stop was decided by a daemon that died, maybe before it asked the shim; a
             # shim asked twice does it once.
-            self.supervisor.ask(shim, self.STOP_REQUESTS[job.state])
+            self.supervisor.ask(shim, STOP_REQUESTS[job.state])
