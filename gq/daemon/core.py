@@ -54,7 +54,7 @@ from gq.policy import (
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
+class Daemon(Recovery, Ending, Preempting, Freezing, Passes):
     def __init__(
         self,
         layout: Layout,
@@ -84,7 +84,6 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         self.attributor = Attributor()
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
                                    keep=config.offenders.longest_idle_window)
-        self.start_collateral()
         # From the last pass: what each waiting job lacks, and when reserved jobs should start.
         self.shortfalls: dict[int, str] = {}
         self.forecasts: dict[int, Forecast] = {}
@@ -107,6 +106,8 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         self.notifier = Notifier(self)
         self.police = Police(self.store, config, self.telemetry, self.stopping, self.notifier,
                              layout.home, layout.logs / "notify.log")
+        self.collateral = Collateral(self.store, self.reading, self.stopping,
+                                     self.police.action_of)
         self.peers = Peers(self)
         self.authority = Authority(config.access)
         self.backups = BackupSchedule(self.store, layout.db, config.backup)
@@ -123,6 +124,11 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
     job_memory = property(lambda self: self.reading.job_memory)
     shims = property(lambda self: self.runs.shims)
     unadopted = property(lambda self: self.runs.unadopted)
+    # What a pass (passes.py, a part of the class still) reads of collateral deaths.
+    kept_off = property(lambda self: self.collateral.kept_off)
+
+    def prune_kept_off(self, holding: list[Job]) -> None:
+        self.collateral.prune_kept_off(holding)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop

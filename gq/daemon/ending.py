@@ -97,7 +97,7 @@ class Ending:
             if triage.failure == GPU_OOM:
                 new, reason = JobState.OOM, _oom_reason(job)
                 detail = triage.evidence[-1][:500] if triage.evidence else None
-                overrun = self.overrun_beside(job)
+                overrun = self.collateral.overrun_beside(job)
                 if overrun is not None:  # another job's overrun killed it, not its own --mem
                     reason += f": {overrun.words()}"
             elif record.get("warned") and not record.get("error"):  # saved on the warning?
@@ -109,7 +109,7 @@ class Ending:
                               exit_code=code, holding=0, failure=triage and triage.failure,
                               failure_evidence=triage.evidence if triage else [])
         if new == JobState.OOM and overrun is not None:
-            self.requeue_collateral(job, overrun, now)
+            self.collateral.requeue_victim(job, overrun, now)
         elif new == JobState.OOM and job.oom_retries < job.retry_oom:
             self._retry_with_more_memory(job, now)
         return str(new), triage and triage.failure
