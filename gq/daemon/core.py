@@ -54,7 +54,7 @@ from gq.policy import (
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Ending, Preempting, Freezing, Passes):
+class Daemon(Recovery, Preempting, Freezing, Passes):
     def __init__(
         self,
         layout: Layout,
@@ -112,6 +112,10 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Passes):
         self.authority = Authority(config.access)
         self.backups = BackupSchedule(self.store, layout.db, config.backup)
         self.cut_logs = CutLogs(layout.logs)
+        self.ending = Ending(self.store, config, layout, self.supervisor, self.stopping,
+                             self.collateral, self.reading, self.cut_logs, self.record_run,
+                             self.run_times,
+                             self.notify, self.known_utils.clear, clock)
         self.start_freezing()
         self.read_cards()
 
@@ -327,7 +331,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Passes):
         log.error("job %s: cannot start its shim: %s", job_id, e)
         job = self.store.light_jobs([job_id]).get(job_id)
         if job is not None and job.state != JobState.RUNNING:  # stopped meanwhile: as asked
-            self.finish(job_id, None, never_started=True)
+            self.ending.finish(job_id, None, never_started=True)
             return
         now = self.clock()
         self.store.transition(job_id, JobState.FAILED, now, reason=f"could not start: {e}",
@@ -409,6 +413,13 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Passes):
             self.settle_or_retry(job_id)  # a failure (a full disk): the next tick tries again
         if job_id not in self.runs.unadopted:
             self.request_pass(freed=True)
+
+    def record_run(self, job: Job, ended_at: float, label: str,
+                   failure: str | None = None) -> None:
+        """What the run cost, for fair share and stats (Ending's and Freezing's record_run)."""
+        self.store.add_run(job, self.card_weight(job), ended_at, label,
+                           self.telemetry.run_record(job), share=self.charge(job),
+                           account=self.config.accounts.members.get(job.user), failure=failure)
 
     def charge(self, job: Job) -> float:
         """What the job costs in fair share while it runs: its dominant share of the host."""

@@ -70,11 +70,11 @@ class Recovery:
             self.adopt(job)
             return
         if status is RunStatus.EXITED:
-            self.finish(job.id, self.supervisor.exit_record(job.id))
+            self.ending.finish(job.id, self.supervisor.exit_record(job.id))
         elif status is RunStatus.VANISHED:
-            self.finish(job.id, None)
+            self.ending.finish(job.id, None)
         else:
-            self.finish(job.id, None, never_started=True)
+            self.ending.finish(job.id, None, never_started=True)
         self.unadopted.discard(job.id)  # only now: its end is in the database
 
     def _recover_unrecorded_runs(self) -> None:
@@ -98,7 +98,7 @@ class Recovery:
                 if status is RunStatus.ALIVE:
                     self.adopt(self.store.get_job(job_id))
                 else:
-                    self.finish(job_id, self.supervisor.exit_record(job_id))
+                    self.ending.finish(job_id, self.supervisor.exit_record(job_id))
             else:
                 if status is RunStatus.VANISHED:
                     self.store.update(job_id, restarts=job.restarts + 1)
