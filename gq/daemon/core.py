@@ -32,7 +32,7 @@ from gq.daemon.passes import Passes
 from gq.daemon.peers.registry import Peers
 from gq.daemon.policing import Police
 from gq.daemon.preempting import Preempting
-from gq.daemon.recovery import Recovery
+from gq.daemon.recovery import Recovery, skip_lost_ids
 from gq.daemon.reading import Reading
 from gq.daemon.reservations import windows as admin_windows
 from gq.daemon.runs import Runs
@@ -54,7 +54,7 @@ from gq.policy import (
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Preempting, Freezing, Passes):
+class Daemon(Preempting, Freezing, Passes):
     def __init__(
         self,
         layout: Layout,
@@ -73,8 +73,8 @@ class Daemon(Recovery, Preempting, Freezing, Passes):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(layout.db)
         self.group_commit = GroupCommit(lambda: self.store.unsynced, self.store.sync_wal)
-        self.warnings: list[str] = []  # said at start (the log, `gq daemon status`)
-        self.skip_lost_ids()
+        # Said at start (the log, `gq daemon status`).
+        self.warnings: list[str] = [w for w in [skip_lost_ids(self.store, layout)] if w]
         self.supervisor = Supervisor(layout.run)
         self.runs = Runs(self.supervisor, self.on_shim_exit)
         self._spawner_fd: int | None = None  # the spawner's socket, read for its answers
@@ -116,6 +116,8 @@ class Daemon(Recovery, Preempting, Freezing, Passes):
                              self.collateral, self.reading, self.cut_logs, self.record_run,
                              self.run_times,
                              self.notify, self.known_utils.clear, clock)
+        self.recovery = Recovery(self.store, self.supervisor, self.runs, self.ending,
+                                 self.resume_freezing, clock)
         self.start_freezing()
         self.read_cards()
 
@@ -138,7 +140,7 @@ class Daemon(Recovery, Preempting, Freezing, Passes):
         self.loop = loop
         self.runs.attach(loop)
         self.peers.start(loop)
-        self.recover()
+        self.recovery.recover()
         # With the shims adopted: the first pass and answer see whose memory is whose. Not a
         # sample: telemetry and policing go on from the first tick, as before a restart.
         self.read_cards(observe=False)
@@ -165,7 +167,7 @@ class Daemon(Recovery, Preempting, Freezing, Passes):
         self.read_cards()
         self.refresh_usage()
         for job_id in list(self.runs.unadopted):  # a failure (a full disk) waits for the next tick
-            self.settle_or_retry(job_id)
+            self.recovery.settle_or_retry(job_id)
         self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
         self.stopping.enforce_time_limits()
         self.telemetry.maintain(self.clock())
@@ -410,7 +412,8 @@ class Daemon(Recovery, Preempting, Freezing, Passes):
     def on_shim_exit(self, job_id: int) -> None:
         """A watched shim exited (Runs let it go): record the run's end, and have a pass."""
         with self.store.relaxed():
-            self.settle_or_retry(job_id)  # a failure (a full disk): the next tick tries again
+            # A failure (a full disk): the next tick tries again.
+            self.recovery.settle_or_retry(job_id)
         if job_id not in self.runs.unadopted:
             self.request_pass(freed=True)
 

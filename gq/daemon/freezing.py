@@ -126,8 +126,8 @@ class Freezing:
         job = self.store.get_job(job_id)
         pid, shim = self.cuda_pid(job), self.shims.get(job_id)
         if pid is None or shim is None or len(job.gpu_ids) != 1:
-            self.stopping.preempt(job_id, reason, note="not frozen: its process was not found on its "
-                         "card at the moment of freezing")
+            self.stopping.preempt(job_id, reason, note="not frozen: its process was not found on "
+                                  "its card at the moment of freezing")
             return
         card = next(c for c in self.cards if c.index == job.gpu_ids[0])
         cards = [{"index": card.index, "uuid": card.uuid, "name": card.name,
