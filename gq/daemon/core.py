@@ -11,6 +11,7 @@ import logging
 import secrets
 import signal
 import time
+from functools import partial
 from typing import Callable
 
 from gq.config import Config
@@ -54,7 +55,7 @@ from gq.policy import (
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Preempting, Freezing, Passes):
+class Daemon(Preempting, Passes):
     def __init__(
         self,
         layout: Layout,
@@ -116,9 +117,11 @@ class Daemon(Preempting, Freezing, Passes):
                              self.collateral, self.reading, self.cut_logs, self.record_run,
                              self.run_times,
                              self.notify, self.known_utils.clear, clock)
+        self.freezing = Freezing(self.store, config, layout, backend.checkpointer(),
+                                 self.reading, self.runs, self.stopping, self.supervisor._locked,
+                                 self.record_run, partial(self.request_pass, freed=True), clock)
         self.recovery = Recovery(self.store, self.supervisor, self.runs, self.ending,
-                                 self.resume_freezing, clock)
-        self.start_freezing()
+                                 self.freezing.resume, clock)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -136,9 +139,13 @@ class Daemon(Preempting, Freezing, Passes):
     def prune_kept_off(self, holding: list[Job]) -> None:
         self.collateral.prune_kept_off(holding)
 
+    def thaw(self, job_id: int, gpu_ids: list[int]) -> None:  # a pass's thaws
+        self.freezing.thaw(job_id, gpu_ids)
+
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.runs.attach(loop)
+        self.freezing.attach(loop)
         self.peers.start(loop)
         self.recovery.recover()
         # With the shims adopted: the first pass and answer see whose memory is whose. Not a
@@ -150,7 +157,7 @@ class Daemon(Preempting, Freezing, Passes):
 
     def close(self) -> None:
         self.peers.close()
-        self.stop_helpers()
+        self.freezing.stop_helpers()
         self.runs.close()
         if self.loop and self._spawner_fd is not None:
             self.loop.remove_reader(self._spawner_fd)

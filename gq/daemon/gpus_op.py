@@ -14,7 +14,7 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     pools = daemon.config.pools.for_cards([g.index for g in daemon.cards]).cards
     pool_of = {g.index: ",".join(sorted(n for n, cards in pools.items() if g.index in cards))
                or None for g in daemon.cards}  # a card may be in several pools
-    freeze = daemon.cards_freeze_json()
+    freeze = daemon.freezing.cards_freeze_json()
     for card in daemon.cards:
         used = _held_by_jobs(daemon, card)
         on_card = [

@@ -87,7 +87,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "age": daemon.config.fairshare.weight_age,
                     "short": daemon.config.fairshare.weight_short},
     }
-    out["freeze"] = daemon.freeze_view(job)
+    out["freeze"] = daemon.freezing.freeze_view(job)
     out["usage"] = usage_json(daemon, job)
     out["processes"] = processes_json(daemon, job)
     out["account"] = daemon.config.accounts.members.get(job.user)  # None: in no account

@@ -3,11 +3,9 @@ picks for waiting higher-tier work, and say in `gq why` what is done or why noth
 
 from __future__ import annotations
 
-import os
-
 from gq.daemon.ending import PREEMPTED_FOR
-from gq.daemon.userfiles import job_file_owner, open_owned
-from gq.model import Job, JobState
+from gq.daemon.userfiles import checkpoint_times
+from gq.model import JobState
 from gq.policy import Plan, PreemptRule, SchedulerInput
 from gq.policy.decide import wants_preemption
 from gq.units import iso
@@ -21,10 +19,11 @@ class Preempting:
         read only when a pass could preempt at all (or thaw: the probe says where)."""
         cfg = self.config.preemption
         if not wants_preemption(inp):
-            return PreemptRule(cfg.exempt, freeze=self.freeze_rule([]) if inp.frozen else None)
+            return PreemptRule(cfg.exempt,
+                               freeze=self.freezing.freeze_rule([]) if inp.frozen else None)
         candidates = [j for j in inp.running if j.state == JobState.RUNNING and j.preemptible]
-        return PreemptRule(cfg.exempt, self.checkpoint_times(candidates),
-                           self.freeze_rule(candidates))
+        return PreemptRule(cfg.exempt, checkpoint_times(self.layout, candidates),
+                           self.freezing.freeze_rule(candidates))
 
     def preempt_for_waiting(self, plan: Plan) -> None:
         """Stop the victims the pass chose, and say in `gq why` what is done or why not."""
@@ -34,7 +33,7 @@ class Preempting:
                 reason = f"{PREEMPTED_FOR} {p.job_id} ({tier})"
                 choice = plan.freezing.get(victim.job_id)
                 if choice is not None and choice.freeze:
-                    self.freeze(victim.job_id, reason, choice)
+                    self.freezing.freeze(victim.job_id, reason, choice)
                 else:
                     quiet = choice is None or choice.reason == "its preempt mode is signal"
                     self.stopping.preempt(victim.job_id, reason,
@@ -48,28 +47,3 @@ class Preempting:
     def _add_shortfall(self, job_id: int, text: str) -> None:
         before = self.shortfalls.get(job_id)
         self.shortfalls[job_id] = f"{before}; {text}" if before else text
-
-    def checkpoint_times(self, jobs: list[Job]) -> dict[int, float]:
-        """When each job last wrote into its GQ_CHECKPOINT_DIR (the directory, or a file in
-        it): the work since then is what preempting it loses."""
-        out = {}
-        for job in jobs:
-            newest = None
-            # In the user's own directory: entered only if theirs, never through a link.
-            fd = open_owned(self.layout.checkpoint_dir(job.id, job.user),
-                            *job_file_owner(self.layout, job), directory=True)
-            if fd is None:
-                continue
-            try:
-                with os.scandir(fd) as entries:
-                    for entry in entries:
-                        mtime = entry.stat(follow_symlinks=False).st_mtime
-                        newest = mtime if newest is None else max(newest, mtime)
-                newest = max(newest or 0.0, os.fstat(fd).st_mtime)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-            if newest is not None:
-                out[job.id] = newest
-        return out

@@ -69,6 +69,7 @@ def _apply(daemon: Daemon, new: Config) -> None:
     daemon.police.reconfigure(new)
     daemon.stopping.config = new
     daemon.ending.config = new
+    daemon.freezing.config = new
     daemon.authority.access = new.access
     daemon.backups.config = new.backup
     daemon.peers.config = new.peers
