@@ -1,8 +1,9 @@
-"""The daemon's state and its actions: start jobs, watch their shims.
+"""The daemon: its event loop, the card reading, starting jobs, and the services it builds.
 
-When and how the policy runs is in passes.py, stopping and ending runs in ending.py, preemption
-in preempting.py, what a starting daemon does in recovery.py: parts of the one Daemon class,
-each with its own reason to change."""
+Each service has its own constructor and is given the collaborators it uses (docs/architecture.md,
+"The daemon's services"): Runs (runs.py), Stopping (stopping.py), Collateral, Ending, Freezing,
+Preempting and Recovery. When and how the policy runs is passes.py's, still a part of this
+class (a mixin), and the reason for the few methods here that only hand a call on."""
 
 from __future__ import annotations
 
@@ -49,13 +50,14 @@ from gq.policy.cardshare import cards_held
 from gq.policy.fairshare import Score
 from gq.store import Store
 from gq.policy import (
-    Card, Forecast, Host, Outcome, PendingQueue, RunInterval, SchedulerInput, decayed_usage,
+    Card, Forecast, Host, Outcome, PendingQueue, Plan, PreemptRule, RunInterval, SchedulerInput,
+    decayed_usage,
 )
 
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Preempting, Passes):
+class Daemon(Passes):
     def __init__(
         self,
         layout: Layout,
@@ -120,6 +122,7 @@ class Daemon(Preempting, Passes):
         self.freezing = Freezing(self.store, config, layout, backend.checkpointer(),
                                  self.reading, self.runs, self.stopping, self.supervisor._locked,
                                  self.record_run, partial(self.request_pass, freed=True), clock)
+        self.preempting = Preempting(self.store, config, layout, self.freezing, self.stopping)
         self.recovery = Recovery(self.store, self.supervisor, self.runs, self.ending,
                                  self.freezing.resume, clock)
         self.read_cards()
@@ -133,7 +136,7 @@ class Daemon(Preempting, Passes):
     job_memory = property(lambda self: self.reading.job_memory)
     shims = property(lambda self: self.runs.shims)
     unadopted = property(lambda self: self.runs.unadopted)
-    # What a pass (passes.py, a part of the class still) reads of collateral deaths.
+    # What a pass (passes.py, a part of the class still) reads and calls of the services.
     kept_off = property(lambda self: self.collateral.kept_off)
 
     def prune_kept_off(self, holding: list[Job]) -> None:
@@ -141,6 +144,15 @@ class Daemon(Preempting, Passes):
 
     def thaw(self, job_id: int, gpu_ids: list[int]) -> None:  # a pass's thaws
         self.freezing.thaw(job_id, gpu_ids)
+
+    def preempt_rule(self, inp: SchedulerInput) -> PreemptRule:
+        return self.preempting.preempt_rule(inp)
+
+    def preempt_for_waiting(self, plan: Plan) -> None:
+        """Act on the pass's preemptions; what each waiting job is told joins its shortfall."""
+        for job_id, text in self.preempting.preempt_for_waiting(plan):
+            before = self.shortfalls.get(job_id)
+            self.shortfalls[job_id] = f"{before}; {text}" if before else text
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop

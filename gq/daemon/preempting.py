@@ -3,16 +3,28 @@ picks for waiting higher-tier work, and say in `gq why` what is done or why noth
 
 from __future__ import annotations
 
+from gq.config import Config
 from gq.daemon.ending import PREEMPTED_FOR
+from gq.daemon.freezing import Freezing
+from gq.daemon.layout import Layout
+from gq.daemon.stopping import Stopping
 from gq.daemon.userfiles import checkpoint_times
 from gq.model import JobState
 from gq.policy import Plan, PreemptRule, SchedulerInput
 from gq.policy.decide import wants_preemption
+from gq.store import Store
 from gq.units import iso
 
 
 class Preempting:
-    """Part of Daemon (gq/daemon/core.py)."""
+    """Gives a pass the [preemption] settings (`config`, replaced on reload) with what it
+    needs to choose victims (checkpoint times under `layout`, `freezing`'s facts), and acts on
+    its choices: a freeze through `freezing`, else the signal path through `stopping`."""
+
+    def __init__(self, store: Store, config: Config, layout: Layout, freezing: Freezing,
+                 stopping: Stopping):
+        self.store, self.config, self.layout = store, config, layout
+        self.freezing, self.stopping = freezing, stopping
 
     def preempt_rule(self, inp: SchedulerInput) -> PreemptRule:
         """The [preemption] settings, with checkpoint times and what freezing needs to know
@@ -25,8 +37,10 @@ class Preempting:
         return PreemptRule(cfg.exempt, checkpoint_times(self.layout, candidates),
                            self.freezing.freeze_rule(candidates))
 
-    def preempt_for_waiting(self, plan: Plan) -> None:
-        """Stop the victims the pass chose, and say in `gq why` what is done or why not."""
+    def preempt_for_waiting(self, plan: Plan) -> list[tuple[int, str]]:
+        """Stop the victims the pass chose; returns what `gq why` is to add to each waiting
+        job's shortfall (job id, text): what is done for it, or why nothing is."""
+        notes = []
         for p in plan.preemptions:
             tier = self.store.get_job(p.job_id).priority
             for victim in p.victims:
@@ -37,13 +51,10 @@ class Preempting:
                 else:
                     quiet = choice is None or choice.reason == "its preempt mode is signal"
                     self.stopping.preempt(victim.job_id, reason,
-                                 note=None if quiet else f"not frozen: {choice.reason}")
+                                          note=None if quiet else f"not frozen: {choice.reason}")
             ids = ",".join(str(v.job_id) for v in p.victims)
-            self._add_shortfall(p.job_id, f"preempting job(s) {ids} for it")
+            notes.append((p.job_id, f"preempting job(s) {ids} for it"))
         for job_id, note in plan.preempt_notes.items():
             until = f" (from {iso(note.exempt_until)})" if note.exempt_until else ""
-            self._add_shortfall(job_id, f"{note.text}{until}")
-
-    def _add_shortfall(self, job_id: int, text: str) -> None:
-        before = self.shortfalls.get(job_id)
-        self.shortfalls[job_id] = f"{before}; {text}" if before else text
+            notes.append((job_id, f"{note.text}{until}"))
+        return notes

@@ -70,6 +70,7 @@ def _apply(daemon: Daemon, new: Config) -> None:
     daemon.stopping.config = new
     daemon.ending.config = new
     daemon.freezing.config = new
+    daemon.preempting.config = new
     daemon.authority.access = new.access
     daemon.backups.config = new.backup
     daemon.peers.config = new.peers
