@@ -129,13 +129,8 @@ class Daemon(Passes):
 
     # ---- lifecycle ----------------------------------------------------------------------
 
-    # The last reading, for the parts of the daemon that read it from the daemon.
+    # The cards of the last reading: passes.py and many handlers read them of the daemon.
     cards = property(lambda self: self.reading.cards)
-    owners = property(lambda self: self.reading.owners)
-    external = property(lambda self: self.reading.external)
-    job_memory = property(lambda self: self.reading.job_memory)
-    shims = property(lambda self: self.runs.shims)
-    unadopted = property(lambda self: self.runs.unadopted)
     # What a pass (passes.py, a part of the class still) reads and calls of the services.
     kept_off = property(lambda self: self.collateral.kept_off)
 
@@ -244,16 +239,16 @@ class Daemon(Passes):
         if self.loop is None or not observe:
             return  # not serving yet: the shims of running jobs are not adopted
         now = self.clock()
-        if self.telemetry.observe(self.cards, self.owners, holding, self.external, now):
-            self.police.sample(holding, now, self.cards, self.owners,
+        if self.telemetry.observe(reading.cards, reading.owners, holding, reading.external, now):
+            self.police.sample(holding, now, reading.cards, reading.owners,
                                {j: shim.pid for j, shim in self.runs.shims.items()})
 
     # ---- scheduling ---------------------------------------------------------------------
 
     def host(self) -> Host:
         cards = tuple(
-            Card(g.index, g.memory_total, self.external.get(g.index, 0), g.island,
-                 tuple(self.job_memory.get(g.index, {}).items()), g.name)
+            Card(g.index, g.memory_total, self.reading.external.get(g.index, 0), g.island,
+                 tuple(self.reading.job_memory.get(g.index, {}).items()), g.name)
             for g in self.cards
         )
         return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)
