@@ -5,16 +5,15 @@ over-budget job's offence escalates at once to its tier's [offenders] over_budge
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
+from typing import Callable
 
+from gq.config.telemetry import Action
+from gq.daemon.policing import Stopper
+from gq.daemon.reading import Reading
 from gq.model import Job, JobState
+from gq.store import Store
 from gq.units import format_size
-
-log = logging.getLogger("gq.daemon")
-
-# A job requeued for going over its budget gets its peak plus this, rounded up to 256M.
-PEAK_MARGIN = 0.10
 
 
 @dataclass(frozen=True)
@@ -31,16 +30,15 @@ class Overrun:
                 f"{format_size(self.held - self.mem)} over its --mem {format_size(self.mem)}")
 
 
-def mem_for_peak(peak: int) -> int:
-    """The --mem an over-budget job is requeued with: its peak plus 10%, rounded up to 256M."""
-    step = 256 << 20
-    return int(-(-int(peak * (1 + PEAK_MARGIN)) // step) * step)
-
-
 class Collateral:
-    """Part of Daemon (gq/daemon/core.py)."""
+    """Finds whose overrun killed a job (from the memory each job held at the last `reading`),
+    requeues the victim and escalates the killer through `stopper`, with the action
+    `over_budget_action(kind, tier)` names (Police.action_of: [offenders] as last loaded)."""
 
-    def start_collateral(self) -> None:
+    def __init__(self, store: Store, reading: Reading, stopper: Stopper,
+                 over_budget_action: Callable[[str, str | None], Action]):
+        self.store, self.reading, self.stopper = store, reading, stopper
+        self.over_budget_action = over_budget_action
         # Victim job id -> (the over-budget job, the cards kept from the victim while it runs).
         # In memory: a restarted daemon forgets, and the over-budget card still takes no new
         # slices while the job is over its budget (gq/policy/placement.py).
@@ -50,13 +48,13 @@ class Collateral:
         """Another job over its budget on one of `job`'s cards at the last reading."""
         holding = {j.id: j for j in self.store.holding_jobs()}
         for card in job.gpu_ids:
-            for other_id, held in sorted(self.job_memory.get(card, {}).items()):
+            for other_id, held in sorted(self.reading.job_memory.get(card, {}).items()):
                 other = holding.get(other_id)
                 if other_id != job.id and other is not None and other.mem and held > other.mem:
                     return Overrun(other_id, card, held, other.mem)
         return None
 
-    def requeue_collateral(self, job: Job, overrun: Overrun, now: float) -> None:
+    def requeue_victim(self, job: Job, overrun: Overrun, now: float) -> None:
         """The job died of another's overrun: queue it again at once, uncharged."""
         self.store.transition(
             job.id, JobState.PENDING, now,
@@ -75,24 +73,12 @@ class Collateral:
         job = self.store.get_job(overrun.job_id)
         if job is None or job.state != JobState.RUNNING:
             return
-        action = self.police.action_of("over_budget", str(job.priority))
+        action = self.over_budget_action("over_budget", str(job.priority))
         why = f"over-budget: {overrun.words()}, and killed a job sharing the card"
         if action.what == "requeue":
-            self.requeue_over_budget(job, max(overrun.held, job.peak_mem or 0), why)
+            self.stopper.requeue_over_budget(job, max(overrun.held, job.peak_mem or 0), why)
         elif action.what == "cancel":
-            self.stop(job, JobState.CANCELLED, f"cancelled by gq ({why})")
-
-    def requeue_over_budget(self, job: Job, peak: int, why: str) -> None:
-        """Requeue an over-budget job with its measured peak (plus 10%) as its new --mem, or
-        whole cards once that is a whole card."""
-        mem = mem_for_peak(peak)
-        largest = min((g.memory_total for g in self.cards if g.index in job.gpu_ids),
-                      default=None)
-        new_mem = None if largest is None or mem >= largest else mem
-        shown = "whole cards" if new_mem is None else f"--mem {format_size(new_mem)}"
-        log.info("job %s: requeued with %s (%s)", job.id, shown, why)
-        self.stop(job, JobState.PREEMPTING, f"requeued by gq with {shown} ({why})",
-                  mem=new_mem)
+            self.stopper.stop(job, JobState.CANCELLED, f"cancelled by gq ({why})")
 
     def prune_kept_off(self, holding: list[Job]) -> None:
         """Forget the cards kept from victims whose killer no longer runs (the pass's kept

@@ -1,8 +1,9 @@
-"""The daemon's state and its actions: start jobs, watch their shims.
+"""The daemon: its event loop, the card reading, starting jobs, and the services it builds.
 
-When and how the policy runs is in passes.py, stopping and ending runs in ending.py, preemption
-in preempting.py, what a starting daemon does in recovery.py: parts of the one Daemon class,
-each with its own reason to change."""
+Each service has its own constructor and is given the collaborators it uses (docs/architecture.md,
+"The daemon's services"): Runs (runs.py), Stopping (stopping.py), Collateral, Ending, Freezing,
+Preempting and Recovery. When and how the policy runs is passes.py's, still a part of this
+class (a mixin), and the reason for the few methods here that only hand a call on."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import logging
 import secrets
 import signal
 import time
+from functools import partial
 from typing import Callable
 
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
-from gq.daemon.attribution import Attributor, Owner, job_memory_by_card, split_memory
+from gq.daemon.attribution import Attributor, job_memory_by_card, split_memory
 from gq.daemon.authz import Authority
 from gq.daemon.backups import BackupSchedule
 from gq.daemon.collateral import Collateral
@@ -32,26 +34,30 @@ from gq.daemon.passes import Passes
 from gq.daemon.peers.registry import Peers
 from gq.daemon.policing import Police
 from gq.daemon.preempting import Preempting
-from gq.daemon.recovery import Recovery
+from gq.daemon.recovery import Recovery, skip_lost_ids
+from gq.daemon.reading import Reading
 from gq.daemon.reservations import windows as admin_windows
+from gq.daemon.runs import Runs
 from gq.daemon.runtimes import Fingerprints, load_run_times
 from gq.daemon.shim import ShimSpec
-from gq.daemon.supervisor import RUN_TOKEN, Shim, SpawnUnknown, Supervisor
+from gq.daemon.stopping import STOP_REQUESTS, Stopping
+from gq.daemon.supervisor import RUN_TOKEN, SpawnUnknown, Supervisor
 from gq.daemon.telemetry import Telemetry
 from gq.gpu.base import CardBackend
-from gq.model import ENDED_STATES, Gpu, Job, JobState, Reason
+from gq.model import ENDED_STATES, Job, JobState, Reason
 from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held
 from gq.policy.fairshare import Score
 from gq.store import Store
 from gq.policy import (
-    Card, Forecast, Host, Outcome, PendingQueue, RunInterval, SchedulerInput, decayed_usage,
+    Card, Forecast, Host, Outcome, PendingQueue, Plan, PreemptRule, RunInterval, SchedulerInput,
+    decayed_usage,
 )
 
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
+class Daemon(Passes):
     def __init__(
         self,
         layout: Layout,
@@ -70,21 +76,17 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(layout.db)
         self.group_commit = GroupCommit(lambda: self.store.unsynced, self.store.sync_wal)
-        self.warnings: list[str] = []  # said at start (the log, `gq daemon status`)
-        self.skip_lost_ids()
+        # Said at start (the log, `gq daemon status`).
+        self.warnings: list[str] = [w for w in [skip_lost_ids(self.store, layout)] if w]
         self.supervisor = Supervisor(layout.run)
-        self.shims: dict[int, Shim] = {}  # job id -> its watched shim
-        self.unadopted: set[int] = set()  # shims alive but not yet watched
+        self.runs = Runs(self.supervisor, self.on_shim_exit)
         self._spawner_fd: int | None = None  # the spawner's socket, read for its answers
         self._spawner_read = 0  # the spawner (Supervisor.generation) whose answers are read
-        self.cards: list[Gpu] = []
-        self.external: dict[int, int | None] = {}
-        self.job_memory: dict[int, dict[int, int]] = {}  # card -> job -> bytes held now
+        self.reading = Reading()  # the cards, and whose memory is whose (read_cards)
+        self.stopping = Stopping(self.store, config, self.runs, self.reading, clock)
         self.attributor = Attributor()
-        self.owners: dict[int, Owner] = {}  # pid -> who holds each process on the cards
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
                                    keep=config.offenders.longest_idle_window)
-        self.start_collateral()
         # From the last pass: what each waiting job lacks, and when reserved jobs should start.
         self.shortfalls: dict[int, str] = {}
         self.forecasts: dict[int, Forecast] = {}
@@ -105,21 +107,54 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         self.start_passes()
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
-        self.police = Police(self.store, config, self.telemetry, self, self.notifier, layout.home,
-                             layout.logs / "notify.log")
+        self.police = Police(self.store, config, self.telemetry, self.stopping, self.notifier,
+                             layout.home, layout.logs / "notify.log")
+        self.collateral = Collateral(self.store, self.reading, self.stopping,
+                                     self.police.action_of)
         self.peers = Peers(self)
         self.authority = Authority(config.access)
         self.backups = BackupSchedule(self.store, layout.db, config.backup)
         self.cut_logs = CutLogs(layout.logs)
-        self.start_freezing()
+        self.ending = Ending(self.store, config, layout, self.supervisor, self.stopping,
+                             self.collateral, self.reading, self.cut_logs, self.record_run,
+                             self.run_times,
+                             self.notify, self.known_utils.clear, clock)
+        self.freezing = Freezing(self.store, config, layout, backend.checkpointer(),
+                                 self.reading, self.runs, self.stopping, self.supervisor._locked,
+                                 self.record_run, partial(self.request_pass, freed=True), clock)
+        self.preempting = Preempting(self.store, config, layout, self.freezing, self.stopping)
+        self.recovery = Recovery(self.store, self.supervisor, self.runs, self.ending,
+                                 self.freezing.resume, clock)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
 
+    # The cards of the last reading: passes.py and many handlers read them of the daemon.
+    cards = property(lambda self: self.reading.cards)
+    # What a pass (passes.py, a part of the class still) reads and calls of the services.
+    kept_off = property(lambda self: self.collateral.kept_off)
+
+    def prune_kept_off(self, holding: list[Job]) -> None:
+        self.collateral.prune_kept_off(holding)
+
+    def thaw(self, job_id: int, gpu_ids: list[int]) -> None:  # a pass's thaws
+        self.freezing.thaw(job_id, gpu_ids)
+
+    def preempt_rule(self, inp: SchedulerInput) -> PreemptRule:
+        return self.preempting.preempt_rule(inp)
+
+    def preempt_for_waiting(self, plan: Plan) -> None:
+        """Act on the pass's preemptions; what each waiting job is told joins its shortfall."""
+        for job_id, text in self.preempting.preempt_for_waiting(plan):
+            before = self.shortfalls.get(job_id)
+            self.shortfalls[job_id] = f"{before}; {text}" if before else text
+
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.runs.attach(loop)
+        self.freezing.attach(loop)
         self.peers.start(loop)
-        self.recover()
+        self.recovery.recover()
         # With the shims adopted: the first pass and answer see whose memory is whose. Not a
         # sample: telemetry and policing go on from the first tick, as before a restart.
         self.read_cards(observe=False)
@@ -129,10 +164,8 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
 
     def close(self) -> None:
         self.peers.close()
-        self.stop_helpers()
-        for shim in self.shims.values():
-            if self.loop:
-                self.loop.remove_reader(shim.pidfd)
+        self.freezing.stop_helpers()
+        self.runs.close()
         if self.loop and self._spawner_fd is not None:
             self.loop.remove_reader(self._spawner_fd)
         self.supervisor.close()
@@ -147,10 +180,10 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         self.supervisor.forget_finished()
         self.read_cards()
         self.refresh_usage()
-        for job_id in list(self.unadopted):  # a failure (a full disk) waits for the next tick
-            self.settle_or_retry(job_id)
+        for job_id in list(self.runs.unadopted):  # a failure (a full disk) waits for the next tick
+            self.recovery.settle_or_retry(job_id)
         self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
-        self.enforce_time_limits()
+        self.stopping.enforce_time_limits()
         self.telemetry.maintain(self.clock())
         # Spaced like any other (request_pass): under a flood of requests, a pass on every
         # tick as well would leave the daemon little time to answer them.
@@ -184,35 +217,38 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
 
     def read_cards(self, observe: bool = True) -> None:
         try:
-            self.cards = self.backend.read()
+            self.reading.cards = self.backend.read()
         except Exception:  # a card backend must never take the daemon down
             log.exception("reading the cards failed; keeping the last reading")
         holding = {j.id: j for j in self.store.holding_jobs()}
-        shim_pids = {shim.pid: job_id for job_id, shim in self.shims.items()}
+        shim_pids = {shim.pid: job_id for job_id, shim in self.runs.shims.items()}
         # Until every running job's shim is watched (after a restart), a process outside
         # them all may yet be found inside one: do not remember it as outside gq.
-        complete = self.loop is not None and not self.unadopted and all(
-            j in self.shims for j in holding)
-        self.owners = self.attributor.owners(self.cards, shim_pids, remember_outside=complete)
+        complete = self.loop is not None and not self.runs.unadopted and all(
+            j in self.runs.shims for j in holding)
+        reading = self.reading
+        reading.owners = self.attributor.owners(reading.cards, shim_pids,
+                                                remember_outside=complete)
         # Not complete: nothing unmatched is taken for outside gq yet (fail closed).
-        self.external, used = split_memory(self.cards, self.owners, set(holding), complete)
-        self.job_memory = job_memory_by_card(self.cards, self.owners, set(holding))
+        reading.external, used = split_memory(reading.cards, reading.owners, set(holding),
+                                              complete)
+        reading.job_memory = job_memory_by_card(reading.cards, reading.owners, set(holding))
         for job in holding.values():  # the peak of each run, for out-of-memory reasons
             if used.get(job.id, 0) > (job.peak_mem or 0):
                 self.store.update(job.id, peak_mem=used[job.id])
         if self.loop is None or not observe:
             return  # not serving yet: the shims of running jobs are not adopted
         now = self.clock()
-        if self.telemetry.observe(self.cards, self.owners, holding, self.external, now):
-            self.police.sample(holding, now, self.cards, self.owners,
-                               {j: shim.pid for j, shim in self.shims.items()})
+        if self.telemetry.observe(reading.cards, reading.owners, holding, reading.external, now):
+            self.police.sample(holding, now, reading.cards, reading.owners,
+                               {j: shim.pid for j, shim in self.runs.shims.items()})
 
     # ---- scheduling ---------------------------------------------------------------------
 
     def host(self) -> Host:
         cards = tuple(
-            Card(g.index, g.memory_total, self.external.get(g.index, 0), g.island,
-                 tuple(self.job_memory.get(g.index, {}).items()), g.name)
+            Card(g.index, g.memory_total, self.reading.external.get(g.index, 0), g.island,
+                 tuple(self.reading.job_memory.get(g.index, {}).items()), g.name)
             for g in self.cards
         )
         return Host(cpus=self.config.host_cpus, ram=self.config.host_ram, cards=cards)
@@ -305,13 +341,13 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
         except OSError as e:  # no shim, or (system daemon) no account or directory for it
             self._not_started(job.id, e)
             return
-        self.watch(shim)
+        self.runs.watch(shim)
 
     def _not_started(self, job_id: int, e: OSError) -> None:
         log.error("job %s: cannot start its shim: %s", job_id, e)
         job = self.store.light_jobs([job_id]).get(job_id)
         if job is not None and job.state != JobState.RUNNING:  # stopped meanwhile: as asked
-            self.finish(job_id, None, never_started=True)
+            self.ending.finish(job_id, None, never_started=True)
             return
         now = self.clock()
         self.store.transition(job_id, JobState.FAILED, now, reason=f"could not start: {e}",
@@ -320,7 +356,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
 
     def _spawn_unknown(self, job_id: int, e: Exception) -> None:
         log.error("job %s: %s; the next tick settles it", job_id, e)
-        self.unadopted.add(job_id)
+        self.runs.later(job_id)
 
     def _follow_spawner(self) -> None:
         """Read the spawner's answers as they come (its socket changes when it is started
@@ -345,11 +381,11 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
                 if isinstance(shim, OSError):
                     self._not_started(job_id, shim)
                 else:
-                    self.watch(shim)
+                    self.runs.watch(shim)
                     job = self.store.light_jobs([job_id]).get(job_id)
-                    if job is not None and job.state in self.STOP_REQUESTS:
+                    if job is not None and job.state in STOP_REQUESTS:
                         # Stopped while its shim was being started (stop() found none to ask).
-                        self.supervisor.ask(shim, self.STOP_REQUESTS[job.state])
+                        self.supervisor.ask(shim, STOP_REQUESTS[job.state])
         else:  # the spawner is gone: forget its socket
             self._spawner_read = -1
         self._follow_spawner()
@@ -378,7 +414,7 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
             checkpoint_dir=str(self.layout.checkpoint_dir(job.id, job.user)),
             exit_path=str(self.supervisor.exit_path(job.id)),
             kill_wait=self.config.kill_wait,
-            grace=self.grace_of(job),
+            grace=self.stopping.grace_of(job),
             checkpoint_signal=int(signal.Signals[job.signal]),
             signal_group=job.signal_group,
             warn_after=warn_after,
@@ -387,20 +423,20 @@ class Daemon(Recovery, Ending, Preempting, Freezing, Collateral, Passes):
             **run_as,
         )
 
-    def watch(self, shim: Shim) -> None:
-        self.shims[shim.job_id] = shim
-        if self.loop is not None:
-            self.loop.add_reader(shim.pidfd, self.on_shim_exit, shim.job_id)
-
     def on_shim_exit(self, job_id: int) -> None:
-        shim = self.shims.pop(job_id)
-        if self.loop is not None:
-            self.loop.remove_reader(shim.pidfd)
-        self.supervisor.release(shim)
+        """A watched shim exited (Runs let it go): record the run's end, and have a pass."""
         with self.store.relaxed():
-            self.settle_or_retry(job_id)  # a failure (a full disk): the next tick tries again
-        if job_id not in self.unadopted:
+            # A failure (a full disk): the next tick tries again.
+            self.recovery.settle_or_retry(job_id)
+        if job_id not in self.runs.unadopted:
             self.request_pass(freed=True)
+
+    def record_run(self, job: Job, ended_at: float, label: str,
+                   failure: str | None = None) -> None:
+        """What the run cost, for fair share and stats (Ending's and Freezing's record_run)."""
+        self.store.add_run(job, self.card_weight(job), ended_at, label,
+                           self.telemetry.run_record(job), share=self.charge(job),
+                           account=self.config.accounts.members.get(job.user), failure=failure)
 
     def charge(self, job: Job) -> float:
         """What the job costs in fair share while it runs: its dominant share of the host."""

@@ -1,19 +1,27 @@
-"""How runs end: stopping jobs (cancel, time limit, preemption) and recording each end, with
-each failure classified (gq/triage), out-of-memory deaths retried, and stopped runs requeued
-or held."""
+"""How runs end: recording each end (the stops that lead to many are gq/daemon/stopping.py's),
+with each failure classified (gq/triage), out-of-memory deaths retried, and stopped runs
+requeued or held."""
 
 from __future__ import annotations
 
 import signal
+from typing import Callable
 
-from gq.daemon import shim as requests
-from gq.daemon.diskfull import TRUNCATED
-from gq.daemon.limits import requeue_or_hold, time_limit_stops
+from gq.config import Config
+from gq.daemon.collateral import Collateral
+from gq.daemon.diskfull import TRUNCATED, CutLogs
+from gq.daemon.layout import Layout
+from gq.daemon.limits import requeue_or_hold
 from gq.daemon.oom import grown_mem
+from gq.daemon.reading import Reading
+from gq.daemon.runs import Supervision
 from gq.daemon.runtimes import record_completed
+from gq.daemon.stopping import Stopping
 from gq.daemon.triage_end import stopped_triage, triage_run
 from gq.daemon.views import job_label
 from gq.model import Job, JobState
+from gq.policy.predict import RunTimes
+from gq.store import Store
 from gq.triage.rules import GPU_OOM
 from gq.units import format_duration, format_size
 
@@ -25,33 +33,27 @@ def is_preemption(job: Job) -> bool:
     return job.state == JobState.PREEMPTING and (job.reason or "").startswith(PREEMPTED_FOR)
 
 
+# Records what a run cost, for fair share and stats: (job, ended_at, label, failure). The
+# daemon's record_run: the run's share of the host, its telemetry, its user's account.
+RecordRun = Callable[[Job, float, str, str | None], None]
+
+
 class Ending:
-    """Part of Daemon (gq/daemon/core.py)."""
+    """Records each end through the store and what the run cost through `record_run`; asks
+    the supervisor for what a run left behind and lets its files go; tells `notify(job_id)`
+    (waiters, --notify) once it is recorded, and `learned_changed()` that what is learned of
+    commands (their utilisation) may have."""
 
-    # What each stopping state asks of the job's shim.
-    STOP_REQUESTS = {
-        JobState.CANCELLED: requests.CANCEL,
-        JobState.TIMEOUT: requests.TIME_UP,
-        JobState.PREEMPTING: requests.PREEMPT,
-    }
-
-    def grace_of(self, job: Job) -> float:
-        return job.grace if job.grace is not None else self.config.preemption.grace
-
-    def stop(self, job: Job, new_state: JobState, reason: str, **fields) -> None:
-        """Stop a running job: record the decision first, then have the shim act on it."""
-        now = self.clock()
-        if new_state != JobState.PREEMPTING:
-            fields["ended_at"] = now
-        self.store.transition(job.id, new_state, now, reason=reason, **fields)
-        shim = self.shims.get(job.id)
-        if shim is not None:
-            self.supervisor.ask(shim, self.STOP_REQUESTS[new_state])
-        # else: not adopted yet; adopt() asks when it finds the shim
-
-    def enforce_time_limits(self) -> None:
-        for stop in time_limit_stops(self.store.holding_jobs(), self.clock(), self.config.pools):
-            self.stop(self.store.get_job(stop.job_id), stop.state, stop.reason, **stop.fields)
+    def __init__(self, store: Store, config: Config, layout: Layout, supervisor: Supervision,
+                 stopping: Stopping, collateral: Collateral, reading: Reading,
+                 cut_logs: CutLogs, record_run: RecordRun, run_times: RunTimes,
+                 notify: Callable[[int], None], learned_changed: Callable[[], None],
+                 clock: Callable[[], float]):
+        self.store, self.config, self.layout = store, config, layout
+        self.supervisor, self.stopping, self.collateral = supervisor, stopping, collateral
+        self.reading, self.cut_logs, self.record_run = reading, cut_logs, record_run
+        self.run_times, self.notify, self.learned_changed = run_times, notify, learned_changed
+        self.clock = clock
 
     def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
         """Record the end of a run: its exit status, or that it vanished or never began."""
@@ -100,11 +102,8 @@ class Ending:
             self.store.note(job_id, now, f"stopped (exit code {code})")
             label = str(job.state)
         if not never_started:  # what the run cost, for fair share and stats
-            self.known_utils.clear()  # what it measured changes what its command is known for
-            self.store.add_run(job, self.card_weight(job), ended_at, label,
-                               self.telemetry.run_record(job), share=self.charge(job),
-                               account=self.config.accounts.members.get(job.user),
-                               failure=failure)
+            self.learned_changed()  # what it measured changes what its command is known for
+            self.record_run(job, ended_at, label, failure)
             if label == "completed":
                 record_completed(self.run_times, job, ended_at)
 
@@ -123,7 +122,7 @@ class Ending:
             if triage.failure == GPU_OOM:
                 new, reason = JobState.OOM, _oom_reason(job)
                 detail = triage.evidence[-1][:500] if triage.evidence else None
-                overrun = self.overrun_beside(job)
+                overrun = self.collateral.overrun_beside(job)
                 if overrun is not None:  # another job's overrun killed it, not its own --mem
                     reason += f": {overrun.words()}"
             elif record.get("warned") and not record.get("error"):  # saved on the warning?
@@ -135,13 +134,13 @@ class Ending:
                               exit_code=code, holding=0, failure=triage and triage.failure,
                               failure_evidence=triage.evidence if triage else [])
         if new == JobState.OOM and overrun is not None:
-            self.requeue_collateral(job, overrun, now)
+            self.collateral.requeue_victim(job, overrun, now)
         elif new == JobState.OOM and job.oom_retries < job.retry_oom:
             self._retry_with_more_memory(job, now)
         return str(new), triage and triage.failure
 
     def _retry_with_more_memory(self, job: Job, now: float) -> None:
-        mem = grown_mem(job.mem, job.gpus, [g.memory_total for g in self.cards])
+        mem = grown_mem(job.mem, job.gpus, [g.memory_total for g in self.reading.cards])
         n = job.oom_retries + 1
         self.store.transition(
             job.id, JobState.PENDING, now,
@@ -169,7 +168,7 @@ class Ending:
         if record is None:
             return "its shim died without recording an exit status"
         if record.get("killed"):
-            return (f"killed, still running {format_duration(self.grace_of(job))} after "
+            return (f"killed, still running {format_duration(self.stopping.grace_of(job))} after "
                     f"{job.signal}")
         return f"it exited (exit code {record.get('exit_code')}) after {job.signal}"
 

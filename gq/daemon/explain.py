@@ -26,7 +26,7 @@ def explain(daemon: Daemon, job: Job) -> str:
     if stopping:  # it starts when they are gone: a reservation elsewhere is beside the point
         ids = ",".join(job_label(v) for v in stopping)
         cards = ",".join(str(i) for i in sorted({i for v in stopping for i in v.gpu_ids}))
-        grace = format_duration(max(daemon.grace_of(v) for v in stopping))
+        grace = format_duration(max(daemon.stopping.grace_of(v) for v in stopping))
         said = (f"job(s) {ids}, preempted for it, are stopping on GPU {cards or 'none'}: it "
                 f"starts once they have (SIGKILL after at most {grace}, their grace)")
         if all(v.freeze_op == "freeze" for v in stopping):

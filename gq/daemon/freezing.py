@@ -13,17 +13,27 @@ starts another where there is neither (each op starts from the driver's state of
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
+from gq.config import Config
 from gq.daemon import shim as requests
-from gq.daemon.ending import PREEMPTED_FOR
-from gq.gpu.checkpoint import Support
+from gq.daemon.ending import PREEMPTED_FOR, RecordRun
+from gq.daemon.layout import Layout
+from gq.daemon.reading import Reading
+from gq.daemon.runs import Runs
+from gq.daemon.stopping import Stopping
+from gq.daemon.userfiles import checkpoint_times
+from gq.gpu.checkpoint import Checkpointer, Support
 from gq.model import Job, JobState
+from gq.store import Store
 from gq.policy.freezing import SIGNAL, Choice, FreezeRule, JobFacts, held_ram, too_big, why_not
 from gq.units import format_size
 
@@ -42,15 +52,30 @@ class Helper:
 
 
 class Freezing:
-    """Part of Daemon (gq/daemon/core.py)."""
+    """Freezes and thaws through the card backend's `checkpointer`, with the processes the
+    last `reading` found on each job's card; starts and watches its helpers (`locked(path)`:
+    whether a helper still holds its lock, the supervisor's test); asks shims through `runs`
+    and takes the signal path through `stopping`; records a frozen run's cost with
+    `record_run`, and calls `cards_freed()` when a helper ends."""
 
-    def start_freezing(self) -> None:
-        self.checkpointer = self.backend.checkpointer()
+    def __init__(self, store: Store, config: Config, layout: Layout, checkpointer: Checkpointer,
+                 reading: Reading, runs: Runs, stopping: Stopping,
+                 locked: Callable[[Path], bool], record_run: RecordRun,
+                 cards_freed: Callable[[], None], clock: Callable[[], float]):
+        self.store, self.config, self.layout = store, config, layout
+        self.checkpointer, self.reading, self.runs, self.stopping = (
+            checkpointer, reading, runs, stopping)
+        self.locked, self.record_run, self.cards_freed = locked, record_run, cards_freed
+        self.clock = clock
         self.helpers: dict[int, Helper] = {}  # job id -> its freeze or thaw helper
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
 
     def freeze_support(self) -> Support:
         try:
-            return self.checkpointer.support(self.cards)
+            return self.checkpointer.support(self.reading.cards)
         except Exception as e:  # a probe must never take the daemon down
             log.exception("probing checkpoint support failed")
             return Support(why=f"the probe failed: {e}")
@@ -69,13 +94,13 @@ class Freezing:
         """Its processes holding memory on its cards, and how much, as NVML (or the simulator)
         lists them and attribution tells whose they are; why its card cannot checkpoint."""
         pids, mem = set(), 0
-        for card in self.cards:
+        for card in self.reading.cards:
             if card.index not in job.gpu_ids:
                 continue
             if card.processes is None:
                 return JobFacts(None, None)
             for p in card.processes:
-                owner = self.owners.get(p.pid)
+                owner = self.reading.owners.get(p.pid)
                 if owner is None or owner.job_id != job.id or not owner.alive \
                         or owner.by_environment:
                     continue
@@ -87,8 +112,8 @@ class Freezing:
 
     def cuda_pid(self, job: Job) -> int | None:
         """The one process of the job that holds memory on its card."""
-        pids = {p.pid for card in self.cards if card.index in job.gpu_ids
-                for p in card.processes or () if (o := self.owners.get(p.pid)) is not None
+        pids = {p.pid for card in self.reading.cards if card.index in job.gpu_ids
+                for p in card.processes or () if (o := self.reading.owners.get(p.pid)) is not None
                 and o.job_id == job.id and o.alive and not o.by_environment}
         return pids.pop() if len(pids) == 1 else None
 
@@ -103,7 +128,7 @@ class Freezing:
                else f"[preemption] mode of the {tier} tier", "can": None, "why": None}
         if job.state == JobState.RUNNING and not job.freeze_op and job.gpus:
             rule = self.freeze_rule([job])
-            why = why_not(job, rule, job.id in self.checkpoint_times([job]))
+            why = why_not(job, rule, job.id in checkpoint_times(self.layout, [job]))
             if why is None:
                 budget = None if rule.freeze_ram is None else (
                     rule.freeze_ram - held_ram(self.store.holding_jobs()))
@@ -117,19 +142,19 @@ class Freezing:
         support = self.freeze_support()
         return {c.index: {"can": support.card_problem(c.index) is None,
                           "why": support.card_problem(c.index), "driver": support.driver,
-                          "remap": support.remap} for c in self.cards}
+                          "remap": support.remap} for c in self.reading.cards}
 
     # ---- freezing -------------------------------------------------------------------------
 
     def freeze(self, job_id: int, reason: str, choice: Choice) -> None:
         """Freeze a victim; without its process or its shim at hand, the signal path."""
         job = self.store.get_job(job_id)
-        pid, shim = self.cuda_pid(job), self.shims.get(job_id)
+        pid, shim = self.cuda_pid(job), self.runs.shims.get(job_id)
         if pid is None or shim is None or len(job.gpu_ids) != 1:
-            self.preempt(job_id, reason, note="not frozen: its process was not found on its "
-                         "card at the moment of freezing")
+            self.stopping.preempt(job_id, reason, note="not frozen: its process was not found on "
+                                  "its card at the moment of freezing")
             return
-        card = next(c for c in self.cards if c.index == job.gpu_ids[0])
+        card = next(c for c in self.reading.cards if c.index == job.gpu_ids[0])
         cards = [{"index": card.index, "uuid": card.uuid, "name": card.name,
                   "mem": choice.host_mem, "pid": pid}]
         self.store.transition(job_id, JobState.PREEMPTING, self.clock(),
@@ -143,7 +168,7 @@ class Freezing:
         helper restore it there."""
         job = self.store.get_job(job_id)
         now = self.clock()
-        cards = {c.index: c for c in self.cards}
+        cards = {c.index: c for c in self.reading.cards}
         onto = ", ".join(map(str, gpu_ids))
         self.store.transition(job_id, JobState.RUNNING, now, started_at=now, gpu_ids=gpu_ids,
                               freeze_op="thaw", detail=f"thawing on GPU {onto}")
@@ -158,11 +183,11 @@ class Freezing:
         """Start the job's freeze or thaw helper, or watch the one that runs already."""
         if self.watch_helper(job.id):
             return
-        shim = self.shims.get(job.id)
+        shim = self.runs.shims.get(job.id)
         if shim is None:  # not adopted yet: the next tick (settle_or_retry) comes back here
-            self.unadopted.add(job.id)
+            self.runs.later(job.id)
             return
-        cards = {c.index: c for c in self.cards}
+        cards = {c.index: c for c in self.reading.cards}
         frozen = job.frozen_cards
         remap = {c["uuid"]: cards[i].uuid for c, i in zip(frozen, job.gpu_ids) if i in cards}
         spec = {"op": job.freeze_op, "job_id": job.id, "pid": frozen[0]["pid"],
@@ -189,14 +214,14 @@ class Freezing:
         if job_id in self.helpers:
             return True
         lock = self.helper_lock(job_id)
-        if not self.supervisor._locked(lock):
+        if not self.locked(lock):
             return False
         try:
             pid = json.loads(lock.read_text())["pid"]
             pidfd = os.pidfd_open(pid)
         except (OSError, ValueError, KeyError):
             return False
-        if not self.supervisor._locked(lock):  # it ended meanwhile, and the pid is not its
+        if not self.locked(lock):  # it ended meanwhile, and the pid is not its
             os.close(pidfd)
             return False
         self._watch(Helper(job_id, "?", pid, pidfd, None))
@@ -222,7 +247,7 @@ class Freezing:
                     record = {"op": job.freeze_op, "done": True, "ok": False,
                               "error": "the helper died without saying how it went"}
                 self.after_helper(job, record)
-        self.request_pass(freed=True)
+        self.cards_freed()
 
     def read_helper_record(self, job_id: int) -> dict | None:
         try:
@@ -230,7 +255,7 @@ class Freezing:
         except (OSError, ValueError):
             return None
 
-    def resume_freezing(self, job: Job) -> None:
+    def resume(self, job: Job) -> None:
         """For a re-adopted job whose freeze or thaw an earlier daemon began: watch its helper,
         apply the record it left, or start another."""
         if self.watch_helper(job.id):
@@ -277,9 +302,7 @@ class Freezing:
                 gpu_ids=[], frozen_at=now, freeze_op=None,
                 freeze_note=f"frozen in {record.get('seconds', 0):.1f}s")
             # The run so far, charged and recorded as a run; a thaw starts the next one.
-            self.store.add_run(job, self.card_weight(job), now, "frozen",
-                               self.telemetry.run_record(job), share=self.charge(job),
-                               account=self.config.accounts.members.get(job.user))
+            self.record_run(job, now, "frozen", None)
 
     def fall_back(self, job: Job, note: str) -> None:
         """The signal path, after a freeze or thaw that failed: the shim sends the checkpoint
@@ -293,11 +316,9 @@ class Freezing:
         if job.state == JobState.PREEMPTING:
             self.store.update(job.id, reason=reason, **fields)
             self.store.note(job.id, self.clock(), f"{note}: it takes the signal path")
-            shim = self.shims.get(job.id)
-            if shim is not None:
-                self.supervisor.ask(shim, requests.PREEMPT)
+            self.runs.ask(job.id, requests.PREEMPT)
         else:
-            self.stop(job, JobState.PREEMPTING, reason, **fields)
+            self.stopping.stop(job, JobState.PREEMPTING, reason, **fields)
 
     def stop_helpers(self) -> None:
         for helper in self.helpers.values():

@@ -14,7 +14,7 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     pools = daemon.config.pools.for_cards([g.index for g in daemon.cards]).cards
     pool_of = {g.index: ",".join(sorted(n for n, cards in pools.items() if g.index in cards))
                or None for g in daemon.cards}  # a card may be in several pools
-    freeze = daemon.cards_freeze_json()
+    freeze = daemon.freezing.cards_freeze_json()
     for card in daemon.cards:
         used = _held_by_jobs(daemon, card)
         on_card = [
@@ -28,7 +28,7 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
             for j in holding
             if card.index in j.gpu_ids
         ]
-        out.append(gpu_json(card, on_card, daemon.external.get(card.index)))
+        out.append(gpu_json(card, on_card, daemon.reading.external.get(card.index)))
         out[-1]["pool"] = pool_of.get(card.index)  # None: no pools configured
         out[-1]["freeze"] = freeze.get(card.index)  # whether its jobs can be frozen, why not
     return out
@@ -41,7 +41,7 @@ def _held_by_jobs(daemon: Daemon, card) -> dict[int, int | None] | None:
         return None
     used: dict[int, int | None] = {}
     for proc in card.processes:
-        owner = daemon.owners.get(proc.pid)
+        owner = daemon.reading.owners.get(proc.pid)
         if owner is None or not owner.alive or owner.by_environment or owner.job_id is None:
             continue
         before = used.get(owner.job_id, 0)

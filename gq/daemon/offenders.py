@@ -9,7 +9,7 @@ from typing import Any
 
 from gq.config.telemetry import OffenderRules, OffendersConfig
 from gq.daemon.attribution import Owner
-from gq.daemon.collateral import mem_for_peak
+from gq.daemon.stopping import mem_for_peak
 from gq.daemon.cpu_usage import CpuWindow
 from gq.model import FROZEN_STATES, RUNNING_STATES, Gpu, Job, JobState
 from gq.store.samples import JobSample, Window

@@ -87,7 +87,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
                     "age": daemon.config.fairshare.weight_age,
                     "short": daemon.config.fairshare.weight_short},
     }
-    out["freeze"] = daemon.freeze_view(job)
+    out["freeze"] = daemon.freezing.freeze_view(job)
     out["usage"] = usage_json(daemon, job)
     out["processes"] = processes_json(daemon, job)
     out["account"] = daemon.config.accounts.members.get(job.user)  # None: in no account
@@ -124,7 +124,7 @@ def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     # One statement for all waiting ones: a 10,000-element array is one commit, not 10,000.
     daemon.store.end_waiting(waiting, JobState.CANCELLED, daemon.clock(), reason)
     for job in running:
-        daemon.stop(job, JobState.CANCELLED, reason)
+        daemon.stopping.stop(job, JobState.CANCELLED, reason)
     daemon.notify_many([job.id for job in waiting])
     daemon.request_pass()
     return results
@@ -182,8 +182,8 @@ def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
     now = daemon.clock()
     detail = f"requeued by {caller.user}"
     if job.state in (JobState.RUNNING, JobState.FROZEN):  # a frozen one: SIGCONT first
-        daemon.stop(job, JobState.PREEMPTING, detail)
-        grace = format_duration(daemon.grace_of(job))
+        daemon.stopping.stop(job, JobState.PREEMPTING, detail)
+        grace = format_duration(daemon.stopping.grace_of(job))
         return True, (f"sent {job.signal}; requeued once it exits (SIGKILL if it still runs "
                       f"after {grace})")
     if job.state in ENDED_STATES:
@@ -201,7 +201,7 @@ def op_shutdown(daemon: Daemon, caller: Caller, args: dict) -> dict:
         raise GqError("only root can stop the system daemon" if daemon.layout.system
                       else "only the daemon's owner can stop it")
     asyncio.get_running_loop().call_soon(daemon.loop_stop.set)
-    running = len(daemon.shims) + len(daemon.unadopted)
+    running = len(daemon.runs.shims) + len(daemon.runs.unadopted)
     return {"stopping": True, "running_jobs": running}
 
 

@@ -3,82 +3,58 @@ picks for waiting higher-tier work, and say in `gq why` what is done or why noth
 
 from __future__ import annotations
 
-import os
-
+from gq.config import Config
 from gq.daemon.ending import PREEMPTED_FOR
-from gq.daemon.userfiles import job_file_owner, open_owned
-from gq.model import Job, JobState
+from gq.daemon.freezing import Freezing
+from gq.daemon.layout import Layout
+from gq.daemon.stopping import Stopping
+from gq.daemon.userfiles import checkpoint_times
+from gq.model import JobState
 from gq.policy import Plan, PreemptRule, SchedulerInput
 from gq.policy.decide import wants_preemption
+from gq.store import Store
 from gq.units import iso
 
 
 class Preempting:
-    """Part of Daemon (gq/daemon/core.py)."""
+    """Gives a pass the [preemption] settings (`config`, replaced on reload) with what it
+    needs to choose victims (checkpoint times under `layout`, `freezing`'s facts), and acts on
+    its choices: a freeze through `freezing`, else the signal path through `stopping`."""
+
+    def __init__(self, store: Store, config: Config, layout: Layout, freezing: Freezing,
+                 stopping: Stopping):
+        self.store, self.config, self.layout = store, config, layout
+        self.freezing, self.stopping = freezing, stopping
 
     def preempt_rule(self, inp: SchedulerInput) -> PreemptRule:
         """The [preemption] settings, with checkpoint times and what freezing needs to know
         read only when a pass could preempt at all (or thaw: the probe says where)."""
         cfg = self.config.preemption
         if not wants_preemption(inp):
-            return PreemptRule(cfg.exempt, freeze=self.freeze_rule([]) if inp.frozen else None)
+            return PreemptRule(cfg.exempt,
+                               freeze=self.freezing.freeze_rule([]) if inp.frozen else None)
         candidates = [j for j in inp.running if j.state == JobState.RUNNING and j.preemptible]
-        return PreemptRule(cfg.exempt, self.checkpoint_times(candidates),
-                           self.freeze_rule(candidates))
+        return PreemptRule(cfg.exempt, checkpoint_times(self.layout, candidates),
+                           self.freezing.freeze_rule(candidates))
 
-    def preempt_for_waiting(self, plan: Plan) -> None:
-        """Stop the victims the pass chose, and say in `gq why` what is done or why not."""
+    def preempt_for_waiting(self, plan: Plan) -> list[tuple[int, str]]:
+        """Stop the victims the pass chose; returns what `gq why` is to add to each waiting
+        job's shortfall (job id, text): what is done for it, or why nothing is."""
+        notes = []
         for p in plan.preemptions:
             tier = self.store.get_job(p.job_id).priority
             for victim in p.victims:
                 reason = f"{PREEMPTED_FOR} {p.job_id} ({tier})"
                 choice = plan.freezing.get(victim.job_id)
                 if choice is not None and choice.freeze:
-                    self.freeze(victim.job_id, reason, choice)
+                    self.freezing.freeze(victim.job_id, reason, choice)
                 else:
                     quiet = choice is None or choice.reason == "its preempt mode is signal"
-                    self.preempt(victim.job_id, reason,
-                                 note=None if quiet else f"not frozen: {choice.reason}")
+                    self.stopping.preempt(victim.job_id, reason,
+                                          note=None if quiet else f"not frozen: {choice.reason}")
             ids = ",".join(str(v.job_id) for v in p.victims)
-            self._add_shortfall(p.job_id, f"preempting job(s) {ids} for it")
+            notes.append((p.job_id, f"preempting job(s) {ids} for it"))
         for job_id, note in plan.preempt_notes.items():
             until = f" (from {iso(note.exempt_until)})" if note.exempt_until else ""
-            self._add_shortfall(job_id, f"{note.text}{until}")
-
-    def _add_shortfall(self, job_id: int, text: str) -> None:
-        before = self.shortfalls.get(job_id)
-        self.shortfalls[job_id] = f"{before}; {text}" if before else text
-
-    def preempt(self, job_id: int, reason: str, note: str | None = None) -> None:
-        """The signal path; `note`: why the job, which may be frozen, is not."""
-        job = self.store.get_job(job_id)
-        if note is None:
-            self.stop(job, JobState.PREEMPTING, reason, preemptions=job.preemptions + 1)
-        else:
-            self.stop(job, JobState.PREEMPTING, f"{reason}; {note}: signal path",
-                      preemptions=job.preemptions + 1, freeze_note=note)
-
-    def checkpoint_times(self, jobs: list[Job]) -> dict[int, float]:
-        """When each job last wrote into its GQ_CHECKPOINT_DIR (the directory, or a file in
-        it): the work since then is what preempting it loses."""
-        out = {}
-        for job in jobs:
-            newest = None
-            # In the user's own directory: entered only if theirs, never through a link.
-            fd = open_owned(self.layout.checkpoint_dir(job.id, job.user),
-                            *job_file_owner(self.layout, job), directory=True)
-            if fd is None:
-                continue
-            try:
-                with os.scandir(fd) as entries:
-                    for entry in entries:
-                        mtime = entry.stat(follow_symlinks=False).st_mtime
-                        newest = mtime if newest is None else max(newest, mtime)
-                newest = max(newest or 0.0, os.fstat(fd).st_mtime)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-            if newest is not None:
-                out[job.id] = newest
-        return out
+            notes.append((job_id, f"{note.text}{until}"))
+        return notes

@@ -4,10 +4,16 @@ while none ran, and finish the stops (cancel, time limit, preemption) it had dec
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 from gq.daemon.diskfull import is_disk_full
+from gq.daemon.ending import Ending
+from gq.daemon.layout import Layout
+from gq.daemon.runs import Runs, Supervision
+from gq.daemon.stopping import STOP_REQUESTS
 from gq.daemon.supervisor import RunStatus
 from gq.model import Job, JobState
+from gq.store import Store
 
 log = logging.getLogger("gq.daemon")
 
@@ -17,24 +23,31 @@ log = logging.getLogger("gq.daemon")
 USER_ID_SLACK = 1_000_000
 
 
-class Recovery:
-    """Part of Daemon (gq/daemon/core.py)."""
+def skip_lost_ids(store: Store, layout: Layout) -> str | None:
+    """Never hand out an id that has files under GQ_HOME (a new job would append to the
+    old one's log), also when the database went back in time: its WAL cut, an older copy put
+    back, or the file moved away. Returns what to say: those jobs are gone from the queue."""
+    newest, _ = store.counters()
+    on_disk = layout.highest_job_id(users_below=newest + USER_ID_SLACK if layout.system else None)
+    if on_disk <= newest:
+        return None
+    store.skip_ids(on_disk)
+    lost = f"job {on_disk}" if on_disk == newest + 1 else f"jobs {newest + 1} to {on_disk}"
+    return (f"the queue went backwards: {lost} left files under {layout.home} but are not in "
+            f"{layout.db} (its WAL was cut, an older copy of it put back, or it was moved "
+            f"away); new jobs start at {on_disk + 1}, so none writes into their logs")
 
-    def skip_lost_ids(self) -> None:
-        """Never hand out an id that has files under GQ_HOME (a new job would append to the
-        old one's log), also when the database went back in time: its WAL cut, an older
-        copy put back, or the file moved away. Says so: those jobs are gone from the queue."""
-        newest, _ = self.store.counters()
-        on_disk = self.layout.highest_job_id(
-            users_below=newest + USER_ID_SLACK if self.layout.system else None)
-        if on_disk <= newest:
-            return
-        self.store.skip_ids(on_disk)
-        lost = f"job {on_disk}" if on_disk == newest + 1 else f"jobs {newest + 1} to {on_disk}"
-        self.warnings.append(
-            f"the queue went backwards: {lost} left files under {self.layout.home} but are "
-            f"not in {self.layout.db} (its WAL was cut, an older copy of it put back, or it was "
-            f"moved away); new jobs start at {on_disk + 1}, so none writes into their logs")
+
+class Recovery:
+    """Settles the runs whose shim the daemon does not watch: at start, and for `runs` it
+    could not settle before. Reads their files through the supervisor, records their ends
+    through `ending`, watches live shims through `runs`, and hands a freeze or thaw under way
+    to `resume_freezing(job)` (Freezing)."""
+
+    def __init__(self, store: Store, supervisor: Supervision, runs: Runs, ending: Ending,
+                 resume_freezing: Callable[[Job], None], clock: Callable[[], float]):
+        self.store, self.supervisor, self.runs, self.ending = store, supervisor, runs, ending
+        self.resume_freezing, self.clock = resume_freezing, clock
 
     def recover(self) -> None:
         """Re-adopt the shims of an earlier daemon and record what ended while none ran."""
@@ -52,7 +65,7 @@ class Recovery:
         try:  # light: settling reads the job's full row only to record its end
             self.settle(self.store.light_jobs([job_id])[job_id])
         except Exception as e:
-            self.unadopted.add(job_id)
+            self.runs.later(job_id)
             if is_disk_full(e):
                 log.warning("job %s: recording its end failed: %s; the next tick tries again",
                             job_id, e)
@@ -69,12 +82,12 @@ class Recovery:
             self.adopt(job)
             return
         if status is RunStatus.EXITED:
-            self.finish(job.id, self.supervisor.exit_record(job.id))
+            self.ending.finish(job.id, self.supervisor.exit_record(job.id))
         elif status is RunStatus.VANISHED:
-            self.finish(job.id, None)
+            self.ending.finish(job.id, None)
         else:
-            self.finish(job.id, None, never_started=True)
-        self.unadopted.discard(job.id)  # only now: its end is in the database
+            self.ending.finish(job.id, None, never_started=True)
+        self.runs.settled(job.id)  # only now: its end is in the database
 
     def _recover_unrecorded_runs(self) -> None:
         """Run directories of jobs the store does not know to be running: after a power cut
@@ -97,7 +110,7 @@ class Recovery:
                 if status is RunStatus.ALIVE:
                     self.adopt(self.store.get_job(job_id))
                 else:
-                    self.finish(job_id, self.supervisor.exit_record(job_id))
+                    self.ending.finish(job_id, self.supervisor.exit_record(job_id))
             else:
                 if status is RunStatus.VANISHED:
                     self.store.update(job_id, restarts=job.restarts + 1)
@@ -107,14 +120,14 @@ class Recovery:
     def adopt(self, job: Job) -> None:
         shim = self.supervisor.adopt(job.id)
         if shim is None:
-            self.unadopted.add(job.id)  # its shim has not written its pid yet: next tick
+            self.runs.later(job.id)  # its shim has not written its pid yet: next tick
             return
-        self.unadopted.discard(job.id)
+        self.runs.settled(job.id)
         log.info("re-adopted job %s (shim pid %s)", job.id, shim.pid)
-        self.watch(shim)
+        self.runs.watch(shim)
         if job.freeze_op:  # a freeze or thaw under way: finish it, and ask the shim nothing
             self.resume_freezing(job)
-        elif job.state in self.STOP_REQUESTS:
+        elif job.state in STOP_REQUESTS:
             # The stop was decided by a daemon that died, maybe before it asked the shim; a
             # shim asked twice does it once.
-            self.supervisor.ask(shim, self.STOP_REQUESTS[job.state])
+            self.supervisor.ask(shim, STOP_REQUESTS[job.state])

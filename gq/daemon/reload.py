@@ -67,6 +67,10 @@ def _apply(daemon: Daemon, new: Config) -> None:
     daemon.telemetry.config = new.telemetry
     daemon.telemetry.keep = new.offenders.longest_idle_window
     daemon.police.reconfigure(new)
+    daemon.stopping.config = new
+    daemon.ending.config = new
+    daemon.freezing.config = new
+    daemon.preempting.config = new
     daemon.authority.access = new.access
     daemon.backups.config = new.backup
     daemon.peers.config = new.peers

@@ -178,7 +178,7 @@ def processes_json(daemon: Daemon, job: Job) -> list[dict[str, Any]]:
     out = []
     for card in daemon.cards:
         for proc in card.processes or ():
-            owner = daemon.owners.get(proc.pid)
+            owner = daemon.reading.owners.get(proc.pid)
             if (owner is None or owner.job_id != job.id or not owner.alive
                     or owner.by_environment):  # as gq gpus counts them: its tree only
                 continue

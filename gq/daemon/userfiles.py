@@ -83,3 +83,29 @@ def job_file_owner(layout, job) -> tuple[int | None, Path | None]:
     if not layout.system:
         return None, None
     return job.uid, layout.user_dir(job.user)
+
+
+def checkpoint_times(layout, jobs: list) -> dict[int, float]:
+    """When each job last wrote into its GQ_CHECKPOINT_DIR (the directory, or a file in it):
+    the work since then is what preempting it loses."""
+    out = {}
+    for job in jobs:
+        newest = None
+        # In the user's own directory: entered only if theirs, never through a link.
+        fd = open_owned(layout.checkpoint_dir(job.id, job.user), *job_file_owner(layout, job),
+                        directory=True)
+        if fd is None:
+            continue
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    mtime = entry.stat(follow_symlinks=False).st_mtime
+                    newest = mtime if newest is None else max(newest, mtime)
+            newest = max(newest or 0.0, os.fstat(fd).st_mtime)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        if newest is not None:
+            out[job.id] = newest
+    return out

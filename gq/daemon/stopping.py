@@ -1,0 +1,82 @@
+"""Stopping running jobs: cancel, time limit, preemption's signal path, an over-budget job
+requeued with more memory. The decision is recorded first, then the run's shim asked to act;
+how the run then ends is recorded by gq/daemon/ending.py."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from gq.config import Config
+from gq.daemon import shim as requests
+from gq.daemon.limits import time_limit_stops
+from gq.daemon.reading import Reading
+from gq.daemon.runs import Runs
+from gq.model import Job, JobState
+from gq.store import Store
+from gq.units import format_size
+
+log = logging.getLogger("gq.daemon")
+
+# What each stopping state asks of the job's shim.
+STOP_REQUESTS = {
+    JobState.CANCELLED: requests.CANCEL,
+    JobState.TIMEOUT: requests.TIME_UP,
+    JobState.PREEMPTING: requests.PREEMPT,
+}
+
+# A job requeued for going over its budget gets its peak plus this, rounded up to 256M.
+PEAK_MARGIN = 0.10
+
+
+def mem_for_peak(peak: int) -> int:
+    """The --mem an over-budget job is requeued with: its peak plus 10%, rounded up to 256M."""
+    step = 256 << 20
+    return int(-(-int(peak * (1 + PEAK_MARGIN)) // step) * step)
+
+
+class Stopping:
+    """Reads the settings' grace and pools (`config`, replaced on reload) and the cards' sizes
+    (`reading`); asks the shims through `runs`."""
+
+    def __init__(self, store: Store, config: Config, runs: Runs, reading: Reading,
+                 clock: Callable[[], float]):
+        self.store, self.config, self.runs = store, config, runs
+        self.reading, self.clock = reading, clock
+
+    def grace_of(self, job: Job) -> float:
+        return job.grace if job.grace is not None else self.config.preemption.grace
+
+    def stop(self, job: Job, new_state: JobState, reason: str, **fields) -> None:
+        """Stop a running job: record the decision first, then have the shim act on it."""
+        now = self.clock()
+        if new_state != JobState.PREEMPTING:
+            fields["ended_at"] = now
+        self.store.transition(job.id, new_state, now, reason=reason, **fields)
+        self.runs.ask(job.id, STOP_REQUESTS[new_state])
+        # not watched yet: Recovery.adopt asks when it finds the shim
+
+    def preempt(self, job_id: int, reason: str, note: str | None = None) -> None:
+        """Preemption's signal path; `note`: why the job, which may be frozen, is not."""
+        job = self.store.get_job(job_id)
+        if note is None:
+            self.stop(job, JobState.PREEMPTING, reason, preemptions=job.preemptions + 1)
+        else:
+            self.stop(job, JobState.PREEMPTING, f"{reason}; {note}: signal path",
+                      preemptions=job.preemptions + 1, freeze_note=note)
+
+    def requeue_over_budget(self, job: Job, peak: int, why: str) -> None:
+        """Requeue an over-budget job with its measured peak (plus 10%) as its new --mem, or
+        whole cards once that is a whole card."""
+        mem = mem_for_peak(peak)
+        largest = min((g.memory_total for g in self.reading.cards if g.index in job.gpu_ids),
+                      default=None)
+        new_mem = None if largest is None or mem >= largest else mem
+        shown = "whole cards" if new_mem is None else f"--mem {format_size(new_mem)}"
+        log.info("job %s: requeued with %s (%s)", job.id, shown, why)
+        self.stop(job, JobState.PREEMPTING, f"requeued by gq with {shown} ({why})",
+                  mem=new_mem)
+
+    def enforce_time_limits(self) -> None:
+        for stop in time_limit_stops(self.store.holding_jobs(), self.clock(), self.config.pools):
+            self.stop(self.store.get_job(stop.job_id), stop.state, stop.reason, **stop.fields)

@@ -1,0 +1,67 @@
+"""How runs end, as a service (gq/daemon/ending.py Ending), without a daemon or a process: a
+store in a temporary directory, a fake supervisor that records what it is asked, and a fixed
+clock (tests/support/services.py). The same ends with real shims are tested in
+tests/integration/test_daemon_jobs.py and tests/integration/test_preemption.py."""
+
+from __future__ import annotations
+
+from gq.daemon.ending import PREEMPTED_FOR
+from gq.model import JobState, Reason
+from tests.support.services import Services
+
+
+def test_an_ended_run_has_its_exit_code_recorded_and_its_waiters_told(tmp_path):
+    s = Services(tmp_path)
+    ok, failed = s.job(), s.job()
+    s.ending.finish(ok.id, {"exit_code": 0, "ended_at": 900.0})
+    s.ending.finish(failed.id, {"exit_code": 3, "ended_at": 950.0})
+    ok, failed = s.store.get_job(ok.id), s.store.get_job(failed.id)
+    assert (ok.state, ok.exit_code, ok.ended_at) == (JobState.COMPLETED, 0, 900.0)
+    assert (failed.state, failed.exit_code, failed.ended_at) == (JobState.FAILED, 3, 950.0)
+    assert not s.store.is_holding(ok.id) and not s.store.is_holding(failed.id)
+    assert s.told == [ok.id, failed.id]
+    assert [(r[0], r[2]) for r in s.recorded] == [(ok.id, "completed"), (failed.id, "failed")]
+    # Its run files may go; an exit record means nothing was left behind to end.
+    assert s.supervisor.asked == [("finished", ok.id), ("finished", failed.id)]
+
+
+def test_a_run_whose_shim_died_without_a_record_is_lost_and_its_leftovers_ended(tmp_path):
+    s = Services(tmp_path)
+    job = s.job()
+    s.ending.finish(job.id, None)
+    job = s.store.get_job(job.id)
+    assert job.state == JobState.LOST and "without recording an exit status" in job.reason
+    assert s.supervisor.asked == [("end_leftovers", job.id), ("finished", job.id)]
+    assert s.told == [job.id]
+
+
+def test_a_preempted_run_is_queued_again(tmp_path):
+    s = Services(tmp_path, max_requeues=5)
+    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)",
+                           preemptions=1)
+    s.ending.finish(job.id, {"exit_code": 143, "stopped": True, "ended_at": 900.0})
+    after = s.store.get_job(job.id)
+    assert after.state == JobState.PENDING
+    assert after.restarts == job.restarts + 1 and after.gpu_ids == [] and after.exit_code is None
+    assert not s.store.is_holding(job.id)
+    assert [(r[0], r[2]) for r in s.recorded] == [(job.id, "preempted")]
+    assert s.told == [job.id]
+
+
+def test_a_run_preempted_more_than_max_requeues_times_is_held(tmp_path):
+    s = Services(tmp_path, max_requeues=1)
+    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)",
+                           preemptions=2)
+    s.ending.finish(job.id, {"exit_code": 143, "stopped": True, "ended_at": 900.0})
+    after = s.store.get_job(job.id)
+    assert (after.state, after.reason) == (JobState.HELD, Reason.HELD)
+    assert f"gq release {job.id}" in s.store.events(job.id)[-1]["detail"]
+
+
+def test_a_preempted_run_that_ended_by_itself_is_recorded_as_its_own_end(tmp_path):
+    """Asked to stop, it had ended before its shim got the request: not requeued."""
+    s = Services(tmp_path)
+    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)",
+                           preemptions=1)
+    s.ending.finish(job.id, {"exit_code": 0, "ended_at": 900.0})
+    assert s.store.get_job(job.id).state == JobState.COMPLETED
