@@ -117,6 +117,9 @@ class Connection:
             self.sock.sendall(encode(request(op, **args)))
         except TimeoutError:
             raise DaemonSlow(self.timeout) from None
+        except (BrokenPipeError, ConnectionResetError):
+            # Not to be taken for a closed stdout (`gq ls | head`), which ends quietly.
+            raise DaemonGone() from None
 
     def receive(self) -> Any:
         while b"\n" not in self._buf:
@@ -124,6 +127,8 @@ class Connection:
                 chunk = self.sock.recv(1 << 16)
             except TimeoutError:
                 raise DaemonSlow(self.timeout) from None
+            except ConnectionResetError:
+                raise DaemonGone() from None
             if not chunk:
                 raise DaemonGone()
             self._buf += chunk

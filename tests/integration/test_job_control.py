@@ -176,7 +176,7 @@ def test_wait_rides_out_a_daemon_restart(host):
     host.start()
     gate.touch()
     out, err = waiter.communicate(timeout=60)
-    assert waiter.returncode == 6, err
+    assert waiter.returncode == 6, f"{out!r} {err!r} {host.job(job)['state']}"
     assert f"job {job}: failed (exit 6)" in out
 
 
