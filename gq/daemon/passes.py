@@ -131,7 +131,7 @@ class Passes:
         self._keep_explanations(plan, explain)
         self.start_notes = start_notes(inp, plan.forecasts, self.run_times, self.fingerprints)
         for start in plan.starts:
-            self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
+            self.starting.start(self.store.get_job(start.job_id), list(start.gpu_ids))
         for thaw in plan.thaws:
             self.thaw(thaw.job_id, list(thaw.gpu_ids))
         self.preempt_for_waiting(plan)
