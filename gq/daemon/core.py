@@ -1,9 +1,10 @@
-"""The daemon: its event loop, the card reading, starting jobs, and the services it builds.
+"""The daemon: its event loop, the card reading and the accounting the policy reads, and the
+services it builds.
 
 Each service has its own constructor and is given the collaborators it uses (docs/architecture.md,
-"The daemon's services"): Runs (runs.py), Stopping (stopping.py), Collateral, Ending, Freezing,
-Preempting and Recovery. When and how the policy runs is passes.py's, still a part of this
-class (a mixin), and the reason for the few methods here that only hand a call on."""
+"The daemon's services"): Runs (runs.py), Stopping (stopping.py), Collateral, Ending, Starting,
+Freezing, Preempting, Passes (when and how the policy runs, and what it said of waiting jobs)
+and Recovery. The daemon owns the loop: it attaches the services to it, and ticks."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from gq.daemon.kept_queue import KeptQueue
 from gq.daemon.layout import Layout
 from gq.daemon.mem_history import learned_utils
 from gq.daemon.notify import Notifier
-from gq.daemon.passes import Passes
+from gq.daemon.passes import Passes, predict_waiting
 from gq.daemon.peers.registry import Peers
 from gq.daemon.policing import Police
 from gq.daemon.preempting import Preempting
@@ -43,17 +44,15 @@ from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Job, JobState, Reason
 from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held
-from gq.policy.fairshare import Score
 from gq.store import Store
 from gq.policy import (
-    Card, Forecast, Host, Outcome, PendingQueue, Plan, PreemptRule, RunInterval, SchedulerInput,
-    decayed_usage,
+    Card, Host, Outcome, PendingQueue, RunInterval, SchedulerInput, decayed_usage,
 )
 
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Passes):
+class Daemon:
     def __init__(
         self,
         layout: Layout,
@@ -81,12 +80,6 @@ class Daemon(Passes):
         self.attributor = Attributor()
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
                                    keep=config.offenders.longest_idle_window)
-        # From the last pass: what each waiting job lacks, and when reserved jobs should start.
-        self.shortfalls: dict[int, str] = {}
-        self.forecasts: dict[int, Forecast] = {}
-        self.scores: dict[int, Score] = {}
-        # Each reserved job: whether its expected start is known, and what it rests on.
-        self.start_notes: dict[int, tuple[bool, str]] = {}
         self.run_times = load_run_times(self.store.history, clock())
         self.fingerprints = Fingerprints(self.store)
         self.usage: dict[str, float] = {}  # decayed card-seconds per user (refresh_usage)
@@ -97,8 +90,8 @@ class Daemon(Passes):
         self._usage_at = float("-inf")
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.kept = KeptQueue(self.predict_waiting)  # what a pass reads: gq/daemon/passes.py
-        self.start_passes()
+        # What a pass reads (gq/daemon/passes.py); sorted again when usage is (refresh_usage).
+        self.kept = KeptQueue(partial(predict_waiting, self.run_times, self.fingerprints))
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
         self.police = Police(self.store, config, self.telemetry, self.stopping, self.notifier,
@@ -117,38 +110,29 @@ class Daemon(Passes):
                                  self.reading, self.stopping, self.ending, self.notify, clock)
         self.freezing = Freezing(self.store, config, layout, backend.checkpointer(),
                                  self.reading, self.runs, self.stopping, self.supervisor._locked,
-                                 self.record_run, partial(self.request_pass, freed=True), clock)
+                                 self.record_run, self._cards_freed, clock)
         self.preempting = Preempting(self.store, config, layout, self.freezing, self.stopping)
+        self.passes = Passes(self.store, config, self.kept, self.reading, self.collateral,
+                             self.starting, self.freezing, self.preempting, self.run_times,
+                             self.fingerprints, self.host, self.policy_input, clock)
         self.recovery = Recovery(self.store, self.supervisor, self.runs, self.ending,
                                  self.freezing.resume, clock)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
 
-    # The cards of the last reading: passes.py and many handlers read them of the daemon.
+    # The cards of the last reading, which many handlers read of the daemon.
     cards = property(lambda self: self.reading.cards)
-    # What a pass (passes.py, a part of the class still) reads and calls of the services.
-    kept_off = property(lambda self: self.collateral.kept_off)
-
-    def prune_kept_off(self, holding: list[Job]) -> None:
-        self.collateral.prune_kept_off(holding)
-
-    def thaw(self, job_id: int, gpu_ids: list[int]) -> None:  # a pass's thaws
-        self.freezing.thaw(job_id, gpu_ids)
-
-    def preempt_rule(self, inp: SchedulerInput) -> PreemptRule:
-        return self.preempting.preempt_rule(inp)
-
-    def preempt_for_waiting(self, plan: Plan) -> None:
-        """Act on the pass's preemptions; what each waiting job is told joins its shortfall."""
-        for job_id, text in self.preempting.preempt_for_waiting(plan):
-            before = self.shortfalls.get(job_id)
-            self.shortfalls[job_id] = f"{before}; {text}" if before else text
+    # What the last pass said of waiting jobs, read by gq/daemon/listing.py (the other handlers
+    # read them of daemon.passes).
+    forecasts = property(lambda self: self.passes.forecasts)
+    start_notes = property(lambda self: self.passes.start_notes)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.runs.attach(loop)
         self.starting.attach(loop)
+        self.passes.attach(loop)
         self.freezing.attach(loop)
         self.peers.start(loop)
         self.recovery.recover()
@@ -157,7 +141,7 @@ class Daemon(Passes):
         self.read_cards(observe=False)
         self.backups.tick(loop, self.clock())
         self.refresh_usage()
-        self.request_pass()
+        self.passes.request_pass()
 
     def close(self) -> None:
         self.peers.close()
@@ -183,7 +167,7 @@ class Daemon(Passes):
         self.telemetry.maintain(self.clock())
         # Spaced like any other (request_pass): under a flood of requests, a pass on every
         # tick as well would leave the daemon little time to answer them.
-        self.request_pass(tick=True)
+        self.passes.request_pass(tick=True)
         if self.loop is not None:
             self.backups.tick(self.loop, self.clock())
 
@@ -304,7 +288,10 @@ class Daemon(Passes):
             # A failure (a full disk): the next tick tries again.
             self.recovery.settle_or_retry(job_id)
         if job_id not in self.runs.unadopted:
-            self.request_pass(freed=True)
+            self.passes.request_pass(freed=True)
+
+    def _cards_freed(self) -> None:  # Freezing's: a helper ended (built before the passes)
+        self.passes.request_pass(freed=True)
 
     def record_run(self, job: Job, ended_at: float, label: str,
                    failure: str | None = None) -> None:
