@@ -1,22 +1,20 @@
-"""The daemon: its event loop, the card reading, starting jobs, and the services it builds.
+"""The daemon: its event loop, the card reading and the accounting the policy reads, and the
+services it builds.
 
 Each service has its own constructor and is given the collaborators it uses (docs/architecture.md,
-"The daemon's services"): Runs (runs.py), Stopping (stopping.py), Collateral, Ending, Freezing,
-Preempting and Recovery. When and how the policy runs is passes.py's, still a part of this
-class (a mixin), and the reason for the few methods here that only hand a call on."""
+"The daemon's services"): Runs (runs.py), Stopping (stopping.py), Collateral, Ending, Starting,
+Freezing, Preempting, Passes (when and how the policy runs, and what it said of waiting jobs)
+and Recovery. The daemon owns the loop: it attaches the services to it, and ticks."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
-import signal
 import time
 from functools import partial
 from typing import Callable
 
 from gq.config import Config
-from gq.daemon.arrays import set_array_env
 from gq.daemon.attribution import Attributor, job_memory_by_card, split_memory
 from gq.daemon.authz import Authority
 from gq.daemon.backups import BackupSchedule
@@ -25,12 +23,11 @@ from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
 from gq.daemon.freezing import Freezing
 from gq.daemon.group_commit import GroupCommit
-from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.kept_queue import KeptQueue
 from gq.daemon.layout import Layout
 from gq.daemon.mem_history import learned_utils
 from gq.daemon.notify import Notifier
-from gq.daemon.passes import Passes
+from gq.daemon.passes import Passes, predict_waiting
 from gq.daemon.peers.registry import Peers
 from gq.daemon.policing import Police
 from gq.daemon.preempting import Preempting
@@ -39,25 +36,23 @@ from gq.daemon.reading import Reading
 from gq.daemon.reservations import windows as admin_windows
 from gq.daemon.runs import Runs
 from gq.daemon.runtimes import Fingerprints, load_run_times
-from gq.daemon.shim import ShimSpec
-from gq.daemon.stopping import STOP_REQUESTS, Stopping
-from gq.daemon.supervisor import RUN_TOKEN, SpawnUnknown, Supervisor
+from gq.daemon.starting import Starting
+from gq.daemon.stopping import Stopping
+from gq.daemon.supervisor import Supervisor
 from gq.daemon.telemetry import Telemetry
 from gq.gpu.base import CardBackend
 from gq.model import ENDED_STATES, Job, JobState, Reason
 from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held
-from gq.policy.fairshare import Score
 from gq.store import Store
 from gq.policy import (
-    Card, Forecast, Host, Outcome, PendingQueue, Plan, PreemptRule, RunInterval, SchedulerInput,
-    decayed_usage,
+    Card, Host, Outcome, PendingQueue, RunInterval, SchedulerInput, decayed_usage,
 )
 
 log = logging.getLogger("gq.daemon")
 
 
-class Daemon(Passes):
+class Daemon:
     def __init__(
         self,
         layout: Layout,
@@ -80,19 +75,11 @@ class Daemon(Passes):
         self.warnings: list[str] = [w for w in [skip_lost_ids(self.store, layout)] if w]
         self.supervisor = Supervisor(layout.run)
         self.runs = Runs(self.supervisor, self.on_shim_exit)
-        self._spawner_fd: int | None = None  # the spawner's socket, read for its answers
-        self._spawner_read = 0  # the spawner (Supervisor.generation) whose answers are read
         self.reading = Reading()  # the cards, and whose memory is whose (read_cards)
         self.stopping = Stopping(self.store, config, self.runs, self.reading, clock)
         self.attributor = Attributor()
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
                                    keep=config.offenders.longest_idle_window)
-        # From the last pass: what each waiting job lacks, and when reserved jobs should start.
-        self.shortfalls: dict[int, str] = {}
-        self.forecasts: dict[int, Forecast] = {}
-        self.scores: dict[int, Score] = {}
-        # Each reserved job: whether its expected start is known, and what it rests on.
-        self.start_notes: dict[int, tuple[bool, str]] = {}
         self.run_times = load_run_times(self.store.history, clock())
         self.fingerprints = Fingerprints(self.store)
         self.usage: dict[str, float] = {}  # decayed card-seconds per user (refresh_usage)
@@ -103,8 +90,8 @@ class Daemon(Passes):
         self._usage_at = float("-inf")
         self.waiters: dict[int, list[asyncio.Future]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.kept = KeptQueue(self.predict_waiting)  # what a pass reads: gq/daemon/passes.py
-        self.start_passes()
+        # What a pass reads (gq/daemon/passes.py); sorted again when usage is (refresh_usage).
+        self.kept = KeptQueue(partial(predict_waiting, self.run_times, self.fingerprints))
         self.loop_stop = asyncio.Event()  # set to stop serving
         self.notifier = Notifier(self)
         self.police = Police(self.store, config, self.telemetry, self.stopping, self.notifier,
@@ -119,39 +106,33 @@ class Daemon(Passes):
                              self.collateral, self.reading, self.cut_logs, self.record_run,
                              self.run_times,
                              self.notify, self.known_utils.clear, clock)
+        self.starting = Starting(self.store, config, layout, backend, self.supervisor, self.runs,
+                                 self.reading, self.stopping, self.ending, self.notify, clock)
         self.freezing = Freezing(self.store, config, layout, backend.checkpointer(),
                                  self.reading, self.runs, self.stopping, self.supervisor._locked,
-                                 self.record_run, partial(self.request_pass, freed=True), clock)
+                                 self.record_run, self._cards_freed, clock)
         self.preempting = Preempting(self.store, config, layout, self.freezing, self.stopping)
+        self.passes = Passes(self.store, config, self.kept, self.reading, self.collateral,
+                             self.starting, self.freezing, self.preempting, self.run_times,
+                             self.fingerprints, self.host, self.policy_input, clock)
         self.recovery = Recovery(self.store, self.supervisor, self.runs, self.ending,
                                  self.freezing.resume, clock)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
 
-    # The cards of the last reading: passes.py and many handlers read them of the daemon.
+    # The cards of the last reading, which many handlers read of the daemon.
     cards = property(lambda self: self.reading.cards)
-    # What a pass (passes.py, a part of the class still) reads and calls of the services.
-    kept_off = property(lambda self: self.collateral.kept_off)
-
-    def prune_kept_off(self, holding: list[Job]) -> None:
-        self.collateral.prune_kept_off(holding)
-
-    def thaw(self, job_id: int, gpu_ids: list[int]) -> None:  # a pass's thaws
-        self.freezing.thaw(job_id, gpu_ids)
-
-    def preempt_rule(self, inp: SchedulerInput) -> PreemptRule:
-        return self.preempting.preempt_rule(inp)
-
-    def preempt_for_waiting(self, plan: Plan) -> None:
-        """Act on the pass's preemptions; what each waiting job is told joins its shortfall."""
-        for job_id, text in self.preempting.preempt_for_waiting(plan):
-            before = self.shortfalls.get(job_id)
-            self.shortfalls[job_id] = f"{before}; {text}" if before else text
+    # What the last pass said of waiting jobs, read by gq/daemon/listing.py (the other handlers
+    # read them of daemon.passes).
+    forecasts = property(lambda self: self.passes.forecasts)
+    start_notes = property(lambda self: self.passes.start_notes)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.runs.attach(loop)
+        self.starting.attach(loop)
+        self.passes.attach(loop)
         self.freezing.attach(loop)
         self.peers.start(loop)
         self.recovery.recover()
@@ -160,14 +141,13 @@ class Daemon(Passes):
         self.read_cards(observe=False)
         self.backups.tick(loop, self.clock())
         self.refresh_usage()
-        self.request_pass()
+        self.passes.request_pass()
 
     def close(self) -> None:
         self.peers.close()
         self.freezing.stop_helpers()
         self.runs.close()
-        if self.loop and self._spawner_fd is not None:
-            self.loop.remove_reader(self._spawner_fd)
+        self.starting.close()
         self.supervisor.close()
         self.store.close()
         self.backend.close()
@@ -187,7 +167,7 @@ class Daemon(Passes):
         self.telemetry.maintain(self.clock())
         # Spaced like any other (request_pass): under a flood of requests, a pass on every
         # tick as well would leave the daemon little time to answer them.
-        self.request_pass(tick=True)
+        self.passes.request_pass(tick=True)
         if self.loop is not None:
             self.backups.tick(self.loop, self.clock())
 
@@ -300,128 +280,7 @@ class Daemon(Passes):
             windows=admin_windows(self, now), accounts=self.config.accounts,
         )
 
-    # ---- acting on jobs -----------------------------------------------------------------
-
-    def job_env(self, job: Job, gpu_ids: list[int]) -> dict[str, str]:
-        cards = {g.index: g for g in self.cards}
-        env = dict(job.env)
-        env.update(
-            CUDA_VISIBLE_DEVICES=",".join(cards[i].visible_id for i in gpu_ids if i in cards),
-            CUDA_DEVICE_ORDER="PCI_BUS_ID",
-            GQ_JOB_ID=str(job.id),
-            GQ_RESTART_COUNT=str(job.restarts),
-            GQ_CHECKPOINT_DIR=str(self.layout.checkpoint_dir(job.id, job.user)),
-            GQ_NUM_GPUS=str(len(gpu_ids)),  # what an elastic job got: torchrun --nproc_per_node
-        )
-        if gpu_ids:
-            limit = job.mem or min(cards[i].memory_total for i in gpu_ids if i in cards)
-            env["GQ_GPU_MEM"] = str(limit)
-        env.update(self.backend.job_env())
-        set_array_env(env, job)
-        return env
-
-    def start(self, job: Job, gpu_ids: list[int]) -> None:
-        now = self.clock()
-        # Durable before the fork: a daemon that dies in between finds the job running
-        # with no shim, and requeues it, so it never runs twice.
-        self.store.transition(
-            job.id, JobState.RUNNING, now, started_at=now, gpu_ids=gpu_ids, holding=1,
-            ended_at=None, exit_code=None, peak_mem=None,
-        )
-        try:
-            spec = self.shim_spec(job, gpu_ids)
-            if self.loop is not None:  # the spawner answers later: on_spawned
-                self.supervisor.request(spec)
-                self._follow_spawner()
-                return
-            shim = self.supervisor.spawn(spec)
-        except SpawnUnknown as e:
-            self._spawn_unknown(job.id, e)
-            return
-        except OSError as e:  # no shim, or (system daemon) no account or directory for it
-            self._not_started(job.id, e)
-            return
-        self.runs.watch(shim)
-
-    def _not_started(self, job_id: int, e: OSError) -> None:
-        log.error("job %s: cannot start its shim: %s", job_id, e)
-        job = self.store.light_jobs([job_id]).get(job_id)
-        if job is not None and job.state != JobState.RUNNING:  # stopped meanwhile: as asked
-            self.ending.finish(job_id, None, never_started=True)
-            return
-        now = self.clock()
-        self.store.transition(job_id, JobState.FAILED, now, reason=f"could not start: {e}",
-                              ended_at=now, holding=0)
-        self.notify(job_id)
-
-    def _spawn_unknown(self, job_id: int, e: Exception) -> None:
-        log.error("job %s: %s; the next tick settles it", job_id, e)
-        self.runs.later(job_id)
-
-    def _follow_spawner(self) -> None:
-        """Read the spawner's answers as they come (its socket changes when it is started
-        again), and hand the jobs a dead spawner was asked for to the next tick."""
-        if self._spawner_read != self.supervisor.generation:
-            if self._spawner_fd is not None:
-                self.loop.remove_reader(self._spawner_fd)
-            self._spawner_fd = self.supervisor.reader_fd
-            self._spawner_read = self.supervisor.generation
-            if self._spawner_fd is not None:
-                self.loop.add_reader(self._spawner_fd, self.on_spawned)
-        for job_id in self.supervisor.take_lost():
-            self._spawn_unknown(job_id, SpawnUnknown("the shim spawner died while starting "
-                                                     "its shim"))
-
-    def on_spawned(self) -> None:
-        """The spawner answered: watch the shim it started, or record why it could not."""
-        answer = self.supervisor.answer()
-        if answer is not None:
-            job_id, shim = answer
-            with self.store.relaxed():
-                if isinstance(shim, OSError):
-                    self._not_started(job_id, shim)
-                else:
-                    self.runs.watch(shim)
-                    job = self.store.light_jobs([job_id]).get(job_id)
-                    if job is not None and job.state in STOP_REQUESTS:
-                        # Stopped while its shim was being started (stop() found none to ask).
-                        self.supervisor.ask(shim, STOP_REQUESTS[job.state])
-        else:  # the spawner is gone: forget its socket
-            self._spawner_read = -1
-        self._follow_spawner()
-
-    def shim_spec(self, job: Job, gpu_ids: list[int]) -> ShimSpec:
-        env = self.job_env(job, gpu_ids)
-        run_as: dict = {"uid": None, "gid": None, "groups": None}
-        if self.layout.system:  # the job runs as its submitter, in their own directory
-            who = identity_of(job.uid)
-            prepare_user_dir(self.layout, who)
-            env.update(who.env())
-            run_as = who.credentials()
-        token = secrets.token_hex(16)
-        env[RUN_TOKEN] = token
-        warn_after = None
-        if job.time_limit and job.signal_before:
-            warn_after = job.time_limit - job.signal_before
-        return ShimSpec(
-            job_id=job.id,
-            run=job.restarts,
-            command=job.command,
-            cwd=job.cwd,
-            env=env,
-            stdout=str(self.layout.stdout(job.id, job.user)),
-            stderr=str(self.layout.stderr(job.id, job.user)),
-            checkpoint_dir=str(self.layout.checkpoint_dir(job.id, job.user)),
-            exit_path=str(self.supervisor.exit_path(job.id)),
-            kill_wait=self.config.kill_wait,
-            grace=self.stopping.grace_of(job),
-            checkpoint_signal=int(signal.Signals[job.signal]),
-            signal_group=job.signal_group,
-            warn_after=warn_after,
-            umask=job.umask,
-            token=token,
-            **run_as,
-        )
+    # ---- runs ---------------------------------------------------------------------------
 
     def on_shim_exit(self, job_id: int) -> None:
         """A watched shim exited (Runs let it go): record the run's end, and have a pass."""
@@ -429,7 +288,10 @@ class Daemon(Passes):
             # A failure (a full disk): the next tick tries again.
             self.recovery.settle_or_retry(job_id)
         if job_id not in self.runs.unadopted:
-            self.request_pass(freed=True)
+            self.passes.request_pass(freed=True)
+
+    def _cards_freed(self) -> None:  # Freezing's: a helper ended (built before the passes)
+        self.passes.request_pass(freed=True)
 
     def record_run(self, job: Job, ended_at: float, label: str,
                    failure: str | None = None) -> None:

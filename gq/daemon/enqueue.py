@@ -52,7 +52,7 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     for note in notes:
         if note.startswith(LEARNED):  # what gq stats counts as a learned request
             daemon.store.note(job.id, job.submitted_at, note)
-    daemon.request_pass()
+    daemon.passes.request_pass()
     if parts is None:  # the row is what was just written from `job`: not read back
         return {**job_json(job), "notes": notes}
     return {**_submitted(daemon, job.id), "notes": notes}

@@ -20,8 +20,8 @@ WAITING = (JobState.PENDING, JobState.HELD)
 
 def explain(daemon: Daemon, job: Job) -> str:
     """One job's sentence, from the last scheduling pass."""
-    shortfall = daemon.shortfalls.get(job.id)
-    forecast = daemon.forecasts.get(job.id)
+    shortfall = daemon.passes.shortfalls.get(job.id)
+    forecast = daemon.passes.forecasts.get(job.id)
     stopping = _stopping_for(daemon, job)
     if stopping:  # it starts when they are gone: a reservation elsewhere is beside the point
         ids = ",".join(job_label(v) for v in stopping)
@@ -42,7 +42,7 @@ def explain(daemon: Daemon, job: Job) -> str:
                      + (f"`gq update {name} -p normal` lets it start" if never[1] else
                         f"`gq cancel {name}` and submit it with fewer GPUs"))
     return why_sentence(job, shortfall, forecast, daemon.config.preemption.max_requeues,
-                        daemon.start_notes.get(job.id))
+                        daemon.passes.start_notes.get(job.id))
 
 
 def _stopping_for(daemon: Daemon, job: Job) -> list[Job]:
@@ -57,7 +57,7 @@ def _stopping_for(daemon: Daemon, job: Job) -> list[Job]:
 def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
     text = str(args.get("id", "")).strip()
     job_id = resolve_id(daemon, caller, text)
-    daemon.explain_now()  # the reasons as of now, if the queue changed since they were given
+    daemon.passes.explain_now()  # the reasons as of now, if the queue changed since they were given
     # Light jobs (no command or environment; waiting ones from memory): all a sentence needs,
     # and cheap for each of a 10,000-element array.
     job = daemon.store.light_jobs([job_id])[job_id]
@@ -90,7 +90,8 @@ def why_array(daemon: Daemon, array_id: int, jobs: list[Job]) -> dict:
                                              else "")
             line += f" So is {shown}."
         lines.append(line)
-    forecasts = [daemon.forecasts[j.id].start for j in jobs if j.id in daemon.forecasts]
+    known = daemon.passes.forecasts
+    forecasts = [known[j.id].start for j in jobs if j.id in known]
     return {"id": array_id, "label": str(array_id), "state": None, "reason": None, "why": "\n".join(lines),
             "expected_start": iso(min(forecasts)) if forecasts else None,
             "elements": {str(s): n for s, n in tally.items()}}

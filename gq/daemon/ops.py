@@ -64,7 +64,7 @@ def op_config(daemon: Daemon, caller: Caller, args: dict) -> dict:
 
 def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     job_id = resolve_id(daemon, caller, args.get("id", ""))
-    daemon.explain_now()  # the reasons as of now, if the queue changed since they were given
+    daemon.passes.explain_now()  # the reasons as of now, if the queue changed since they were given
     job = daemon.store.get_job(job_id)
     out = job_json(job)
     out["why"] = explain(daemon, job)
@@ -76,7 +76,8 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
         {"kind": row["kind"], "evidence": row["evidence"],
          "suggestion": row["figures"].get("suggestion", ""), "action": row["action"]}
         for row in daemon.police.open_offences.values() if row["job_id"] == job.id]
-    score = daemon.scores.get(job.id) if job.state in (JobState.PENDING, JobState.HELD) else None
+    waiting = job.state in (JobState.PENDING, JobState.HELD)
+    score = daemon.passes.scores.get(job.id) if waiting else None
     out["score"] = None if score is None else {
         "total": round(score.total, 4),
         "fairshare": round(score.fairshare, 4),
@@ -126,7 +127,7 @@ def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     for job in running:
         daemon.stopping.stop(job, JobState.CANCELLED, reason)
     daemon.notify_many([job.id for job in waiting])
-    daemon.request_pass()
+    daemon.passes.request_pass()
     return results
 
 
@@ -152,7 +153,7 @@ def _each(daemon: Daemon, caller: Caller, args: dict, action, verb: str | None =
         for job in jobs:
             ok, message = action(daemon, caller, job)
             results.append(arrays.result(job, ok, message, from_array))
-    daemon.request_pass()
+    daemon.passes.request_pass()
     return results
 
 

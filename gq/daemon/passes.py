@@ -20,13 +20,25 @@ pass reads (docs/daemon.md, "Scheduling passes").
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from typing import Callable
 
-from gq.daemon.runtimes import start_notes
+from gq.config import Config
+from gq.daemon.collateral import Collateral
+from gq.daemon.freezing import Freezing
+from gq.daemon.kept_queue import KeptQueue
+from gq.daemon.preempting import Preempting
+from gq.daemon.reading import Reading
+from gq.daemon.runtimes import Fingerprints, start_notes
+from gq.daemon.starting import Starting
 from gq.model import Job, JobState
-from gq.policy import Plan, SchedulerInput, decide
+from gq.policy import Forecast, Host, Outcome, PendingQueue, Plan, SchedulerInput, decide
+from gq.policy.fairshare import Score
 from gq.policy.placement import Capacity
+from gq.policy.predict import RunTimes
+from gq.store import Store
 
 log = logging.getLogger("gq.daemon")
 
@@ -34,20 +46,55 @@ EXPLAIN_EVERY = 0.5  # seconds: the least time between two explaining passes
 EXPLAIN_SHARE = 0.02  # of the daemon's time, at most, in explaining passes
 EXPLAIN_MAX_AGE = 30.0  # seconds: an explaining pass at least this often, changes or not
 
+# The policy's input for a pass (Daemon.policy_input): the waiting jobs, the running ones, the
+# dependencies' outcomes, now, the predicted run times, and the waiting slices.
+PolicyInput = Callable[[PendingQueue, list[Job], dict[int, Outcome], float, dict[int, float],
+                        list[Job]], SchedulerInput]
+
 
 class Passes:
-    """Part of Daemon (gq/daemon/core.py)."""
+    """Runs the policy over the `kept` queue of `store`'s jobs and acts on its plan: starts
+    through `starting`, thaws through `freezing`, preemptions through `preempting`, and keeps
+    what it says of waiting jobs for `gq why`, `gq show`, `gq ls` and `gq top` (`shortfalls`,
+    `forecasts`, `scores`, `start_notes`). The cards kept from a requeued victim come from
+    `collateral`; `host()` and `policy_input(...)` are the daemon's view of the host and the
+    policy's input (its usage, learned utilisations, admin reservations); `reading`'s cards
+    and `config`'s pools (replaced on reload) say what a quick pass could fit; `run_times` and
+    `fingerprints` what an expected start rests on. `clock` is the wall clock of the policy,
+    `monotonic` the one of the passes' rhythm."""
 
-    def start_passes(self) -> None:
-        self._pass_handle = None  # a pass asked for, not run yet
-        self._explain_handle = None  # an explaining pass due later
-        self._last_pass_end = 0.0  # time.monotonic() when the last pass ended
+    def __init__(self, store: Store, config: Config, kept: KeptQueue, reading: Reading,
+                 collateral: Collateral, starting: Starting, freezing: Freezing,
+                 preempting: Preempting, run_times: RunTimes, fingerprints: Fingerprints,
+                 host: Callable[[], Host], policy_input: PolicyInput,
+                 clock: Callable[[], float],
+                 monotonic: Callable[[], float] = time.monotonic):
+        self.store, self.config, self.kept, self.reading = store, config, kept, reading
+        self.collateral, self.starting, self.freezing, self.preempting = (
+            collateral, starting, freezing, preempting)
+        self.run_times, self.fingerprints = run_times, fingerprints
+        self.host, self.policy_input = host, policy_input
+        self.clock, self.monotonic = clock, monotonic
+        self.loop: asyncio.AbstractEventLoop | None = None
+        # From the last pass: what each waiting job lacks, when reserved jobs should start,
+        # and each waiting job's score.
+        self.shortfalls: dict[int, str] = {}
+        self.forecasts: dict[int, Forecast] = {}
+        self.scores: dict[int, Score] = {}
+        # Each reserved job: whether its expected start is known, and what it rests on.
+        self.start_notes: dict[int, tuple[bool, str]] = {}
+        self._pass_handle: asyncio.Handle | None = None  # a pass asked for, not run yet
+        self._explain_handle: asyncio.Handle | None = None  # an explaining pass due later
+        self._last_pass_end = 0.0  # monotonic() when the last pass ended
         self._last_pass_cost = 0.0  # how long it took, in seconds
         self._explained_at = float("-inf")  # when the last explaining pass ended
         self._explain_cost = 0.0
         self._explain_stale = True  # the queue changed since the last explaining pass
         # How many ran, and quick ones skipped as nothing could start (tests, benchmarks).
-        self.passes = {"quick": 0, "explaining": 0, "skipped": 0}
+        self.counts = {"quick": 0, "explaining": 0, "skipped": 0}
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
 
     def request_pass(self, freed: bool = False, tick: bool = False) -> None:
         """Ask for a pass (see the module's docstring). `freed`: resources were freed, so the
@@ -56,7 +103,7 @@ class Passes:
             self._explain_stale = True
         if self.loop is None or self._pass_handle is not None:
             return
-        delay = 0.0 if freed else self._last_pass_end + self._last_pass_cost - time.monotonic()
+        delay = 0.0 if freed else self._last_pass_end + self._last_pass_cost - self.monotonic()
         if delay <= 0:
             self._pass_handle = self.loop.call_soon(self.run_pass)
         else:
@@ -70,7 +117,7 @@ class Passes:
 
     def run_pass(self, explain: bool | None = None) -> None:
         """One pass now; `explain`: whether it reads the whole queue (None: if it is due)."""
-        began = time.monotonic()
+        began = self.monotonic()
         if explain is None:
             explain = self._explain_due(began)
         for name in ("_pass_handle", "_explain_handle") if explain else ("_pass_handle",):
@@ -84,7 +131,7 @@ class Passes:
         except Exception:  # e.g. a full disk; never the request that asked for the pass
             log.exception("scheduling pass failed; the next tick tries again")
         finally:
-            self._last_pass_end = time.monotonic()
+            self._last_pass_end = self.monotonic()
             self._last_pass_cost = self._last_pass_end - began
             if explain:
                 self._explained_at, self._explain_cost = self._last_pass_end, self._last_pass_cost
@@ -112,8 +159,8 @@ class Passes:
         # requests, and are not running (one being frozen or thawed waits for that first).
         frozen = [j for j in holding if j.state == JobState.FROZEN and not j.freeze_op]
         running = [j for j in holding if j.state != JobState.FROZEN]
-        self.prune_kept_off(running)
-        aside = self.kept.sync(self.store, self.kept_off)
+        self.collateral.prune_kept_off(running)
+        aside = self.kept.sync(self.store, self.collateral.kept_off)
         if aside:  # Dependency, DependencyNeverSatisfied, PeerDown: as the policy would say
             self.store.set_reasons(aside)
         if not len(self.kept) and not frozen:
@@ -121,20 +168,20 @@ class Passes:
             self.start_notes = {}
             return
         if not explain and not frozen and not self._could_act(running):
-            self.passes["skipped"] += 1
+            self.counts["skipped"] += 1
             return
-        self.passes["explaining" if explain else "quick"] += 1
+        self.counts["explaining" if explain else "quick"] += 1
         inp = self.pass_input(running)
         inp.frozen = frozen
-        plan = decide(inp, explain=explain, preempt=self.preempt_rule(inp))
+        plan = decide(inp, explain=explain, preempt=self.preempting.preempt_rule(inp))
         self.store.set_reasons(plan.reasons)
         self._keep_explanations(plan, explain)
         self.start_notes = start_notes(inp, plan.forecasts, self.run_times, self.fingerprints)
         for start in plan.starts:
-            self.start(self.store.get_job(start.job_id), list(start.gpu_ids))
+            self.starting.start(self.store.get_job(start.job_id), list(start.gpu_ids))
         for thaw in plan.thaws:
-            self.thaw(thaw.job_id, list(thaw.gpu_ids))
-        self.preempt_for_waiting(plan)
+            self.freezing.thaw(thaw.job_id, list(thaw.gpu_ids))
+        self._preempt_for_waiting(plan)
 
     def _could_act(self, running: list[Job]) -> bool:
         """Whether a pass could start or stop anything: some shape waiting fits what is free
@@ -149,12 +196,18 @@ class Passes:
         if ranks and any(r < max(ranks) for r in queue.tiers()):
             return True
         free = Capacity(self.host(), running)
-        pools = self.config.pools.for_cards([g.index for g in self.cards])
+        pools = self.config.pools.for_cards([g.index for g in self.reading.cards])
         for request in queue.shapes:
             example = _example(request)
             if free.fit(example, pools.allowed(example))[0] is not None:
                 return True
         return False
+
+    def _preempt_for_waiting(self, plan: Plan) -> None:
+        """Act on the pass's preemptions; what each waiting job is told joins its shortfall."""
+        for job_id, text in self.preempting.preempt_for_waiting(plan):
+            before = self.shortfalls.get(job_id)
+            self.shortfalls[job_id] = f"{before}; {text}" if before else text
 
     def _keep_explanations(self, plan: Plan, explain: bool) -> None:
         """What `gq why` and `gq show` say: from an explaining pass, all of it; from a quick
@@ -181,11 +234,12 @@ class Passes:
         return self.policy_input(kept.queue, running, kept.outcomes, now, kept.predicted,
                                  [kept.queue.jobs[i] for i in kept.slices])
 
-    def predict_waiting(self, job: Job) -> float | None:
-        """A waiting job's predicted run time (None: unknown), for the kept queue."""
-        if not self.run_times.last:
-            return None
-        return self.run_times.predict(job, None, self.fingerprints(job)).seconds
+
+def predict_waiting(run_times: RunTimes, fingerprints: Fingerprints, job: Job) -> float | None:
+    """A waiting job's predicted run time (None: unknown), for the kept queue."""
+    if not run_times.last:
+        return None
+    return run_times.predict(job, None, fingerprints(job)).seconds
 
 
 def _example(request: tuple) -> Job:

@@ -71,7 +71,9 @@ def _apply(daemon: Daemon, new: Config) -> None:
     daemon.ending.config = new
     daemon.freezing.config = new
     daemon.preempting.config = new
+    daemon.starting.config = new
+    daemon.passes.config = new
     daemon.authority.access = new.access
     daemon.backups.config = new.backup
     daemon.peers.config = new.peers
-    daemon.request_pass()
+    daemon.passes.request_pass()

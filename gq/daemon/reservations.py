@@ -150,7 +150,7 @@ def op_reserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
     log.info("reservation %s made by %s: GPU %s for %s %s, %s to %s%s", rid, caller.user,
              ",".join(map(str, cards)), kind, name, iso(start), iso(end),
              f" ({label})" if label else "")
-    daemon.request_pass()
+    daemon.passes.request_pass()
     return reservation_json(daemon.store.reservations.get(rid), now)
 
 
@@ -174,5 +174,5 @@ def op_unreserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
     log.info("reservation %s removed by %s: GPU %s for %s %s, %s to %s", rid, caller.user,
              ",".join(map(str, row["cards"])), row["holder_kind"], row["holder"],
              iso(row["start"]), iso(row["end"]))
-    daemon.request_pass()
+    daemon.passes.request_pass()
     return reservation_json(daemon.store.reservations.get(rid), daemon.clock())

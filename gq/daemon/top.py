@@ -47,8 +47,8 @@ def op_top(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
                       else None)
     out["rows"] = [[job_field(j, c) for c in COLUMNS] for j in jobs]
     out["starts"] = {str(i): [f.start, start_basis(daemon, i)]
-                     for i, f in daemon.forecasts.items()
-                     if daemon.start_notes.get(i, (True, ""))[0]}
+                     for i, f in daemon.passes.forecasts.items()
+                     if daemon.passes.start_notes.get(i, (True, ""))[0]}
     out["gpus"] = op_gpus(daemon, caller, {})
     out["offenders"] = op_offenders(daemon, caller, {})
     out["points"] = _points(daemon, args.get("points_after"))

@@ -149,5 +149,5 @@ def op_update(daemon, caller: Caller, args: dict) -> list[dict]:
         text = apply(daemon.store, job, changes, caller, daemon.clock(), host.preemptible_tiers)
         daemon.fingerprints.known.pop(job.id, None)  # --gpus is part of its fingerprint
         results.append(arrays.result(job, True, text, from_array))
-    daemon.request_pass()
+    daemon.passes.request_pass()
     return results

@@ -1,11 +1,14 @@
-"""A fake of the process boundary (gq/daemon/runs.py Supervision) for the daemon's services in
-unit tests: it starts nothing, answers what each test sets, and records what it is asked."""
+"""A fake of the process boundary (gq/daemon/runs.py Supervision, gq/daemon/starting.py Spawning)
+for the daemon's services in unit tests: it starts nothing, answers what each test sets, and
+records what it is asked."""
 
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
-from gq.daemon.supervisor import RunStatus, Shim
+from gq.daemon.shim import ShimSpec
+from gq.daemon.supervisor import RunStatus, Shim, SpawnError
 
 
 class FakeSupervisor:
@@ -16,6 +19,12 @@ class FakeSupervisor:
         self.live: dict[int, Shim] = {}  # job id -> the shim adopt() finds
         self.runs: dict[int, int] = {}  # job id -> the run number of its run files
         self.leftovers = 0
+        self.specs: dict[int, ShimSpec] = {}  # job id -> the spec of the shim spawn() "started"
+        self.spawn_error: OSError | None = None  # what spawn() raises, if set
+        # Asked without waiting (a daemon's loop): the spawner is never started here.
+        self.generation = 0
+        self.reader_fd: int | None = None
+        self.answers: list[tuple[int, Shim | SpawnError]] = []  # what answer() gives, in turn
 
     def status(self, job_id: int) -> RunStatus:
         return self.statuses.get(job_id, RunStatus.NEVER_STARTED)
@@ -48,3 +57,22 @@ class FakeSupervisor:
 
     def forget(self, job_id: int) -> None:
         self.asked.append(("forget", job_id))
+
+    def spawn(self, spec: ShimSpec) -> Shim:
+        self.asked.append(("spawn", spec["job_id"]))
+        if self.spawn_error is not None:
+            raise self.spawn_error
+        self.specs[spec["job_id"]] = spec
+        return Shim(spec["job_id"], pid=100_000 + spec["job_id"], pidfd=-1)
+
+    def request(self, spec: ShimSpec) -> None:
+        self.asked.append(("request", spec["job_id"]))
+
+    def answer(self) -> tuple[int, Shim | SpawnError] | None:
+        return self.answers.pop(0) if self.answers else None  # None: the spawner died
+
+    def take_lost(self) -> list[int]:
+        return []
+
+    def exit_path(self, job_id: int) -> Path:
+        return Path("/nonexistent/run") / f"{job_id}.exit"
