@@ -123,10 +123,6 @@ class Daemon:
 
     # The cards of the last reading, which many handlers read of the daemon.
     cards = property(lambda self: self.reading.cards)
-    # What the last pass said of waiting jobs, read by gq/daemon/listing.py (the other handlers
-    # read them of daemon.passes).
-    forecasts = property(lambda self: self.passes.forecasts)
-    start_notes = property(lambda self: self.passes.start_notes)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop

@@ -73,7 +73,7 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> Any:
     rows, more, listed = _rows_page(daemon, query, columns, after, page)
     arrays = daemon.store.array_outcomes(sorted({a for _, a in listed if a is not None}))
     starts = {str(i): [int(f.start), start_basis(daemon, i)] for i, _ in listed
-              if (f := daemon.forecasts.get(i)) and daemon.start_notes.get(i, (True, ""))[0]}
+              if (f := daemon.passes.forecasts.get(i)) and daemon.passes.start_notes.get(i, (True, ""))[0]}
     return {"columns": columns, "rows": rows,
             "arrays": {str(k): v for k, v in arrays.items()},  # how elements not listed ended
             "starts": starts,  # the expected start (and its basis) of reserved jobs
@@ -237,12 +237,12 @@ def op_clean(daemon: Daemon, caller: Caller, args: dict) -> dict:
 def expected_start(daemon: Daemon, job_id: int) -> str | None:
     """When a reserved job should start; None without a reservation, or when the start rests
     on a default assumption rather than a --time or a learned run time (unknown)."""
-    forecast = daemon.forecasts.get(job_id)
-    known = daemon.start_notes.get(job_id, (True, ""))[0]
+    forecast = daemon.passes.forecasts.get(job_id)
+    known = daemon.passes.start_notes.get(job_id, (True, ""))[0]
     return iso(forecast.start) if forecast and known else None
 
 
 def start_basis(daemon: Daemon, job_id: int) -> str | None:
     """What the expected start rests on, in words ('unknown: ...' when it is not known)."""
-    note = daemon.start_notes.get(job_id)
-    return note[1] if note and job_id in daemon.forecasts else None
+    note = daemon.passes.start_notes.get(job_id)
+    return note[1] if note and job_id in daemon.passes.forecasts else None

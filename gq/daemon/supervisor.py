@@ -129,7 +129,7 @@ class Supervisor:
         except OSError:
             reply, fds = None, []
         if reply is None:
-            # Never retried: the shims may exist. The run's files will tell (Daemon.settle).
+            # Never retried: the shims may exist. The run's files will tell (Recovery.settle).
             self.close()
             return None
         job_id = self._asked.popleft()
