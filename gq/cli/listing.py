@@ -19,6 +19,7 @@ from gq.cli.client import connect
 from gq.units import iso
 
 PAGE = 1000  # jobs an answer
+FIRST_PAGE = 200  # the first answer is short: nothing is drawn until it comes
 TABLE = ["id", "name", "user", "state", "reason", "priority", "interactive", "gpus", "gpus_max",
          "mem", "cpus", "submitted_at", "started_at", "ended_at", "exit_code", "gpu_ids",
          "failure", "array_id", "array_index", "array_size", "array_limit"]
@@ -100,7 +101,7 @@ def _answers(args: dict) -> Iterator[list | dict]:
     """Each answer as it comes; the next page is asked for before this one is handed on, so
     that the daemon reads it while this one is drawn."""
     with connect() as conn:
-        answer = conn.call("list", **args, page=PAGE)
+        answer = conn.call("list", **args, page=min(FIRST_PAGE, PAGE))
         while True:
             if isinstance(answer, list) or "hosts" in answer:  # all in one answer
                 yield answer

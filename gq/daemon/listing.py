@@ -70,14 +70,23 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> Any:
         out = [_annotated(daemon, job_json(j)) for j in jobs[:page]]
         _add_outcomes(daemon, out)
         return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
-    rows, more, listed = _rows_page(daemon, query, columns, after, page)
-    arrays = daemon.store.array_outcomes(sorted({a for _, a in listed if a is not None}))
-    starts = {str(i): [int(f.start), start_basis(daemon, i)] for i, _ in listed
-              if (f := daemon.passes.forecasts.get(i)) and daemon.passes.start_notes.get(i, (True, ""))[0]}
+    rows, more, ids, array_ids = _rows_page(daemon, query, columns, after, page)
+    arrays = daemon.store.array_outcomes(sorted(array_ids))
     return {"columns": columns, "rows": rows,
             "arrays": {str(k): v for k, v in arrays.items()},  # how elements not listed ended
-            "starts": starts,  # the expected start (and its basis) of reserved jobs
-            "next": listed[-1][0] if more else None}
+            "starts": _starts(daemon, ids),  # the expected start (and basis) of reserved jobs
+            "next": ids[-1] if more else None}
+
+
+def _starts(daemon: Daemon, ids: list[int]) -> dict[str, list]:
+    """The expected start and its basis of each reserved job of these, where it is known: read
+    from the few reservations, not from each of a page's thousand jobs."""
+    forecasts, notes = daemon.passes.forecasts, daemon.passes.start_notes
+    if not forecasts:
+        return {}
+    listed = set(ids)
+    return {str(i): [int(f.start), start_basis(daemon, i)] for i, f in forecasts.items()
+            if i in listed and notes.get(i, (True, ""))[0]}
 
 
 def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
@@ -163,16 +172,17 @@ def _jobs_page(daemon: Daemon, query: Query, after: int | None, page: int) -> li
 
 
 def _rows_page(daemon: Daemon, query: Query, columns: list[str], after: int | None,
-               page: int) -> tuple[Any, bool, list[tuple[int, int | None]]]:
-    """Up to `page` rows of the columns, whether more follow, and the (id, array id) of
-    each row. Ended jobs come as JSON that SQLite wrote (RawJSON); the active ones, from
-    memory, as lists."""
+               page: int) -> tuple[Any, bool, list[int], set[int]]:
+    """Up to `page` rows of the columns, whether more follow, the rows' ids and the arrays
+    they are elements of. Ended jobs come as JSON that SQLite wrote (RawJSON); the active
+    ones, from memory, as lists."""
     if not query.active_only:
         raw = daemon.store.listing(columns, query.states, query.user,
                                    _ended_after(daemon, query),
                                    _start_after(daemon, query, after), page + 1, as_json=True)
-        listed = [(r[0], r[1]) for r in raw[:page]]
-        return RawJSON(f"[{','.join(r[2] for r in raw[:page])}]"), len(raw) > page, listed
+        more, raw = len(raw) > page, raw[:page]
+        return (RawJSON(f"[{','.join([r[2] for r in raw])}]"), more, [r[0] for r in raw],
+                {r[1] for r in raw if r[1] is not None})
     rows = [[job_field(j, c) for c in columns] for j in active_jobs(daemon, query.user)
             if after is None or j.id > after]
     since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
@@ -182,9 +192,10 @@ def _rows_page(daemon: Daemon, query: Query, columns: list[str], after: int | No
             at = columns.index("gpu_ids")
             recent = [[*r[:at], json.loads(r[at]), *r[at + 1:]] for r in recent]
         rows = sorted(rows + [list(r) for r in recent], key=lambda r: r[0])
+    more, rows = len(rows) > page, rows[:page]
     array = columns.index("array_id") if "array_id" in columns else None
-    listed = [(r[0], None if array is None else r[array]) for r in rows[:page]]
-    return rows[:page], len(rows) > page, listed
+    arrays = set() if array is None else {r[array] for r in rows if r[array] is not None}
+    return rows, more, [r[0] for r in rows], arrays
 
 
 def job_field(job: Job, column: str) -> Any:
