@@ -97,6 +97,8 @@ def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     s = int(seconds)
+    if 0 <= s < 60:  # the common case of a long table, without the divisions
+        return f"{s}s"
     d, s = divmod(s, 86400)
     h, s = divmod(s, 3600)
     m, s = divmod(s, 60)

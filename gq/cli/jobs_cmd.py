@@ -27,8 +27,14 @@ def submit(command: list[str] | None = None, **options) -> None:
 
 def ls(all=False, user=None, state=None, last=None, since=None, start=False, expand=False,
        all_hosts=None, json=False) -> None:
+    import gc
+
     from gq.cli import listing
 
+    # A listing makes a few objects a job and keeps them all to the end, which sets off the
+    # cyclic collector again and again over the growing heap: a fifth of `gq ls --all`'s time
+    # over 10,000 jobs. It makes no cycles, and the command ends with it.
+    gc.disable()
     window = _ls_window(last, since)
     query = dict(all=all or bool(window), user=user, states=list(state or ()),
                  hosts=hosts_arg(all_hosts), **window)
