@@ -39,7 +39,7 @@ def ls(all=False, user=None, state=None, last=None, since=None, start=False, exp
     query = dict(all=all or bool(window), user=user, states=list(state or ()),
                  hosts=hosts_arg(all_hosts), **window)
     if json:
-        return listing.print_json_list(listing.list_jobs(json=True, **query))
+        return listing.print_json_list(listing.list_jobs(**query))
     from gq.wording.arrays import fold
 
     headers, jobs, rows = listing.list_table(with_start=start, **query)

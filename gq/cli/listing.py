@@ -26,14 +26,11 @@ TABLE = ["id", "name", "user", "state", "reason", "priority", "interactive", "gp
 _ARRAY = ("array_id", "array_index", "array_size", "array_limit")
 
 
-def list_jobs(all: bool, user: str | None, states: list[str], hosts: str | None, json: bool,
-              **window) -> Iterable[dict]:
-    """The jobs `gq ls` shows: for --json an iterator of whole jobs (pages as they come),
-    else a list of the table's fields."""
-    args = _args(all, user, states, hosts, json, window)
-    if json:
-        return (job for page in _pages(args) for job in page)
-    return [job for page in _pages({**args, "columns": TABLE}) for job in page]
+def list_jobs(all: bool, user: str | None, states: list[str], hosts: str | None,
+              **window) -> Iterator[dict]:
+    """Whole jobs (`gq ls --json`), each page as it comes."""
+    for answer in _answers(_args(all, user, states, hosts, True, window)):
+        yield from _whole(answer)
 
 
 def list_table(all: bool, user: str | None, states: list[str], hosts: str | None,
@@ -66,7 +63,7 @@ def list_table(all: bool, user: str | None, states: list[str], hosts: str | None
                 line.insert(-1, start_cell(iso(start[0]) if start else None))
             rows.append(line)
             if row[array] is not None and page_jobs is None:
-                page_jobs = _jobs(answer)  # an array's elements are folded from their jobs
+                page_jobs = _jobs(answer)  # an array's elements are folded from their dicts
         if page_jobs is None:
             jobs += [None] * len(answer["rows"])
         else:
@@ -78,12 +75,6 @@ def _args(all: bool, user: str | None, states: list[str], hosts: str | None, jso
           window: dict) -> dict:
     return dict(all=all, user=user, states=states, hosts=hosts, brief=not json,
                 recent=not json, **window)
-
-
-def _pages(args: dict) -> Iterator[list[dict]]:
-    """Each page's jobs, as dicts, as it comes."""
-    for answer in _answers(args):
-        yield _jobs(answer) if isinstance(answer, dict) and "columns" in answer else _whole(answer)
 
 
 def _whole(answer: list | dict) -> list[dict]:
@@ -115,30 +106,10 @@ def _answers(args: dict) -> Iterator[list | dict]:
 
 
 def _jobs(answer: dict) -> list[dict]:
-    """A page of rows as the dicts the table is drawn from (an array as views.brief_json
-    gives it, and expected starts as ISO-8601 times)."""
-    columns, arrays, starts = answer["columns"], answer["arrays"], answer.get("starts") or {}
-    at = {c: columns.index(c) for c in _ARRAY if c in columns}
-    plain = [c for c in columns if c not in at]
-    if list(at.values()) != list(range(len(plain), len(columns))):  # not last: the slow way
-        return [_with_array(dict(zip(columns, row)), arrays) for row in answer["rows"]]
-    out = []
-    array = at.get("array_id")
-    for row in answer["rows"]:
-        job = dict(zip(plain, row))  # zip stops before the array's columns
-        if array is None or row[array] is None:
-            job["array"] = None
-        else:
-            job["array"] = {"id": row[array], "index": row[at["array_index"]],
-                            "size": row[at["array_size"]], "limit": row[at["array_limit"]],
-                            "ended": arrays.get(str(row[array]), {})}
-        out.append(job)
-    if starts:
-        for job in out:
-            start = starts.get(str(job["id"]))
-            if start is not None:
-                job["expected_start"], job["expected_start_basis"] = iso(start[0]), start[1]
-    return out
+    """A page of rows as the dicts of gq/wording/arrays.py (an array as views.brief_json
+    gives it)."""
+    columns, arrays = answer["columns"], answer["arrays"]
+    return [_with_array(dict(zip(columns, row)), arrays) for row in answer["rows"]]
 
 
 def _with_array(job: dict, arrays: dict) -> dict:

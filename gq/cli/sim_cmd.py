@@ -197,7 +197,7 @@ def history_trace(cpus: int) -> tuple[list, str, Any]:
     from gq.cli.listing import list_jobs
 
     # page by page: the daemon never holds every job of its history at once
-    ran = [j for j in list_jobs(all=True, user=None, states=[], hosts=None, json=True)
+    ran = [j for j in list_jobs(all=True, user=None, states=[], hosts=None)
            if j["started_at"] and j["ended_at"]]
     if not ran:
         raise ValueError("--from-history: no job of this host has run yet")
