@@ -109,7 +109,7 @@ class Daemon:
         self.starting = Starting(self.store, config, layout, backend, self.supervisor, self.runs,
                                  self.reading, self.stopping, self.ending, self.notify, clock)
         self.freezing = Freezing(self.store, config, layout, backend.checkpointer(),
-                                 self.reading, self.runs, self.stopping, self.supervisor._locked,
+                                 self.reading, self.runs, self.stopping, self.supervisor.locked,
                                  self.record_run, self._cards_freed, clock)
         self.preempting = Preempting(self.store, config, layout, self.freezing, self.stopping)
         self.passes = Passes(self.store, config, self.kept, self.reading, self.collateral,

@@ -172,7 +172,7 @@ class Supervisor:
 
     def status(self, job_id: int) -> RunStatus:
         lock = self.lock_path(job_id)
-        if self._locked(lock):
+        if self.locked(lock):
             return RunStatus.ALIVE
         if self.exit_path(job_id).exists():
             return RunStatus.EXITED
@@ -272,7 +272,8 @@ class Supervisor:
             except FileNotFoundError:
                 pass
 
-    def _locked(self, path: Path) -> bool:
+    def locked(self, path: Path) -> bool:
+        """Whether a process holds this run file's lock: a shim (or a freeze helper) alive."""
         try:
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         except FileNotFoundError:
