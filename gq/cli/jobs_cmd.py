@@ -31,20 +31,25 @@ def ls(all=False, user=None, state=None, last=None, since=None, start=False, exp
 
     from gq.cli import listing
 
-    # A listing makes a few objects a job and keeps them all to the end, which sets off the
-    # cyclic collector again and again over the growing heap: a fifth of `gq ls --all`'s time
-    # over 10,000 jobs. It makes no cycles, and the command ends with it.
-    gc.disable()
     window = _ls_window(last, since)
     query = dict(all=all or bool(window), user=user, states=list(state or ()),
                  hosts=hosts_arg(all_hosts), **window)
-    if json:
-        return listing.print_json_list(listing.list_jobs(**query))
-    from gq.wording.arrays import fold
+    # A listing makes a few objects a job and keeps them all to the end, which sets off the
+    # cyclic collector again and again over the growing heap: a fifth of `gq ls --all`'s time
+    # over 10,000 jobs. It makes no cycles; the collector is back once it is printed.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if json:
+            return listing.print_json_list(listing.list_jobs(**query))
+        from gq.wording.arrays import fold
 
-    headers, jobs, rows = listing.list_table(with_start=start, **query)
-    rows = fold(jobs, rows, expand=expand, listed_all=all or bool(state) or bool(window))
-    print(output.table(headers, rows, paint=output.state_painter(headers)))
+        headers, jobs, rows = listing.list_table(with_start=start, **query)
+        rows = fold(jobs, rows, expand=expand, listed_all=all or bool(state) or bool(window))
+        print(output.table(headers, rows, paint=output.state_painter(headers)))
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _ls_window(last: int | None, since: str | None) -> dict:

@@ -46,3 +46,17 @@ def test_a_command_whose_daemon_closes_on_it_fails_in_one_line(tmp_path, monkeyp
     assert exit.value.code == 1
     assert capsys.readouterr().err == (
         "gq: the daemon closed the connection (see its log: gq daemon status)\n")
+
+
+def test_ls_turns_the_collector_back_on_whatever_happens(tmp_path, monkeypatch, capsys):
+    """`gq ls` builds its table with the cyclic collector off (gq/cli/jobs_cmd.py); run in a
+    process that goes on (a test that runs the CLI in its own process), it must not leave it
+    off, whether the listing is printed or fails."""
+    import gc
+
+    monkeypatch.setenv("GQ_HOME", str(tmp_path))
+    closing_daemon(tmp_path)
+    assert gc.isenabled()
+    with pytest.raises(SystemExit):
+        main(["ls", "--all"])
+    assert gc.isenabled()
