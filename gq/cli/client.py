@@ -172,6 +172,6 @@ def wait_for_jobs(ids: list[str], grace: float = 5.0, timeout: float | None = No
         try:
             with conn:
                 return conn.call("wait", ids=ids, **({} if left is None else {"timeout": left}))
-        except (DaemonGone, ConnectionResetError):
+        except DaemonGone:  # a reset or a broken pipe too (gq/protocol)
             pass
         conn = reconnect(grace, timeout=None)

@@ -37,8 +37,7 @@ def test_a_run_whose_shim_died_without_a_record_is_lost_and_its_leftovers_ended(
 
 def test_a_preempted_run_is_queued_again(tmp_path):
     s = Services(tmp_path, max_requeues=5)
-    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)",
-                           preemptions=1)
+    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)", preemptions=1)
     s.ending.finish(job.id, {"exit_code": 143, "stopped": True, "ended_at": 900.0})
     after = s.store.get_job(job.id)
     assert after.state == JobState.PENDING
@@ -50,8 +49,7 @@ def test_a_preempted_run_is_queued_again(tmp_path):
 
 def test_a_run_preempted_more_than_max_requeues_times_is_held(tmp_path):
     s = Services(tmp_path, max_requeues=1)
-    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)",
-                           preemptions=2)
+    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)", preemptions=2)
     s.ending.finish(job.id, {"exit_code": 143, "stopped": True, "ended_at": 900.0})
     after = s.store.get_job(job.id)
     assert (after.state, after.reason) == (JobState.HELD, Reason.HELD)
@@ -61,7 +59,6 @@ def test_a_run_preempted_more_than_max_requeues_times_is_held(tmp_path):
 def test_a_preempted_run_that_ended_by_itself_is_recorded_as_its_own_end(tmp_path):
     """Asked to stop, it had ended before its shim got the request: not requeued."""
     s = Services(tmp_path)
-    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)",
-                           preemptions=1)
+    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)", preemptions=1)
     s.ending.finish(job.id, {"exit_code": 0, "ended_at": 900.0})
     assert s.store.get_job(job.id).state == JobState.COMPLETED

@@ -50,22 +50,28 @@ def test_a_shim_the_spawner_died_starting_is_left_to_the_next_tick(tmp_path):
     assert s.runs.unadopted == {job.id} and s.told == []
 
 
+def cancelled_while_starting(s: Services, job_id: int, answer: Shim | SpawnError) -> None:
+    """Start the job with an event loop (the spawner answers later), cancel it meanwhile, then
+    let the spawner answer with `answer`."""
+    loop = asyncio.new_event_loop()
+    try:
+        s.starting.attach(loop)
+        s.starting.start(s.store.get_job(job_id), [0])
+        assert s.supervisor.asked == [("request", job_id)]
+        s.stopping.stop(s.store.get_job(job_id), JobState.CANCELLED, "cancelled by ann")
+        s.supervisor.answers.append((job_id, answer))
+        s.starting.on_spawned()
+    finally:
+        loop.close()
+
+
 def test_a_job_cancelled_while_its_shim_was_being_started_is_stopped_once_it_is(tmp_path):
     """With the event loop, the spawner answers later: a cancel in between finds no shim to
     ask, so the shim is asked when the answer comes."""
     s = Services(tmp_path)
     job = s.job(JobState.PENDING)
-    loop = asyncio.new_event_loop()
-    try:
-        s.starting.attach(loop)
-        s.starting.start(s.store.get_job(job.id), [0])
-        assert s.supervisor.asked == [("request", job.id)]
-        s.stopping.stop(s.store.get_job(job.id), JobState.CANCELLED, "cancelled by ann")
-        shim = Shim(job.id, pid=100_000 + job.id, pidfd=-1)
-        s.supervisor.answers.append((job.id, shim))
-        s.starting.on_spawned()
-    finally:
-        loop.close()
+    shim = Shim(job.id, pid=100_000 + job.id, pidfd=-1)
+    cancelled_while_starting(s, job.id, shim)
     assert s.runs.shims == {job.id: shim}
     assert s.supervisor.asked == [("request", job.id), ("ask", job.id, CANCEL)]
 
@@ -73,15 +79,7 @@ def test_a_job_cancelled_while_its_shim_was_being_started_is_stopped_once_it_is(
 def test_a_cancelled_job_whose_shim_could_not_start_stays_cancelled(tmp_path):
     s = Services(tmp_path)
     job = s.job(JobState.PENDING)
-    loop = asyncio.new_event_loop()
-    try:
-        s.starting.attach(loop)
-        s.starting.start(s.store.get_job(job.id), [0])
-        s.stopping.stop(s.store.get_job(job.id), JobState.CANCELLED, "cancelled by ann")
-        s.supervisor.answers.append((job.id, SpawnError("fork: out of memory")))
-        s.starting.on_spawned()
-    finally:
-        loop.close()
+    cancelled_while_starting(s, job.id, SpawnError("fork: out of memory"))
     after = s.store.get_job(job.id)
     assert (after.state, after.reason) == (JobState.CANCELLED, "cancelled by ann")
     assert not s.store.is_holding(job.id)
