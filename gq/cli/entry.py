@@ -37,8 +37,12 @@ def _is_fast_submit(argv: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None, light: bool = True) -> None:
-    """Run gq with `argv`; light=False: every command through Typer (the tests compare)."""
+    """Run gq with `argv`; light=False: every command through Typer (the tests compare).
+    Without argv, as the console script: a command served on the light path ends the process
+    at once (_exit_now)."""
+    process = argv is None
     argv = sys.argv[1:] if argv is None else argv
+    served_light = True
     # Arguments that were not UTF-8 arrive as lone surrogates (PEP 383), and are printed back
     # as the bytes they were, as `ls` prints such names; JSON output escapes them (\udcff).
     if hasattr(sys.stdout, "reconfigure"):
@@ -51,6 +55,7 @@ def main(argv: list[str] | None = None, light: bool = True) -> None:
         elif argv[:1] == ["rpc"]:  # a peer's relay, over SSH (gq/remote/relay.py): light
             from gq.remote.relay import main as relay
 
+            served_light = False  # it ends as any process does, its threads joined
             code = relay(argv[1:])
         elif light and _is_fast_submit(argv):
             code = submit(argv[1:])
@@ -59,6 +64,7 @@ def main(argv: list[str] | None = None, light: bool = True) -> None:
 
             code = run_light(argv) if light else None
             if code is None:  # not a hot command, or not sure: Typer's turn
+                served_light = False
                 from gq.cli.app import run
 
                 code = run(argv)
@@ -68,4 +74,36 @@ def main(argv: list[str] | None = None, light: bool = True) -> None:
         code = 130
     except BrokenPipeError:
         code = 0
+    if process and served_light:
+        _exit_now(code)
+    if process:
+        _flush_stdout()
     sys.exit(code)
+
+
+def _flush_stdout() -> None:
+    """Write out stdout now, where a reader that has gone is no error: left to the interpreter's
+    exit, that flush would print 'Exception ignored' and exit 120 (`gq config show | head`)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _exit_now(code: int) -> None:
+    """End the process without the interpreter's teardown, which frees every object one by one:
+    6 ms of `gq ls --all`'s 80 over 10,000 jobs, and a few for any command. The light path
+    registers no exit handlers and holds nothing but its socket, which the kernel closes;
+    what is buffered for stdout and stderr is written first."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:  # `gq ls | head`: the reader has what it wanted
+            pass
+        except (OSError, ValueError):
+            code = code or 1
+    os._exit(0 if code is None else code if isinstance(code, int) else 1)

@@ -44,9 +44,11 @@ def ls(all=False, user=None, state=None, last=None, since=None, start=False, exp
             return listing.print_json_list(listing.list_jobs(**query))
         from gq.wording.arrays import fold
 
-        headers, jobs, rows = listing.list_table(with_start=start, **query)
-        rows = fold(jobs, rows, expand=expand, listed_all=all or bool(state) or bool(window))
-        print(output.table(headers, rows, paint=output.state_painter(headers)))
+        headers, jobs, rows, widths = listing.list_table(with_start=start, **query)
+        if any(jobs):  # arrays' elements: folded or labelled, their cells change
+            widths = None
+            rows = fold(jobs, rows, expand=expand, listed_all=all or bool(state) or bool(window))
+        print(output.table(headers, rows, paint=output.state_painter(headers), widths=widths))
     finally:
         if collecting:
             gc.enable()

@@ -34,22 +34,28 @@ def list_jobs(all: bool, user: str | None, states: list[str], hosts: str | None,
 
 
 def list_table(all: bool, user: str | None, states: list[str], hosts: str | None,
-               with_start: bool, **window) -> tuple[list[str], list[dict | None], list[list[str]]]:
-    """The table's headers, its rows' cells (gq/wording/jobs.py) and, for each row, the job
-    when it is an array's element (None for the others: gq/wording/arrays.py fold). Each page
-    is turned into cells as it comes, while the daemon reads the next one; cells are made from
-    the row's values, without a dict a job."""
+               with_start: bool, **window
+               ) -> tuple[list[str], list[dict | None], list[list[str]], list[int]]:
+    """The table's headers, its rows' cells (gq/wording/jobs.py), for each row the job when it
+    is an array's element (None for the others: gq/wording/arrays.py fold), and each column's
+    widest cell before any folding. Each page is turned into cells as it comes, while the
+    daemon reads the next one; cells are made from the row's values, without a dict a job."""
+    from gq.cli.output import widest
     from gq.wording.jobs import CELL_FIELDS, cells, headers, job_rows, start_cell
 
     args = {**_args(all, user, states, hosts, False, window), "columns": TABLE}
     now = time.time()  # one now for the table
     jobs: list[dict | None] = []
     rows: list[list[str]] = []
+    titles = headers(with_start)
+    widths = [len(h) for h in titles]
     for answer in _answers(args):
+        first = len(rows)
         if not isinstance(answer, dict) or "columns" not in answer:  # whole jobs
             page = _whole(answer)
             jobs += page
             rows += job_rows(page, with_start=with_start, now=now)[1]
+            widths = widest(widths, rows[first:])
             continue
         columns = answer["columns"]
         values = itemgetter(*[columns.index(f) for f in CELL_FIELDS])
@@ -68,7 +74,8 @@ def list_table(all: bool, user: str | None, states: list[str], hosts: str | None
             jobs += [None] * len(answer["rows"])
         else:
             jobs += [j if j["array"] else None for j in page_jobs]
-    return headers(with_start), jobs, rows
+        widths = widest(widths, rows[first:])
+    return titles, jobs, rows, widths
 
 
 def _args(all: bool, user: str | None, states: list[str], hosts: str | None, json: bool,

@@ -14,14 +14,17 @@ def print_json(data: Any) -> None:
 
 
 def table(headers: list[str], rows: list[list[str]],
-          paint: Callable[[int, str], str] | None = None) -> str:
+          paint: Callable[[int, str], str] | None = None,
+          widths: list[int] | None = None) -> str:
     """Columns padded to their widest cell; `paint(column, cell)` may colour a body cell after
-    its padding is counted."""
+    its padding is counted. `widths`: each column's widest cell, headers included, where the
+    caller counted them already (gq ls counts a page's while the daemon reads the next)."""
     n = len(headers)
     if paint is None and all(len(row) == n for row in rows):  # 10,000 rows: a call a row
-        widths = [max(map(len, column)) for column in zip(headers, *rows)]
-        line = "  ".join(f"{{:<{w}}}" for w in widths).format
-        return "\n".join([line(*row).rstrip() for row in [headers, *rows]])
+        if widths is None:
+            widths = [max(map(len, column)) for column in zip(headers, *rows)]
+        line = "  ".join(f"%-{w}s" for w in widths)
+        return "\n".join([(line % tuple(row)).rstrip() for row in [headers, *rows]])
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
@@ -32,6 +35,13 @@ def table(headers: list[str], rows: list[list[str]],
             cells = [paint(k, cell) for k, cell in enumerate(cells)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def widest(widths: list[int], rows: list[list[str]]) -> list[int]:
+    """`widths` grown to the widest cell of each column of these rows."""
+    if not rows:
+        return widths
+    return [max(w, max(map(len, column))) for w, column in zip(widths, zip(*rows))]
 
 
 # An ended job's outcome at a glance, as pueue colours Success and Failed.

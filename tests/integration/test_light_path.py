@@ -223,13 +223,40 @@ def test_each_hot_command_answers_the_same_both_ways(line, jobs, capsys):
     assert light_answer == typer_answer
 
 
+def buffered(env: dict[str, str]) -> dict[str, str]:
+    """The environment as a user's shell gives it: stdout into a pipe is buffered."""
+    return {k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"}
+
+
 def test_the_light_path_runs_as_a_process(jobs, queue):
-    """`gq` itself, in a process: the exit codes and lines of a good and a bad command."""
-    host = queue[0]
-    good = subprocess.run([sys.executable, "-m", "gq", "why", jobs["H"]], env=host.env,
+    """`gq` itself, in a process: the exit codes and lines of a good and a bad command, all
+    written out (the light path ends the process without the interpreter's teardown)."""
+    env = buffered(queue[0].env)
+    good = subprocess.run([sys.executable, "-m", "gq", "why", jobs["H"]], env=env,
                           capture_output=True, text=True, timeout=60)
     assert good.returncode == 0 and f"Job {jobs['H']} is held" in good.stdout
-    bad = subprocess.run([sys.executable, "-m", "gq", "ls", "--last", "0"], env=host.env,
+    bad = subprocess.run([sys.executable, "-m", "gq", "ls", "--last", "0"], env=env,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("gq: invalid value for '--last'")
     assert len(bad.stderr.splitlines()) == 1
+
+
+def test_a_process_whose_reader_went_ends_quietly(jobs, queue):
+    """`gq ls | head`: a reader that has gone before the listing is written is no error; the
+    process ends 0 and says nothing (the light path ends without the interpreter's teardown,
+    which would flush stdout again and complain)."""
+    proc = subprocess.Popen([sys.executable, "-m", "gq", "ls", "--all"], env=buffered(queue[0].env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert (proc.wait(timeout=60), err) == (0, b"")
+
+
+def test_a_rare_command_whose_reader_went_ends_quietly(queue):
+    """The same through Typer (a command not on the light path)."""
+    proc = subprocess.Popen([sys.executable, "-m", "gq", "config", "show"],
+                            env=buffered(queue[0].env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert (proc.wait(timeout=60), err) == (0, b"")

@@ -134,8 +134,10 @@ def test_the_table_from_pages_is_the_table_from_whole_jobs(host, monkeypatch):
             one = host.call("list", all=True, brief=True)
             headers, rows = job_rows(one, with_start=start)
             drawn = fold(one, rows, expand=expand, listed_all=True)
-            paged_headers, jobs, rows = listing.list_table(all=True, user=None, states=[],
-                                                           hosts=None, with_start=start)
+            paged_headers, jobs, rows, widths = listing.list_table(
+                all=True, user=None, states=[], hosts=None, with_start=start)
+            # counted page by page: the widest cell of each column, headers included
+            assert widths == [max(map(len, c)) for c in zip(paged_headers, *rows)]
             paged = fold(jobs, rows, expand=expand, listed_all=True)
             time_at = headers.index("TIME")
             assert paged_headers == headers and len(paged) == len(drawn) > 8
