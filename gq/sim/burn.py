@@ -8,6 +8,8 @@ card in CUDA_VISIBLE_DEVICES, and fails the way PyTorch does when a card has too
 With --steps it prints `step N loss X` after each step, X a deterministic function of N (a
 pseudo-random walk from a fixed seed), and exits 0 after the last: a run frozen and thawed
 prints the same lines as one left alone, once each, and a restarted one starts again at 1.
+While the simulated driver holds it locked or checkpointed (gq/gpu/sim_checkpoint.py), it takes
+no step, as a real job stalls at its next CUDA call once cuda-checkpoint has locked it.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def run(mem: int, util: int = 100, seconds: float | None = None, leak: bool = Fa
             mem=args.mem, util=args.util, leak=args.leak,
         )
         path = sim.write_proc(state_dir, proc)
-    return _hold(path, cards, args)
+    return _hold(path, cards, args, proc.create_time)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -141,7 +143,7 @@ def _own_create_time() -> float:
     return psutil.Process().create_time()
 
 
-def _hold(path: Path, cards, args: argparse.Namespace) -> int:
+def _hold(path: Path, cards, args: argparse.Namespace, create_time: float) -> int:
     def stop(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
@@ -154,7 +156,8 @@ def _hold(path: Path, cards, args: argparse.Namespace) -> int:
         if args.steps is None:
             _sleep(args.seconds)
         else:
-            _train(args.steps, args.step_time)
+            _train(args.steps, args.step_time, path.parent.parent / "frozen" / path.name,
+                   create_time)
     finally:
         if not args.leak:
             path.unlink(missing_ok=True)
@@ -170,13 +173,33 @@ def loss_at(step: int) -> float:
     return value
 
 
-def _train(steps: int, step_time: float) -> None:
+def _train(steps: int, step_time: float, frozen: Path, create_time: float) -> None:
+    """`frozen`: where the simulated driver records this process (of `create_time`) locked or
+    checkpointed."""
     value, state = 2.0, 12345
     for step in range(1, steps + 1):
         time.sleep(step_time)
+        while _held(frozen, create_time):
+            time.sleep(0.01)
         state = (state * 1103515245 + 12345) % 2**31
         value = value * 0.995 + (state / 2**31 - 0.5) * 0.01
         print(f"step {step} loss {value:.9f}", flush=True)
+
+
+def _held(frozen: Path, create_time: float) -> bool:
+    """Whether the simulated driver holds this process (locked or checkpointed); a restore
+    that failed leaves it failed, and it goes on, as nothing stops a real one's CPU work. A
+    record of an earlier process of the same pid is not this one's."""
+    import json
+
+    from gq.gpu.checkpoint import CHECKPOINTED, LOCKED
+
+    try:
+        record = json.loads(frozen.read_text())
+        return (record["state"] in (LOCKED, CHECKPOINTED)
+                and abs(record["proc"]["create_time"] - create_time) <= 0.01)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def _sleep(seconds: float | None) -> None:

@@ -4,6 +4,7 @@ declares the calls), and the cuda-checkpoint utility path against a stand-in scr
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -65,6 +66,28 @@ def test_a_simulated_freeze_moves_the_memory_to_the_host_and_back_onto_another_c
     assert ckpt.state(pid) == RUNNING
     assert ckpt.support(cards.backend.read()).json() == {"driver": "simulated", "why": None,
                                                         "remap": True}
+
+
+def test_a_simulated_training_run_takes_no_step_while_the_driver_holds_it(cards):
+    """As a real job stalls at its next CUDA call once locked: burn --steps waits while its
+    record says locked or checkpointed (gq/sim/burn.py), and goes on once unlocked."""
+    from gq.gpu.sim import proc_path
+    from gq.sim.burn import _held
+
+    job = cards.burn(0)
+    ckpt, pid = cards.ckpt, job.pid
+    write_control(cards.backend.state_dir, {"host_ram": 100 * G})
+    registered = proc_path(cards.backend.state_dir, pid)
+    created = json.loads(registered.read_text())["create_time"]
+    frozen = registered.parent.parent / "frozen" / registered.name  # where burn looks
+    assert not _held(frozen, created)
+    ckpt.lock(pid, timeout=5)
+    assert _held(frozen, created) and not _held(frozen, created + 1)  # not an earlier pid's
+    ckpt.checkpoint(pid)
+    assert _held(frozen, created)
+    ckpt.restore(pid, {})
+    ckpt.unlock(pid)
+    assert not _held(frozen, created)
 
 
 def test_each_simulated_step_fails_as_the_control_file_says(cards):

@@ -71,6 +71,16 @@ class GqHost:
         except OSError:
             return False
 
+    def daemon_log_tail(self, lines: int = 30) -> str:
+        """The end of the daemon's own log (and of what it printed), for a failure message."""
+        out = []
+        for name in ("daemon.log", "daemon.test.log"):
+            try:
+                out += (self.home / name).read_text(errors="replace").splitlines()[-lines:]
+            except OSError:
+                pass
+        return "\n".join(out)
+
     def kill_daemon(self, sig: int = signal.SIGKILL) -> None:
         self.daemon.send_signal(sig)
         self.daemon.wait(timeout=20)
@@ -106,11 +116,20 @@ class GqHost:
         return self.call("show", id=str(job_id))
 
     def wait_state(self, job_id: int, *states: str, timeout: float = 20.0) -> dict:
+        seen: list[dict] = []
+
         def check():
             job = self.job(job_id)
+            seen[:] = [job]
             return job if job["state"] in states else None
 
-        return wait_for(check, timeout, what=f"job {job_id} to be {'/'.join(states)}")
+        try:
+            return wait_for(check, timeout, what=f"job {job_id} to be {'/'.join(states)}")
+        except AssertionError as e:  # what it was instead, and what the daemon said
+            last = seen[0] if seen else {}
+            detail = {k: last.get(k) for k in ("state", "reason", "freeze_op", "freeze_note")}
+            raise AssertionError(f"{e}; it is {detail}; the daemon's log ends:\n"
+                                 f"{self.daemon_log_tail()}") from None
 
     def wait_reason(self, job_id: int, reason: str, timeout: float = 20.0) -> dict:
         """A pending job's reason is set by the next scheduling pass: at once, unless the
