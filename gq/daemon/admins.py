@@ -6,11 +6,12 @@ from __future__ import annotations
 import grp
 import pwd
 
+from gq.daemon.context import Context
 from gq.daemon.submission import Caller
 from gq.protocol import GqError
 
 
-def require_admin(daemon, caller: Caller, what: str) -> None:
+def require_admin(daemon: Context, caller: Caller, what: str) -> None:
     if not daemon.authority.is_admin(caller):
         group = daemon.config.access.admins
         raise GqError(f"only an admin (root, the daemon's owner or a member of group {group}) "

@@ -16,6 +16,7 @@ import time
 from typing import Callable
 
 from gq.config import AccessConfig
+from gq.daemon.context import Context
 from gq.daemon.submission import Caller
 from gq.model import Job
 from gq.protocol import GqError
@@ -63,7 +64,7 @@ class Authority:
         return f"{job.user} or an admin (root or a member of group {self.access.admins})"
 
 
-def require_owner(daemon, caller: Caller, jobs: list[Job], action: str) -> None:
+def require_owner(daemon: Context, caller: Caller, jobs: list[Job], action: str) -> None:
     """Refuse the whole request, recording each refusal, unless the caller may act on all."""
     refused = [job for job in jobs if not daemon.authority.may_act(caller, job)]
     if not refused:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gq.daemon.arrays import job_number
+from gq.daemon.context import Context
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 
 MAX_ENDED = 50  # most recent ended jobs offered where ended jobs make sense
@@ -43,7 +44,7 @@ def _counts(jobs: list[Job]) -> str:
     return ", ".join(f"{n} {state}" for state, n in counts.most_common())
 
 
-def candidates(daemon, caller, purpose: str, prefix: str) -> list[list[str]]:
+def candidates(daemon: Context, caller, purpose: str, prefix: str) -> list[list[str]]:
     store = daemon.store
     by_id = {j.id: j for j in store.queue() + store.holding_jobs()}
     if _FOR.get(purpose, _ANY)[0] & ENDED_STATES:
@@ -73,6 +74,6 @@ def candidates(daemon, caller, purpose: str, prefix: str) -> list[list[str]]:
     return sorted(out[:MAX_OFFERED], key=lambda row: int(row[0]))
 
 
-def op_complete(daemon, caller, args: dict) -> list[list[str]]:
+def op_complete(daemon: Context, caller, args: dict) -> list[list[str]]:
     """[[id, description], ...] of the jobs that `args["for"]` (a command) can act on."""
     return candidates(daemon, caller, str(args.get("for") or ""), str(args.get("prefix") or ""))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from functools import partial
 from typing import Callable
 
@@ -311,10 +312,31 @@ class Daemon:
 
     def notify_many(self, job_ids: list[int]) -> None:
         self.notifier.jobs_ended(job_ids)  # --notify, --mail, on_finish: gq/daemon/notify.py
+        self.wake_waiters(job_ids)
+
+    def wake_waiters(self, job_ids: list[int]) -> None:
+        """Answer each `gq wait` on these jobs: they ended, or left for a peer."""
         for job_id in job_ids:
             for fut in self.waiters.pop(job_id, []):
                 if not fut.done():
                     fut.set_result(job_id)
+
+    def apply_config(self, new: Config) -> None:
+        """New settings (`gq daemon reload`), handed to each part that keeps its own; those
+        read once when serving begins stay (gq/daemon/reload.py AT_START)."""
+        new.access = replace(new.access, max_connections=self.config.access.max_connections,
+                             max_request=self.config.access.max_request)
+        self.config = new
+        self.telemetry.config = new.telemetry
+        self.telemetry.keep = new.offenders.longest_idle_window
+        self.police.reconfigure(new)
+        for service in (self.stopping, self.ending, self.freezing, self.preempting,
+                        self.starting, self.passes):
+            service.config = new
+        self.authority.access = new.access
+        self.backups.config = new.backup
+        self.peers.config = new.peers
+        self.passes.request_pass()
 
     def wait_for_end(self, job_id: int) -> asyncio.Future:
         fut = self.loop.create_future()

@@ -16,10 +16,10 @@ from gq.daemon.views import job_json
 from gq.protocol import BadInput, GqError
 
 if TYPE_CHECKING:
-    from gq.daemon.core import Daemon
+    from gq.daemon.context import Context
 
 
-def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_submit(daemon: Context, caller: Caller, args: dict) -> dict:
     # The client's key (and a peer's, forwarding a submit): the same key again is the same
     # submit, answered with the job the first attempt queued.
     key = check_key(args)
@@ -58,7 +58,7 @@ def op_submit(daemon: Daemon, caller: Caller, args: dict) -> dict:
     return {**_submitted(daemon, job.id), "notes": notes}
 
 
-def _submitted(daemon: Daemon, job_id: int) -> dict:
+def _submitted(daemon: Context, job_id: int) -> dict:
     job = daemon.store.get_job(job_id)
     if job.array is None:
         return job_json(job)

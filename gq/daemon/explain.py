@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gq.daemon import arrays
-from gq.daemon.core import Daemon
+from gq.daemon.context import Context
 from gq.daemon.ending import PREEMPTED_FOR
 from gq.daemon.listing import expected_start, start_basis
 from gq.daemon.lookup import resolve_id
@@ -18,7 +18,7 @@ from gq.units import format_duration, iso
 WAITING = (JobState.PENDING, JobState.HELD)
 
 
-def explain(daemon: Daemon, job: Job) -> str:
+def explain(daemon: Context, job: Job) -> str:
     """One job's sentence, from the last scheduling pass."""
     shortfall = daemon.passes.shortfalls.get(job.id)
     forecast = daemon.passes.forecasts.get(job.id)
@@ -45,7 +45,7 @@ def explain(daemon: Daemon, job: Job) -> str:
                         daemon.passes.start_notes.get(job.id))
 
 
-def _stopping_for(daemon: Daemon, job: Job) -> list[Job]:
+def _stopping_for(daemon: Context, job: Job) -> list[Job]:
     """The jobs being preempted for this waiting one (their reason names it)."""
     if job.state != JobState.PENDING:
         return []
@@ -54,7 +54,7 @@ def _stopping_for(daemon: Daemon, job: Job) -> list[Job]:
             if j.state == JobState.PREEMPTING and (j.reason or "").startswith(mark)]
 
 
-def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_why(daemon: Context, caller: Caller, args: dict) -> dict:
     text = str(args.get("id", "")).strip()
     job_id = resolve_id(daemon, caller, text)
     daemon.passes.explain_now()  # the reasons as of now, if the queue changed since they were given
@@ -72,7 +72,7 @@ def op_why(daemon: Daemon, caller: Caller, args: dict) -> dict:
             "expected_start_basis": start_basis(daemon, job.id), **failure_json(job)}
 
 
-def why_array(daemon: Daemon, array_id: int, jobs: list[Job]) -> dict:
+def why_array(daemon: Context, array_id: int, jobs: list[Job]) -> dict:
     """The elements counted by state, then one sentence for each different reason to wait,
     said of the first element it keeps and naming the others it keeps as well."""
     tally = Counter(str(j.state) for j in jobs)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from gq.daemon.core import Daemon
+from gq.daemon.context import Context
 from gq.daemon.submission import Caller
 from gq.daemon.views import gpu_json
 
 
-def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+def op_gpus(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     holding = daemon.store.holding_jobs()
     hide = not daemon.authority.sees_all(caller)  # others' jobs: how much, not whose
     out = []
@@ -34,7 +34,7 @@ def op_gpus(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     return out
 
 
-def _held_by_jobs(daemon: Daemon, card) -> dict[int, int | None] | None:
+def _held_by_jobs(daemon: Context, card) -> dict[int, int | None] | None:
     """Bytes each job's processes hold on the card (None: the card's process list, or that
     job's memory on it, cannot be read). Only the process tree proves a job's memory."""
     if card.processes is None:

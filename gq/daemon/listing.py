@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gq.daemon.core import Daemon
+from gq.daemon.context import Context
 from gq.daemon.submission import Caller
 from gq.daemon.views import brief_json, job_json
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState
@@ -37,7 +37,7 @@ class Query:
     """What a `list` request asks for, checked: states (None: any), user (None: anyone's),
     `since` and `last` of --all, and whether to add the caller's recently ended jobs."""
 
-    def __init__(self, daemon: Daemon, caller: Caller, args: dict):
+    def __init__(self, daemon: Context, caller: Caller, args: dict):
         self.states: Any = None
         user = args.get("user") or None
         if user is not None and not isinstance(user, str):
@@ -60,7 +60,7 @@ class Query:
         self.recent_of = (user or caller.user) if self.active_only and args.get("recent") else None
 
 
-def op_list(daemon: Daemon, caller: Caller, args: dict) -> Any:
+def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
     query = Query(daemon, caller, args)
     columns, page, after = _paging(args)
     if columns is None and page is None:
@@ -78,7 +78,7 @@ def op_list(daemon: Daemon, caller: Caller, args: dict) -> Any:
             "next": ids[-1] if more else None}
 
 
-def _starts(daemon: Daemon, ids: list[int]) -> dict[str, list]:
+def _starts(daemon: Context, ids: list[int]) -> dict[str, list]:
     """The expected start and its basis of each reserved job of these, where it is known: read
     from the few reservations, not from each of a page's thousand jobs."""
     forecasts, notes = daemon.passes.forecasts, daemon.passes.start_notes
@@ -106,7 +106,7 @@ def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
     return columns, page, after
 
 
-def _everything(daemon: Daemon, query: Query, brief: bool) -> list[dict]:
+def _everything(daemon: Context, query: Query, brief: bool) -> list[dict]:
     """One answer with every job asked for (requests without columns or page)."""
     if brief and query.active_only:  # all in the store's memory: no rows to read
         jobs = active_jobs(daemon, query.user)
@@ -123,13 +123,13 @@ def _everything(daemon: Daemon, query: Query, brief: bool) -> list[dict]:
     return out
 
 
-def _annotated(daemon: Daemon, job: dict) -> dict:
+def _annotated(daemon: Context, job: dict) -> dict:
     job["expected_start"] = expected_start(daemon, job["id"])
     job["expected_start_basis"] = start_basis(daemon, job["id"])
     return job
 
 
-def _add_outcomes(daemon: Daemon, out: list[dict]) -> None:
+def _add_outcomes(daemon: Context, out: list[dict]) -> None:
     """Each array's elements not listed, by how they ended: `2 oom`, not `2 ended`."""
     outcomes = daemon.store.array_outcomes(sorted({j["array"]["id"] for j in out
                                                    if j["array"]}))
@@ -138,18 +138,18 @@ def _add_outcomes(daemon: Daemon, out: list[dict]) -> None:
             j["array"]["ended"] = outcomes.get(j["array"]["id"], {})
 
 
-def active_jobs(daemon: Daemon, user: str | None) -> list[Job]:
+def active_jobs(daemon: Context, user: str | None) -> list[Job]:
     """The active jobs, from the store's memory, by id."""
     active = daemon.store.queue() + daemon.store.holding_jobs()
     return sorted({j.id: j for j in active if j.state in ACTIVE_STATES and j.moved_to is None
                    and (user is None or j.user == user)}.values(), key=lambda j: j.id)
 
 
-def _ended_after(daemon: Daemon, query: Query) -> float | None:
+def _ended_after(daemon: Context, query: Query) -> float | None:
     return None if query.since is None else daemon.clock() - query.since
 
 
-def _start_after(daemon: Daemon, query: Query, after: int | None) -> int | None:
+def _start_after(daemon: Context, query: Query, after: int | None) -> int | None:
     """Where a page starts: after `after`, and for --last N at the N-th last job."""
     if query.last is None:
         return after
@@ -159,7 +159,7 @@ def _start_after(daemon: Daemon, query: Query, after: int | None) -> int | None:
     return first if after is None else max(after, first)
 
 
-def _jobs_page(daemon: Daemon, query: Query, after: int | None, page: int) -> list[Job]:
+def _jobs_page(daemon: Context, query: Query, after: int | None, page: int) -> list[Job]:
     """Up to page + 1 whole jobs (one more tells whether there is a next page)."""
     if query.active_only:
         jobs = [j for j in active_jobs(daemon, query.user) if after is None or j.id > after]
@@ -171,7 +171,7 @@ def _jobs_page(daemon: Daemon, query: Query, after: int | None, page: int) -> li
                              after=_start_after(daemon, query, after))
 
 
-def _rows_page(daemon: Daemon, query: Query, columns: list[str], after: int | None,
+def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | None,
                page: int) -> tuple[Any, bool, list[int], set[int]]:
     """Up to `page` rows of the columns, whether more follow, the rows' ids and the arrays
     they are elements of. Ended jobs come as JSON that SQLite wrote (RawJSON); the active
@@ -221,7 +221,7 @@ def _window(args: dict) -> tuple[float | None, int | None]:
     return since, None if last is None else min(last, 1 << 62)  # SQLite's integers
 
 
-def _recent_since(daemon: Daemon, user: str) -> float | None:
+def _recent_since(daemon: Context, user: str) -> float | None:
     """Since when a user's ended jobs are listed: within [daemon] show_ended and after their
     last `gq clean`; None: none are (show_ended = 0)."""
     if not daemon.config.show_ended:
@@ -229,7 +229,7 @@ def _recent_since(daemon: Daemon, user: str) -> float | None:
     return max(daemon.clock() - daemon.config.show_ended, daemon.store.cleared.at(user) or 0)
 
 
-def recently_ended(daemon: Daemon, user: str, light: bool) -> list[Job]:
+def recently_ended(daemon: Context, user: str, light: bool) -> list[Job]:
     """The user's jobs that ended within [daemon] show_ended and after their last `gq clean`."""
     after = _recent_since(daemon, user)
     if after is None:
@@ -238,14 +238,14 @@ def recently_ended(daemon: Daemon, user: str, light: bool) -> list[Job]:
                              env=False)
 
 
-def op_clean(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_clean(daemon: Context, caller: Caller, args: dict) -> dict:
     """`gq clean`: the caller's ended jobs leave `gq ls` (they stay in `gq ls --all`)."""
     cleared = len(recently_ended(daemon, caller.user, light=True))
     daemon.store.cleared.clear(caller.user, daemon.clock())
     return {"cleared": cleared}
 
 
-def expected_start(daemon: Daemon, job_id: int) -> str | None:
+def expected_start(daemon: Context, job_id: int) -> str | None:
     """When a reserved job should start; None without a reservation, or when the start rests
     on a default assumption rather than a --time or a learned run time (unknown)."""
     forecast = daemon.passes.forecasts.get(job_id)
@@ -253,7 +253,7 @@ def expected_start(daemon: Daemon, job_id: int) -> str | None:
     return iso(forecast.start) if forecast and known else None
 
 
-def start_basis(daemon: Daemon, job_id: int) -> str | None:
+def start_basis(daemon: Context, job_id: int) -> str | None:
     """What the expected start rests on, in words ('unknown: ...' when it is not known)."""
     note = daemon.passes.start_notes.get(job_id)
     return note[1] if note and job_id in daemon.passes.forecasts else None

@@ -12,10 +12,10 @@ from gq.model import Job
 from gq.protocol import BadInput
 
 if TYPE_CHECKING:
-    from gq.daemon.core import Daemon
+    from gq.daemon.context import Context
 
 
-def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") -> int:
+def resolve_id(daemon: Context, caller: Caller, text: str, flag: str = "job id") -> int:
     """'12' or '@' (the caller's last job) -> an existing job id."""
     text = str(text).strip()
     if text == "@":
@@ -42,7 +42,7 @@ def resolve_id(daemon: Daemon, caller: Caller, text: str, flag: str = "job id") 
     return job_id
 
 
-def load_jobs(daemon: Daemon, caller: Caller, ids: Any,
+def load_jobs(daemon: Context, caller: Caller, ids: Any,
               from_array: set[int] | None = None) -> list[Job]:
     """The jobs named, an array id standing for all its elements; `from_array` collects the
     ids of those named only through their array."""
@@ -58,7 +58,7 @@ def load_jobs(daemon: Daemon, caller: Caller, ids: Any,
     return [found[i] for i in selected]
 
 
-def host_limits(daemon: Daemon) -> HostLimits:
+def host_limits(daemon: Context) -> HostLimits:
     return HostLimits(
         name=daemon.hostname,
         cpus=daemon.config.host_cpus,

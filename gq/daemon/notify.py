@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gq.config import NotifyConfig
+from gq.daemon.context import Context
 from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.oom import run_log
 from gq.daemon.userfiles import job_file_owner
@@ -129,7 +130,7 @@ def mail_message(job: Job, to: str, env: dict[str, str]) -> bytes:
 
 
 class Notifier:
-    def __init__(self, daemon):
+    def __init__(self, daemon: Context):
         self.daemon = daemon
         self._sent: dict[tuple[int, float | None], None] = {}  # (job, ended_at) told already
         self._slots: asyncio.Semaphore | None = None

@@ -12,7 +12,7 @@ from gq.config.show import effective
 from gq.daemon import arrays
 from gq.daemon.authz import require_owner
 from gq.daemon.complete import op_complete
-from gq.daemon.core import Daemon
+from gq.daemon.context import Context
 from gq.daemon.diskfull import TRUNCATED
 from gq.daemon.enqueue import op_submit
 from gq.daemon.explain import explain, op_why
@@ -39,7 +39,7 @@ from gq.protocol.ops import Op
 from gq.units import format_duration
 
 
-def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_ping(daemon: Context, caller: Caller, args: dict) -> dict:
     return {
         "version": __version__,
         "protocol": VERSION,
@@ -56,13 +56,13 @@ def op_ping(daemon: Daemon, caller: Caller, args: dict) -> dict:
     }
 
 
-def op_config(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_config(daemon: Context, caller: Caller, args: dict) -> dict:
     """The effective settings and where each came from (`gq config show`)."""
     return {"file": str(daemon.layout.config), "read": daemon.config.path is not None,
             "socket": str(daemon.layout.socket), "settings": effective(daemon.config)}
 
 
-def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_show(daemon: Context, caller: Caller, args: dict) -> dict:
     job_id = resolve_id(daemon, caller, args.get("id", ""))
     daemon.passes.explain_now()  # the reasons as of now, if the queue changed since they were given
     job = daemon.store.get_job(job_id)
@@ -108,7 +108,7 @@ def op_show(daemon: Daemon, caller: Caller, args: dict) -> dict:
     return out
 
 
-def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+def op_cancel(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     results = []
     from_array: set[int] = set()
     jobs = load_jobs(daemon, caller, args.get("ids"), from_array)
@@ -131,19 +131,19 @@ def op_cancel(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     return results
 
 
-def op_hold(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+def op_hold(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     return _each(daemon, caller, args, _hold)
 
 
-def op_release(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+def op_release(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     return _each(daemon, caller, args, _release)
 
 
-def op_requeue(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+def op_requeue(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     return _each(daemon, caller, args, _requeue)
 
 
-def _each(daemon: Daemon, caller: Caller, args: dict, action, verb: str | None = None
+def _each(daemon: Context, caller: Caller, args: dict, action, verb: str | None = None
           ) -> list[dict]:
     from_array: set[int] = set()
     jobs = load_jobs(daemon, caller, args.get("ids"), from_array)
@@ -157,7 +157,7 @@ def _each(daemon: Daemon, caller: Caller, args: dict, action, verb: str | None =
     return results
 
 
-def _hold(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
+def _hold(daemon: Context, caller: Caller, job: Job) -> tuple[bool, str]:
     if job.state == JobState.HELD:
         return True, "already held"
     if job.state != JobState.PENDING:
@@ -167,7 +167,7 @@ def _hold(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
     return True, "held"
 
 
-def _release(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
+def _release(daemon: Context, caller: Caller, job: Job) -> tuple[bool, str]:
     now = daemon.clock()
     if job.state == JobState.HELD:
         daemon.store.transition(job.id, JobState.PENDING, now, detail=f"released by {caller.user}")
@@ -179,7 +179,7 @@ def _release(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
     return False, f"is {job.state}, not held"
 
 
-def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
+def _requeue(daemon: Context, caller: Caller, job: Job) -> tuple[bool, str]:
     now = daemon.clock()
     detail = f"requeued by {caller.user}"
     if job.state in (JobState.RUNNING, JobState.FROZEN):  # a frozen one: SIGCONT first
@@ -197,7 +197,7 @@ def _requeue(daemon: Daemon, caller: Caller, job: Job) -> tuple[bool, str]:
     return False, f"is {job.state}; nothing to requeue"
 
 
-def op_shutdown(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_shutdown(daemon: Context, caller: Caller, args: dict) -> dict:
     if caller.uid not in (0, os.getuid()):
         raise GqError("only root can stop the system daemon" if daemon.layout.system
                       else "only the daemon's owner can stop it")

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import replace
 from typing import Any
 
 from gq.config import Config, load_config
 from gq.config.show import effective
-from gq.daemon.core import Daemon
+from gq.daemon.context import Context
 from gq.daemon.submission import Caller
 from gq.protocol import GqError
 
@@ -20,14 +19,14 @@ log = logging.getLogger("gq.daemon")
 AT_START = {("daemon", "max_connections_per_user"), ("daemon", "max_request")}
 
 
-def op_reload(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_reload(daemon: Context, caller: Caller, args: dict) -> dict:
     if caller.uid not in (0, os.getuid()):
         raise GqError("only root can reload the system daemon" if daemon.layout.system
                       else "only the daemon's owner can reload it")
     return reload(daemon)
 
 
-def reload(daemon: Daemon) -> dict[str, Any]:
+def reload(daemon: Context) -> dict[str, Any]:
     """Load the file, apply it, and say each change as `[section] key: old -> new`."""
     try:
         new = load_config(daemon.layout.config)
@@ -35,7 +34,7 @@ def reload(daemon: Daemon) -> dict[str, Any]:
         raise GqError(f"{e.message}; the daemon keeps its settings (fix the file, then "
                       "gq daemon reload)") from None
     changes, later = _changes(daemon.config, new)
-    _apply(daemon, new)
+    daemon.apply_config(new)
     for line in changes + later:
         log.info("reload: %s", line)
     return {"file": str(daemon.layout.config), "changes": changes, "at_restart": later}
@@ -57,23 +56,3 @@ def _changes(old: Config, new: Config) -> tuple[list[str], list[str]]:
 
 def _shown(value: Any) -> str:
     return "unset" if value is None else str(value)
-
-
-def _apply(daemon: Daemon, new: Config) -> None:
-    # Settings kept by the daemon's parts rather than read from daemon.config each time.
-    keep_server = (daemon.config.access.max_connections, daemon.config.access.max_request)
-    new.access = replace(new.access, max_connections=keep_server[0], max_request=keep_server[1])
-    daemon.config = new
-    daemon.telemetry.config = new.telemetry
-    daemon.telemetry.keep = new.offenders.longest_idle_window
-    daemon.police.reconfigure(new)
-    daemon.stopping.config = new
-    daemon.ending.config = new
-    daemon.freezing.config = new
-    daemon.preempting.config = new
-    daemon.starting.config = new
-    daemon.passes.config = new
-    daemon.authority.access = new.access
-    daemon.backups.config = new.backup
-    daemon.peers.config = new.peers
-    daemon.passes.request_pass()

@@ -17,7 +17,7 @@ from gq.protocol import BadInput
 from gq.units import format_duration, iso
 
 if TYPE_CHECKING:
-    from gq.daemon.core import Daemon
+    from gq.daemon.context import Context
 
 log = logging.getLogger("gq.daemon")
 
@@ -26,7 +26,7 @@ MEMBERS_TTL = 30.0  # seconds a group's members are trusted: `usermod -aG` count
 _members: dict[str, tuple[float, frozenset[str]]] = {}
 
 
-def holders(daemon: Daemon, kind: str, name: str) -> frozenset[str]:
+def holders(daemon: Context, kind: str, name: str) -> frozenset[str]:
     """The users whose jobs may use a reservation held by this user, group or account."""
     if kind == "user":
         return frozenset({name})
@@ -39,7 +39,7 @@ def holders(daemon: Daemon, kind: str, name: str) -> frozenset[str]:
     return cached[1]
 
 
-def windows(daemon: Daemon, now: float) -> tuple[Window, ...]:
+def windows(daemon: Context, now: float) -> tuple[Window, ...]:
     """The reservations not over yet, as the policy takes them."""
     return tuple(
         Window(r["id"], frozenset(r["cards"]), r["start"], r["end"],
@@ -67,7 +67,7 @@ def _number(args: dict, key: str, flag: str) -> float:
     return float(value)
 
 
-def _holder(daemon: Daemon, args: dict) -> tuple[str, str]:
+def _holder(daemon: Context, args: dict) -> tuple[str, str]:
     """The one user, group or account the cards are kept for; it must exist, or the cards
     would be held for nobody for the whole window."""
     given = [(k, args[k]) for k in HOLDER_KINDS if args.get(k)]
@@ -93,7 +93,7 @@ def _holder(daemon: Daemon, args: dict) -> tuple[str, str]:
     return kind, name
 
 
-def pick_cards(daemon: Daemon, count: int | None, ids: list[int] | None, pool: str | None,
+def pick_cards(daemon: Context, count: int | None, ids: list[int] | None, pool: str | None,
                start: float, end: float) -> list[int]:
     """The cards to reserve: those named, or `count` cards of the pool (default: any card)
     that no other reservation holds over [start, end), lowest index first."""
@@ -124,7 +124,7 @@ def pick_cards(daemon: Daemon, count: int | None, ids: list[int] | None, pool: s
     return free[:count]
 
 
-def op_reserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_reserve(daemon: Context, caller: Caller, args: dict) -> dict:
     require_admin(daemon, caller, "reserve cards")
     now = daemon.clock()
     start = _number(args, "start", "--start")
@@ -154,14 +154,14 @@ def op_reserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
     return reservation_json(daemon.store.reservations.get(rid), now)
 
 
-def op_reservations(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+def op_reservations(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     now = daemon.clock()
     rows = (daemon.store.reservations.record() if args.get("all")
             else daemon.store.reservations.ending_after(now))
     return [reservation_json(r, now) for r in rows]
 
 
-def op_unreserve(daemon: Daemon, caller: Caller, args: dict) -> dict:
+def op_unreserve(daemon: Context, caller: Caller, args: dict) -> dict:
     require_admin(daemon, caller, "remove reservations")
     rid = args.get("id")
     if isinstance(rid, bool) or not isinstance(rid, int) or not 0 <= rid < 1 << 63:

@@ -15,10 +15,10 @@ from gq.policy.quotas import never_within_limits
 from gq.protocol import BadInput
 
 if TYPE_CHECKING:
-    from gq.daemon.core import Daemon
+    from gq.daemon.context import Context
 
 
-def never_starts(daemon: Daemon, job: Job) -> tuple[str, bool] | None:
+def never_starts(daemon: Context, job: Job) -> tuple[str, bool] | None:
     """Which limit keeps `job` from ever starting here, and whether a lower tier would let it
     start; None if it can start once the cards are free (gq.policy.quotas)."""
     def why(job: Job) -> str | None:
@@ -31,7 +31,7 @@ def never_starts(daemon: Daemon, job: Job) -> tuple[str, bool] | None:
     return limit, job.priority == Tier.HIGH and why(replace(job, priority=Tier.NORMAL)) is None
 
 
-def refuse_never(daemon: Daemon, job: Job) -> str | None:
+def refuse_never(daemon: Context, job: Job) -> str | None:
     """The one line that refuses a job that could never start; None if it can."""
     never = never_starts(daemon, job)
     if never is None:
@@ -40,7 +40,7 @@ def refuse_never(daemon: Daemon, job: Job) -> str | None:
             f"{' or a lower tier' if never[1] else ''} (the limits: gq config show)")
 
 
-async def op_wait(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+async def op_wait(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     """Until each job has ended, or can no longer start without someone acting (its dependency
     failed, or a limit it can never meet), or `timeout` seconds have passed."""
 
@@ -73,7 +73,7 @@ async def op_wait(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
     return out
 
 
-def stuck(daemon: Daemon, job: Job) -> bool:
+def stuck(daemon: Context, job: Job) -> bool:
     """A waiting job that no pass will start until someone acts: `gq release`, `gq update`,
     `gq cancel`, or a change of the limits."""
     if job.state != JobState.PENDING:

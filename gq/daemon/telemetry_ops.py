@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gq.daemon.core import Daemon
+from gq.daemon.context import Context
 from gq.daemon.lookup import resolve_id
 from gq.daemon.runtimes import learned_mem_quality, prediction_quality
 from gq.daemon.submission import Caller
@@ -19,12 +19,12 @@ MAX_SPAN = 40 * 86400.0  # the longest history one request may ask for
 RAW_UP_TO = 3600.0  # resolution "auto" gives raw samples up to this span, minutes beyond
 
 
-def op_offenders(daemon: Daemon, caller: Caller, args: dict) -> list[dict]:
+def op_offenders(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     """The offences going on now, oldest first."""
     return [_with_due(daemon, offence_json(row)) for row in daemon.police.open_offences.values()]
 
 
-def _with_due(daemon: Daemon, out: dict) -> dict:
+def _with_due(daemon: Context, out: dict) -> dict:
     action = daemon.police.action_of(out["kind"], out["tier"])
     due = None
     if action.what in ("requeue", "cancel") and not out["acted"]:
@@ -40,7 +40,7 @@ def _span(args: dict, key: str, default: float, limit: float) -> float:
     return float(value)
 
 
-def op_samples(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
+def op_samples(daemon: Context, caller: Caller, args: dict) -> dict[str, Any]:
     """History of one card, of every card, or of one job's cards (see docs/telemetry.md)."""
     span = _span(args, "since", 3600.0, MAX_SPAN)
     now = daemon.clock()
@@ -102,7 +102,7 @@ def _job_minute(r: dict) -> dict:
             "memory_used": _bytes(r["mem_max"]), "samples": r["n"]}
 
 
-def op_stats(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
+def op_stats(daemon: Context, caller: Caller, args: dict) -> dict[str, Any]:
     """The lab's figures over the last `since` seconds, or over [start, until) (epoch
     seconds: a month for `gq stats --month`)."""
     now = daemon.clock()
@@ -137,7 +137,7 @@ def _bounds(args: dict, now: float) -> tuple[float, float]:
     return float(start), float(min(until, now))
 
 
-def usage_json(daemon: Daemon, job: Job) -> dict[str, Any] | None:
+def usage_json(daemon: Context, job: Job) -> dict[str, Any] | None:
     """What the job's current (or else last) run used of its cards, for `gq show`."""
     if daemon.store.is_holding(job.id):
         usage = daemon.telemetry.usage_of(job)
@@ -153,7 +153,7 @@ def usage_json(daemon: Daemon, job: Job) -> dict[str, Any] | None:
             "util_mean": row["util_mean"], "samples": None}
 
 
-def op_fairshare(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
+def op_fairshare(daemon: Context, caller: Caller, args: dict) -> dict[str, Any]:
     """`gq fairshare`: each account's and user's share, decayed usage and factor, as the
     scheduling pass uses them (gq/policy/accounts.py). With [access] queue = "own", a user who
     is not an admin sees the accounts' figures, and of the users only themself."""
@@ -170,7 +170,7 @@ def op_fairshare(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
             "weight_fairshare": daemon.config.fairshare.weight_fairshare, "accounts": rows}
 
 
-def processes_json(daemon: Daemon, job: Job) -> list[dict[str, Any]]:
+def processes_json(daemon: Context, job: Job) -> list[dict[str, Any]]:
     """The job's processes on its cards, as nvitop lists them: pid, card, memory (None:
     unknown) and command line; from the last card reading, for `gq show` and gq top."""
     if not daemon.store.is_holding(job.id):

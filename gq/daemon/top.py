@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gq.daemon.core import Daemon
+from gq.daemon.context import Context
 from gq.daemon.gpus_op import op_gpus
 from gq.daemon.listing import COLUMNS as LISTED, active_jobs, job_field, start_basis
 from gq.daemon.submission import Caller
@@ -28,7 +28,7 @@ HISTORY = 300.0  # seconds of card utilisation a first answer has (the sparkline
 COLUMNS = [c for c in LISTED if c not in ("exit_code", "failure", "interactive")]
 
 
-def op_top(daemon: Daemon, caller: Caller, args: dict) -> dict[str, Any]:
+def op_top(daemon: Context, caller: Caller, args: dict) -> dict[str, Any]:
     version = _cursor(args.get("cursor"))
     store = daemon.store
     user = None if daemon.authority.sees_all(caller) else caller.user  # [access] queue = own
@@ -65,7 +65,7 @@ def _cursor(cursor: Any) -> int | None:
     return cursor[1] if cursor[0] == EPOCH else None
 
 
-def _points(daemon: Daemon, after: Any) -> list[list]:
+def _points(daemon: Context, after: Any) -> list[list]:
     """Card samples taken after `after` (epoch seconds; None: the last HISTORY seconds), as
     [at, card, utilisation], oldest first."""
     now = daemon.clock()

@@ -8,6 +8,7 @@ from typing import Any
 
 from gq.daemon import arrays
 from gq.daemon.authz import require_owner
+from gq.daemon.context import Context
 from gq.daemon.lookup import host_limits, load_jobs
 from gq.daemon.startable import refuse_never
 from gq.daemon.submission import Caller, check_name
@@ -80,7 +81,7 @@ def refusal(job: Job, changes: dict[str, Any], admin: bool) -> str | None:
     return None
 
 
-def _never(daemon, job: Job, changes: dict[str, Any]) -> str | None:
+def _never(daemon: Context, job: Job, changes: dict[str, Any]) -> str | None:
     """A waiting job that the change would leave unable ever to start: refused, as submit
     refuses such a job (gq/daemon/startable.py)."""
 
@@ -126,7 +127,7 @@ def apply(store, job: Job, changes: dict[str, Any], caller: Caller, now: float,
     return text
 
 
-def op_update(daemon, caller: Caller, args: dict) -> list[dict]:
+def op_update(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     """`gq update ID... [--mem ...] [--time ...]`: all or nothing; a job that cannot take the
     change (running, ended) is reported and left as it is."""
 

@@ -15,6 +15,7 @@ import time
 import uuid
 from typing import Any
 
+from gq.daemon.context import Context
 from gq.daemon.enqueue import op_submit
 from gq.daemon.peers.placement import LOCAL, choose
 from gq.daemon.submission import HostLimits, build_job
@@ -49,7 +50,7 @@ def check_may_forward(caller) -> None:
                       "that change anything there")
 
 
-def pin_dependencies(daemon, args: dict[str, Any], target: str) -> tuple[str, dict]:
+def pin_dependencies(daemon: Context, args: dict[str, Any], target: str) -> tuple[str, dict]:
     """Dependencies are on jobs of the host that runs the job: `--after gpu2:12` sends it to
     gpu2; a plain id is this host's, so `--host any` with one stays here."""
     out, hosts = dict(args), set()
@@ -76,7 +77,7 @@ def pin_dependencies(daemon, args: dict[str, Any], target: str) -> tuple[str, di
     return host, out
 
 
-async def submit(daemon, caller, args: dict[str, Any], target: str) -> dict[str, Any]:
+async def submit(daemon: Context, caller, args: dict[str, Any], target: str) -> dict[str, Any]:
     check_may_forward(caller)
     target, args = pin_dependencies(daemon, {k: v for k, v in args.items() if k != "host"},
                                     target)
@@ -112,7 +113,7 @@ def _unreachable(e: GqError) -> bool:
     return isinstance(e, Unreachable)
 
 
-async def send(daemon, name: str, args: dict[str, Any], within: float) -> dict[str, Any]:
+async def send(daemon: Context, name: str, args: dict[str, Any], within: float) -> dict[str, Any]:
     """The peer's answer to the submit, sent again with the same key after a cut connection,
     until `within` seconds have passed."""
 
@@ -127,7 +128,7 @@ async def send(daemon, name: str, args: dict[str, Any], within: float) -> dict[s
             delay = min(2 * delay, 2.0)
 
 
-def queue_here(daemon, caller, args: dict[str, Any], target: str,
+def queue_here(daemon: Context, caller, args: dict[str, Any], target: str,
                why: str = "no peer answers") -> dict[str, Any]:
     """Queue the job here at reason PeerDown, to be sent to `target` when it answers. Checked
     as far as this host can (the peer checks its resources and --cwd when it gets it)."""
@@ -146,7 +147,7 @@ def queue_here(daemon, caller, args: dict[str, Any], target: str,
     return job_json(daemon.store.get_job(job.id))
 
 
-async def forward_waiting(daemon) -> None:
+async def forward_waiting(daemon: Context) -> None:
     """Send the jobs waiting here for a peer to one that answers (the monitor calls this)."""
     peers = daemon.peers
     for stub in [j for j in daemon.store.queue() if j.forward and j.state == JobState.PENDING]:
@@ -175,14 +176,14 @@ class _Owner:
         self.uid, self.user = uid, user
 
 
-def _refused(daemon, job_id: int, message: str) -> None:
+def _refused(daemon: Context, job_id: int, message: str) -> None:
     now = daemon.clock()
     daemon.store.transition(job_id, JobState.FAILED, now, reason=f"refused: {message}",
                             ended_at=now)
     daemon.notify(job_id)
 
 
-async def _moved(daemon, job_id: int, peer: str, answer: dict[str, Any]) -> None:
+async def _moved(daemon: Context, job_id: int, peer: str, answer: dict[str, Any]) -> None:
     ref = f"{peer}:{answer['id']}"
     current = daemon.store.get_job(job_id)
     if current.state == JobState.CANCELLED:  # cancelled here while it was being sent
@@ -193,6 +194,4 @@ async def _moved(daemon, job_id: int, peer: str, answer: dict[str, Any]) -> None
                             detail=f"sent to {peer}, where it is job {answer['id']}",
                             ended_at=now, moved_to=ref)
     log.info("job %s sent to %s as %s", job_id, peer, ref)
-    for fut in daemon.waiters.pop(job_id, []):  # `gq wait` follows it there (route.py)
-        if not fut.done():
-            fut.set_result(job_id)
+    daemon.wake_waiters([job_id])  # `gq wait` follows it there (route.py)

@@ -9,6 +9,7 @@ from typing import Any
 
 from gq.daemon.admins import require_admin
 from gq.daemon.authz import require_owner
+from gq.daemon.context import Context
 from gq.daemon.lookup import resolve_id
 from gq.daemon.peers.forwarding import check_may_forward
 from gq.daemon.peers.placement import estimate
@@ -21,7 +22,7 @@ LOG_CHUNK = 1 << 20  # bytes of a log per answer: well under the protocol's line
 RESERVED = ("any", "local")
 
 
-def _name(daemon, args: dict) -> str:
+def _name(daemon: Context, args: dict) -> str:
     name = str(args.get("name") or args.get("address") or "").strip()
     if not name or any(c.isspace() or c in ":/@" for c in name):
         raise BadInput(f"peer name {name!r}: expected a host name without spaces, ':', '/' or "
@@ -40,7 +41,7 @@ def _port(value: Any) -> int | None:
     return value
 
 
-async def op_peer_add(daemon, caller, args: dict) -> dict:
+async def op_peer_add(daemon: Context, caller, args: dict) -> dict:
     """Connect (host key checked), run `gq rpc` there, check its version, remember it."""
     from gq.remote.ssh import PeerLink, ping_time
 
@@ -69,7 +70,7 @@ async def op_peer_add(daemon, caller, args: dict) -> dict:
                       lambda: ping_time(link, peers.config.timeout), same_protocol)
 
 
-def op_peer_rm(daemon, caller, args: dict) -> dict:
+def op_peer_rm(daemon: Context, caller, args: dict) -> dict:
     check_may_forward(caller)
     name = str(args.get("name") or "")
     daemon.peers.remove(name)
@@ -77,11 +78,11 @@ def op_peer_rm(daemon, caller, args: dict) -> dict:
     return {"removed": name, "waiting_jobs": waiting}
 
 
-def op_peers(daemon, caller, args: dict) -> list[dict]:
+def op_peers(daemon: Context, caller, args: dict) -> list[dict]:
     return [s.json() for s in daemon.peers.states.values()]
 
 
-async def op_peer_check(daemon, caller, args: dict) -> list[dict]:
+async def op_peer_check(daemon: Context, caller, args: dict) -> list[dict]:
     """Check the peers named (all by default) now, whatever their back-off. Admins only:
     each check is SSH connections to every peer (anyone may read the last ones: op_peers)."""
     import asyncio
@@ -97,11 +98,11 @@ async def op_peer_check(daemon, caller, args: dict) -> list[dict]:
     return [s.json() for s in states]
 
 
-def op_estimate(daemon, caller, args: dict) -> dict:
+def op_estimate(daemon: Context, caller, args: dict) -> dict:
     return estimate(daemon, caller, args)
 
 
-def op_log(daemon, caller, args: dict) -> dict:
+def op_log(daemon: Context, caller, args: dict) -> dict:
     """Part of a job's output (or error) file from `offset`, base64, and the job's state."""
 
     job = daemon.store.get_job(resolve_id(daemon, caller, args.get("id", "")))

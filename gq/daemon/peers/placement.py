@@ -16,6 +16,7 @@ from typing import Any
 from dataclasses import replace
 
 from gq.daemon.arrays import elements
+from gq.daemon.context import Context
 from gq.daemon.lookup import host_limits, resolve_id
 from gq.daemon.submission import build_job
 from gq.model import ArrayPart
@@ -29,7 +30,7 @@ ESTIMATED_ELEMENTS = 256  # of an array; a pass costs time per job
 LOCAL = ""  # this host, among the candidates
 
 
-def estimate(daemon, caller, args: dict[str, Any]) -> dict[str, Any]:
+def estimate(daemon: Context, caller, args: dict[str, Any]) -> dict[str, Any]:
     """{"error": why this host cannot take the job} or {"wait": seconds until it would start
     here (None: later than the reservations reach), "leftover": free card memory its cards
     would keep}. Dependencies name jobs of this host, as they would in a submit."""
@@ -77,7 +78,7 @@ def rank(name: str, answer: dict[str, Any]) -> tuple:
             name != LOCAL, name)
 
 
-async def choose(daemon, caller, args: dict[str, Any], with_local: bool = True
+async def choose(daemon: Context, caller, args: dict[str, Any], with_local: bool = True
                  ) -> tuple[str | None, dict[str, str], list[str]]:
     """The host to send the job to (LOCAL for this one, None if no reachable host can take
     it), why each host that answered refused it, and the peers that did not answer."""

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from gq.daemon.context import Context
 from gq.daemon.peers.forwarding import forward_waiting
 from gq.protocol import VERSION, BadInput, GqError
 from gq.remote.spec import PeerSpec, Unreachable
@@ -67,7 +68,7 @@ def spec_of(row: dict[str, Any]):
 
 
 class Peers:
-    def __init__(self, daemon):
+    def __init__(self, daemon: Context):
         self.daemon = daemon
         self.config = daemon.config.peers
         self.known_hosts = daemon.layout.home / "known_hosts"

@@ -7,6 +7,7 @@ import asyncio
 import time
 from typing import Any
 
+from gq.daemon.context import Context
 from gq.daemon.lookup import resolve_id
 from gq.daemon.peers.forwarding import check_may_forward, remote, submit
 from gq.daemon.peers.placement import LOCAL
@@ -20,7 +21,7 @@ ROUTED = frozenset({Op.SUBMIT, *ONE_JOB, *SOME_JOBS, *EVERY_HOST})
 UNPAGED = ("columns", "page", "after")  # of `list`, for one host's answer only
 
 
-def route(daemon, caller, op: Op, args: dict[str, Any], handler):
+def route(daemon: Context, caller, op: Op, args: dict[str, Any], handler):
     """The handler's answer, or a coroutine that asks peers for all or part of it. Only for
     the operations in ROUTED: the server calls the others' handlers directly."""
     peers = daemon.peers
@@ -57,7 +58,7 @@ def route(daemon, caller, op: Op, args: dict[str, Any], handler):
     return handler(daemon, caller, args)
 
 
-def locate(daemon, caller, text: Any) -> tuple[str, str]:
+def locate(daemon: Context, caller, text: Any) -> tuple[str, str]:
     """(LOCAL, id) or (peer, its id there) for 'ID', 'HOST:ID', or a job moved to a peer."""
 
     text = str(text).strip()
@@ -78,11 +79,11 @@ def locate(daemon, caller, text: Any) -> tuple[str, str]:
     return LOCAL, text
 
 
-async def _one(daemon, peer: str, op: str, args: dict[str, Any]) -> dict[str, Any]:
+async def _one(daemon: Context, peer: str, op: str, args: dict[str, Any]) -> dict[str, Any]:
     return remote(await daemon.peers.call(peer, op, args), peer)
 
 
-async def _some(daemon, caller, op: str, args: dict[str, Any], groups: dict[str, list[str]],
+async def _some(daemon: Context, caller, op: str, args: dict[str, Any], groups: dict[str, list[str]],
                 handler) -> list[dict[str, Any]]:
     async def part(where: str, ids: list[str]) -> list[dict[str, Any]]:
         if where == LOCAL:
@@ -98,11 +99,11 @@ async def _some(daemon, caller, op: str, args: dict[str, Any], groups: dict[str,
     return [item for p in parts for item in p]
 
 
-async def _call_there(daemon, peer: str, op: str, ids: list[str]) -> list[dict]:
+async def _call_there(daemon: Context, peer: str, op: str, ids: list[str]) -> list[dict]:
     return await daemon.peers.call(peer, op, {"ids": ids})
 
 
-async def _wait_there(daemon, peer: str, op: str, ids: list[str]) -> list[dict]:
+async def _wait_there(daemon: Context, peer: str, op: str, ids: list[str]) -> list[dict]:
     """Wait on the peer, riding out lost connections: the job keeps running there."""
 
     while True:
@@ -113,7 +114,7 @@ async def _wait_there(daemon, peer: str, op: str, ids: list[str]) -> list[dict]:
             await asyncio.sleep(max(0.2, state.retry_at - time.monotonic()))
 
 
-async def _follow(daemon, job: dict[str, Any]) -> dict[str, Any]:
+async def _follow(daemon: Context, job: dict[str, Any]) -> dict[str, Any]:
     moved = daemon.store.get_job(job["id"]).moved_to if isinstance(job["id"], int) else None
     peer, _, ident = (moved or "").rpartition(":")
     if not moved or peer not in daemon.peers.states:
@@ -121,7 +122,7 @@ async def _follow(daemon, job: dict[str, Any]) -> dict[str, Any]:
     return remote((await _wait_there(daemon, peer, "wait", [ident]))[0], peer)
 
 
-async def every_host(daemon, caller, op: str, args: dict[str, Any], handler) -> dict[str, Any]:
+async def every_host(daemon: Context, caller, op: str, args: dict[str, Any], handler) -> dict[str, Any]:
     """This host's answer and each peer's, named HOST:ID; a peer that does not answer in
     [peers] list_timeout is shown as last seen, and said to be down."""
     peers = daemon.peers

@@ -6,6 +6,7 @@ import json
 import time
 from typing import Any
 
+from gq.daemon.context import Context
 from gq.daemon.peers.registry import join, spec_of
 from gq.protocol import BadInput
 from gq.slurm.link import SlurmLink
@@ -24,7 +25,7 @@ def qos_map(items: Any) -> dict[str, str]:
     return out
 
 
-async def op_slurm_peer_add(daemon, caller, args: dict, name: str) -> dict:
+async def op_slurm_peer_add(daemon: Context, caller, args: dict, name: str) -> dict:
     peers = daemon.peers  # op_peer_add checked that the caller may change peers
     if name in peers.states and not args.get("replace"):
         raise BadInput(f"{name} is already a peer (gq peers rm {name} first, or --replace)")
