@@ -54,7 +54,11 @@ def main(argv: list[str]) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        return 0  # another helper does it already
+        # Another helper does it already: one an earlier daemon started, which had not taken
+        # the lock yet when the next daemon looked. Its end is this one's, so that whoever
+        # watches this one reads its record then, not the lack of one.
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return 0
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps({"pid": os.getpid(), "op": spec["op"]}).encode(), 0)
     record = Record(spec)

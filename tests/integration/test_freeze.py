@@ -4,8 +4,11 @@ send it down the signal path instead, saying why; a daemon killed meanwhile lose
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
+import subprocess
 import sys
 
 import psutil
@@ -326,3 +329,29 @@ def test_the_freeze_settings_and_their_defaults(tmp_path):
     cfg = load_config(path).preemption
     assert cfg.modes["low"] == "freeze" and cfg.modes["normal"] == "signal"
     assert cfg.freeze_ram_bytes(None) == 64 * G
+
+
+def test_a_second_helper_for_the_same_freeze_ends_with_the_first(tmp_path):
+    """A daemon killed just after it started a helper, before the helper took its lock: the
+    next daemon finds no helper and starts another. That one must end when the first does,
+    whose record tells how it went, and not at once, which read as a helper that died
+    without saying (the job then took the signal path while the first froze it)."""
+    lock, record = tmp_path / "1.freeze.lock", tmp_path / "1.freeze"
+    first = os.open(lock, os.O_RDWR | os.O_CREAT)  # the first helper, at work
+    fcntl.flock(first, fcntl.LOCK_EX)
+    spec = {"op": "freeze", "job_id": 1, "pid": 0, "shim": 0, "record": str(record),
+            "lock": str(lock), "checkpointer": {}, "timeout": 1.0, "remap": {}, "need": {}}
+    second = subprocess.Popen([sys.executable, "-m", "gq.daemon.freezer", json.dumps(spec)])
+    try:
+        waiting = f"-> FLOCK  ADVISORY  WRITE {second.pid} "  # /proc/locks: a blocked flock
+        wait_for(lambda: second.poll() is not None or any(
+            waiting in line for line in open("/proc/locks")), what="the second helper to wait")
+        assert second.poll() is None  # waiting for the first, not ended
+        record.write_text(json.dumps({"op": "freeze", "done": True, "ok": True}))
+        fcntl.flock(first, fcntl.LOCK_UN)
+        assert second.wait(timeout=20) == 0
+        assert json.loads(record.read_text())["ok"] is True  # the first's record, untouched
+    finally:
+        os.close(first)
+        if second.poll() is None:
+            second.kill()
