@@ -23,12 +23,9 @@ def daemon_run(
                       "settings in /etc/gq/config.toml; see docs/admin.md)")] = False,
 ) -> int:
     """Run the daemon in the foreground (logs to stderr)."""
-    from pathlib import Path
+    from gq.daemon.main import run_for
 
-    from gq.daemon.main import run
-    from gq.paths import gq_home
-
-    return run(None if system else Path(gq_home()), system=system)
+    return run_for(system)
 
 
 @daemon_app.command("start")

@@ -57,6 +57,13 @@ def main(argv: list[str] | None = None, light: bool = True) -> None:
 
             served_light = False  # it ends as any process does, its threads joined
             code = relay(argv[1:])
+        elif light and argv[:2] == ["daemon", "run"] and argv[2:] in ([], ["--system"]):
+            # As the CLI and systemd start a daemon: without building Typer's commands, a
+            # tenth of a second of CPU at every start. Any other form (--help) is Typer's.
+            from gq.daemon.main import run_for
+
+            served_light = False  # a daemon ends as any process does
+            code = run_for(system=argv[2:] == ["--system"])
         elif light and _is_fast_submit(argv):
             code = submit(argv[1:])
         else:

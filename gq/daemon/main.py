@@ -86,6 +86,13 @@ def _reload_on_hangup(daemon) -> None:
         log.error("reload refused: %s", e.message)
 
 
+def run_for(system: bool = False) -> int:
+    """`gq daemon run [--system]`: for GQ_HOME (its default), or the system daemon."""
+    from gq.paths import gq_home
+
+    return run(None if system else Path(gq_home()), system=system)
+
+
 def run(home: Path | None, system: bool = False) -> int:
     """`gq daemon run [--system]`: serve in the foreground until SIGTERM/SIGINT or `gq daemon
     stop`."""

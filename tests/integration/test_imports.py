@@ -204,3 +204,17 @@ def test_importing_the_backends_package_stays_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_daemon_starts_without_building_typers_commands(host, tmp_path):
+    """`gq daemon run`, as the CLI and systemd run it, is served beside Typer; here against
+    a home whose daemon runs already, so that it ends at once, refused."""
+    report = tmp_path / "modules.json"
+    code = ("import atexit, json, sys\n"
+            f"atexit.register(lambda: open({str(report)!r}, 'w').write(json.dumps("
+            "sorted(sys.modules))))\n"
+            "from gq.cli.entry import main\nmain(sys.argv[1:])")
+    proc = subprocess.run([sys.executable, "-c", code, "daemon", "run"], env=host.env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "already runs" in proc.stderr
+    assert not {"typer", "gq.cli.app"} & set(json.loads(report.read_text()))
