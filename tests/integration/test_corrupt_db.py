@@ -64,8 +64,7 @@ def _jobs_in(backup) -> int:
 
 def _queue_and_back_up(host, jobs: int) -> list[int]:
     ids = [host.submit("--hold", "-n", f"kept{i}", "--", "echo", str(i)) for i in range(jobs)]
-    host.gq("daemon", "stop")
-    host.daemon.wait(timeout=20)
+    host.stop_daemon()
     host.start()  # a starting daemon backs up the queue as it found it
     wait_for(lambda: list_backups(host.home / "gq.db"), what="the backup taken at start")
     return ids
@@ -77,8 +76,7 @@ def test_a_damaged_database_is_refused_naming_the_newest_backup(make_host, damag
     kept = _queue_and_back_up(host, 5)
     lost = host.submit("--hold", "--", "echo", "after the backup")
     # Stopped cleanly, so that every page is in gq.db (a -wal file could mend a damaged one).
-    host.gq("daemon", "stop")
-    host.daemon.wait(timeout=20)
+    host.stop_daemon()
     db = host.home / "gq.db"
     assert not (host.home / "gq.db-wal").exists()
     damage(db)
@@ -109,8 +107,7 @@ def test_a_damaged_database_is_refused_naming_the_newest_backup(make_host, damag
 def test_a_damaged_database_without_a_backup_is_refused_too(make_host):
     host = make_host("1x80G")
     host.submit("--hold", "--", "true")
-    host.gq("daemon", "stop")  # every page in gq.db: after a kill -9 the WAL would mend it
-    host.daemon.wait(timeout=20)
+    host.stop_daemon()  # every page in gq.db: after a kill -9 the WAL would mend it
     shutil.rmtree(host.home / "backups")
     _truncate_half(host.home / "gq.db")
     proc = host.gq("ls", check=False)
@@ -125,8 +122,7 @@ def test_restore_refuses_while_a_daemon_runs_and_continues_ids_above_the_logs(ma
     host.wait_ended(ran)
     proc = host.gq("daemon", "restore", check=False)
     assert proc.returncode == 1 and "stop it first" in proc.stderr
-    host.gq("daemon", "stop")
-    host.daemon.wait(timeout=20)
+    host.stop_daemon()
     host.gq("daemon", "restore")
     host.start()
     assert sorted(j["id"] for j in host.call("list", all=True)) == kept
@@ -196,8 +192,7 @@ def test_the_check_at_start_changes_nothing_it_checks(make_host):
     once checkpointed the WAL into the damaged file and deleted it)."""
     host = make_host("1x80G")
     host.submit("--hold", "--", "true")
-    host.gq("daemon", "stop")  # every page in gq.db ...
-    host.daemon.wait(timeout=20)
+    host.stop_daemon()  # every page in gq.db ...
     host.start()
     host.submit("--hold", "--", "true")  # ... and the newest in a WAL
     host.kill_daemon(signal.SIGKILL)
@@ -219,8 +214,7 @@ def test_the_advice_names_the_backup_that_holds_the_jobs(make_host):
     kept = _queue_and_back_up(host, 3)
     ran = host.submit("--", "echo", "after the backup")  # leaves logs/ID.out behind
     host.wait_ended(ran)
-    host.gq("daemon", "stop")
-    host.daemon.wait(timeout=20)
+    host.stop_daemon()
     db = host.home / "gq.db"
     with_jobs = list_backups(db)[0]  # the one taken at the second start
     # A newer backup of an empty queue: a daemon started once over an emptied gq.db.
@@ -238,8 +232,7 @@ def test_the_advice_names_the_backup_that_holds_the_jobs(make_host):
     host.gq("daemon", "restore")  # the one the line names, not the newest
     host.start()
     assert sorted(j["id"] for j in host.call("list", all=True)) == kept
-    host.gq("daemon", "stop")
-    host.daemon.wait(timeout=20)
+    host.stop_daemon()
 
     # No backup with a job: the line says so, and restore puts back none of them.
     for backup in list_backups(db):

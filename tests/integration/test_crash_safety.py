@@ -24,6 +24,9 @@ def test_kill_9_while_jobs_run(host):
     for i in (a, b, c):
         host.wait_state(i, "running")
     assert host.wait_reason(waiting, "Resources")["state"] == "pending"
+    # Running is recorded before the spawner (gq/daemon/spawner.py) forks the shim: until a
+    # job has written its mark, a kill may find it not begun (requeued: test_recovery.py).
+    wait_for(lambda: sorted(marks(mark)) == sorted([a, b, c]), what="the three jobs to begin")
 
     host.kill_daemon(signal.SIGKILL)
     gates["a"].touch()

@@ -167,8 +167,7 @@ def test_a_database_that_filled_the_disk_is_taken_back_whole_once_there_is_room(
     if stop == "kill -9":
         host.kill_daemon()
     else:
-        host.gq("daemon", "stop")
-        host.daemon.wait(timeout=20)
+        host.stop_daemon()
     (host.home / "filler").unlink()
     host.start()
     assert {j["id"] for j in host.call("list", all=True)} == acknowledged
@@ -189,8 +188,7 @@ def test_a_daemon_starts_on_a_full_disk_and_says_in_one_line_when_it_cannot(smal
     host.kill_daemon()
     filler.unlink()
     host.start()
-    host.gq("daemon", "stop")  # the WAL checkpointed into gq.db, and removed with its index
-    host.daemon.wait(timeout=20)
+    host.stop_daemon()  # the WAL checkpointed into gq.db, and removed with its index
     fill(filler)
 
     def refused(home: Path) -> str:

@@ -20,8 +20,7 @@ from gq.store.schema import migrations
 
 
 def _stop(host) -> None:
-    host.gq("daemon", "stop")
-    host.daemon.wait(timeout=20)
+    host.stop_daemon()
 
 
 def test_a_database_of_a_newer_gq_is_refused_naming_both_versions(make_host):
