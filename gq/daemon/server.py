@@ -117,6 +117,11 @@ async def handle_connection(
             await writer.drain()
     except (ConnectionError, OSError):
         pass
+    except asyncio.CancelledError:
+        # The daemon stops with this client still connected (gq top, the `gq daemon stop`
+        # that asked): the connection ends with it. Not re-raised: Python 3.11's stream
+        # server logs a cancelled handler as an unhandled error, traceback and all.
+        pass
     finally:
         cap.release(caller.uid)
         writer.close()
