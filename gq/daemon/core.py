@@ -85,7 +85,7 @@ class Daemon:
         self.fingerprints = Fingerprints(self.store)
         self.usage: dict[str, float] = {}  # decayed card-seconds per user (refresh_usage)
         # Command key -> the SM utilisation its last runs had (None: none measured); emptied
-        # when a run ends (gq/daemon/ending.py).
+        # when a run is recorded (record_run).
         self.known_utils: dict[str, float | None] = {}
         self.command_keys: dict[int, str] = {}  # slice job id -> its command key
         self._usage_at = float("-inf")
@@ -105,8 +105,7 @@ class Daemon:
         self.cut_logs = CutLogs(layout.logs)
         self.ending = Ending(self.store, config, layout, self.supervisor, self.stopping,
                              self.collateral, self.reading, self.cut_logs, self.record_run,
-                             self.run_times,
-                             self.notify, self.known_utils.clear, clock)
+                             self.run_times, self.notify, clock)
         self.starting = Starting(self.store, config, layout, backend, self.supervisor, self.runs,
                                  self.reading, self.stopping, self.ending, self.notify, clock)
         self.freezing = Freezing(self.store, config, layout, backend.checkpointer(),
@@ -292,10 +291,12 @@ class Daemon:
 
     def record_run(self, job: Job, ended_at: float, label: str,
                    failure: str | None = None) -> None:
-        """What the run cost, for fair share and stats (Ending's and Freezing's record_run)."""
+        """What the run cost, for fair share and stats (Ending's and Freezing's record_run);
+        what it measured changes what its command is known for (the learned utilisation)."""
         self.store.add_run(job, self.card_weight(job), ended_at, label,
                            self.telemetry.run_record(job), share=self.charge(job),
                            account=self.config.accounts.members.get(job.user), failure=failure)
+        self.known_utils.clear()
 
     def charge(self, job: Job) -> float:
         """What the job costs in fair share while it runs: its dominant share of the host."""

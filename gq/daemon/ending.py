@@ -41,18 +41,16 @@ RecordRun = Callable[[Job, float, str, str | None], None]
 class Ending:
     """Records each end through the store and what the run cost through `record_run`; asks
     the supervisor for what a run left behind and lets its files go; tells `notify(job_id)`
-    (waiters, --notify) once it is recorded, and `learned_changed()` that what is learned of
-    commands (their utilisation) may have."""
+    (waiters, --notify) once it is recorded."""
 
     def __init__(self, store: Store, config: Config, layout: Layout, supervisor: Supervision,
                  stopping: Stopping, collateral: Collateral, reading: Reading,
                  cut_logs: CutLogs, record_run: RecordRun, run_times: RunTimes,
-                 notify: Callable[[int], None], learned_changed: Callable[[], None],
-                 clock: Callable[[], float]):
+                 notify: Callable[[int], None], clock: Callable[[], float]):
         self.store, self.config, self.layout = store, config, layout
         self.supervisor, self.stopping, self.collateral = supervisor, stopping, collateral
         self.reading, self.cut_logs, self.record_run = reading, cut_logs, record_run
-        self.run_times, self.notify, self.learned_changed = run_times, notify, learned_changed
+        self.run_times, self.notify = run_times, notify
         self.clock = clock
 
     def finish(self, job_id: int, record: dict | None, never_started: bool = False) -> None:
@@ -102,7 +100,6 @@ class Ending:
             self.store.note(job_id, now, f"stopped (exit code {code})")
             label = str(job.state)
         if not never_started:  # what the run cost, for fair share and stats
-            self.learned_changed()  # what it measured changes what its command is known for
             self.record_run(job, ended_at, label, failure)
             if label == "completed":
                 record_completed(self.run_times, job, ended_at)

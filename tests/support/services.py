@@ -68,7 +68,7 @@ class Services:
         self.ending = Ending(
             self.store, self.config, self.layout, self.supervisor, self.stopping,
             self.collateral, self.reading, CutLogs(self.layout.logs), self.record_run,
-            run_times, self.told.append, lambda: None, clock)
+            run_times, self.told.append, clock)
         self.starting = Starting(self.store, self.config, self.layout, NoCards(),
                                  self.supervisor, self.runs, self.reading, self.stopping,
                                  self.ending, self.told.append, clock)

@@ -1,6 +1,7 @@
 """How runs end, as a service (gq/daemon/ending.py Ending), without a daemon or a process: a
 store in a temporary directory, a fake supervisor that records what it is asked, and a fixed
-clock (tests/support/services.py). The same ends with real shims are tested in
+clock (tests/support/services.py); the last test builds the Daemon object itself, which serves
+nothing and starts no process. The same ends with real shims are tested in
 tests/integration/test_daemon_jobs.py and tests/integration/test_preemption.py."""
 
 from __future__ import annotations
@@ -62,3 +63,29 @@ def test_a_preempted_run_that_ended_by_itself_is_recorded_as_its_own_end(tmp_pat
     job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)", preemptions=1)
     s.ending.finish(job.id, {"exit_code": 0, "ended_at": 900.0})
     assert s.store.get_job(job.id).state == JobState.COMPLETED
+
+
+def test_a_recorded_run_makes_the_daemon_forget_what_it_learned_of_commands(tmp_path,
+                                                                            monkeypatch):
+    """Ending's runs and Freezing's frozen ones are recorded through Daemon.record_run, which
+    forgets the utilisation learned of commands: the next pass reads it again, this run
+    included. (Freezing's were not: what was learned stayed as it was until a job ended.)"""
+    from gq.config import Config
+    from gq.daemon.core import Daemon
+    from gq.daemon.layout import Layout
+    from gq.gpu import open_backend
+    from gq.model import Job
+
+    monkeypatch.setenv("GQ_SIM_GPUS", "1x80G")
+    daemon = Daemon(Layout(tmp_path), Config(host_cpus=4, host_ram=None),
+                    open_backend(tmp_path), "here", clock=lambda: 1000.0)
+    try:
+        job_id = daemon.store.insert_job(Job(id=0, user="ann", uid=1000, command=["train"],
+                                             cwd="/tmp", gpus=1), at=0.0)
+        daemon.store.transition(job_id, JobState.RUNNING, 10.0, started_at=10.0,
+                                gpu_ids=[0], holding=1)
+        daemon.known_utils["train in /tmp"] = 40.0
+        daemon.record_run(daemon.store.get_job(job_id), 900.0, "frozen")
+        assert daemon.known_utils == {}
+    finally:
+        daemon.close()
