@@ -143,7 +143,6 @@ def _shape_errors(value, shape, where: str) -> list[str]:
 
 
 def test_the_daemons_answers_have_the_schemas_shapes(host):
-    host.start()
     gate = host.work / "gate"
     running = host.submit("-g", "1", "--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done")
     held = host.submit("--hold", "--", "true")

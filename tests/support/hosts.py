@@ -51,6 +51,9 @@ class GqHost:
         """`gq daemon run`, forked from this test process's fork server (its imports done
         once: tests/support/forkserver.py), or a new `python -m gq` with `process` (or with
         GQ_TEST_FORKSERVER=0 in the environment of the run)."""
+        if self.daemon is not None and self.daemon.poll() is None:
+            # A second daemon would be refused and exit, unseen if the first answered first.
+            raise AssertionError("this host's daemon runs already (GqHost.start twice)")
         log = self.home / "daemon.test.log"
         if process or os.environ.get("GQ_TEST_FORKSERVER") == "0":
             with open(log, "ab") as out:
