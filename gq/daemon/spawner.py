@@ -61,7 +61,8 @@ def serve(sock: socket.socket) -> None:
         except OSError as e:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
             os.close(lock_fd)
-            send(sock, {"job_id": spec.get("job_id"), "error": str(e)}, [])
+            if not _answer(sock, {"job_id": spec.get("job_id"), "error": str(e)}, []):
+                return
             continue
         if pid == 0:
             try:
@@ -71,9 +72,21 @@ def serve(sock: socket.socket) -> None:
                 os._exit(0)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
         pidfd = os.pidfd_open(pid)
-        send(sock, {"job_id": spec.get("job_id"), "pid": pid}, [pidfd])
+        answered = _answer(sock, {"job_id": spec.get("job_id"), "pid": pid}, [pidfd])
         os.close(pidfd)
         os.close(lock_fd)
+        if not answered:
+            return
+
+
+def _answer(sock: socket.socket, reply: dict, fds: list[int]) -> bool:
+    """Send the answer; False when the daemon is gone (killed after it asked). A shim forked
+    meanwhile runs on: its run was recorded, and the next daemon adopts it."""
+    try:
+        send(sock, reply, fds)
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
 
 
 def main() -> None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -93,9 +98,6 @@ def test_daemon_stop_leaves_jobs_running_and_the_next_daemon_adopts_them(host):
 
 
 def test_a_job_whose_shim_vanished_is_lost_not_rerun(host):
-    import json
-    import os
-
     gate = host.work / "gate"
     job = host.submit(*gated(gate))
     lock_file = host.home / "run" / f"{job}.lock"
@@ -156,9 +158,6 @@ def test_the_processes_of_a_job_whose_shim_was_killed_go_with_it(host, daemon):
     """kill -9 of a shim: the job is lost, and its processes (also one that left the job's
     session) are killed before its card is given to anyone else; by the daemon that watched
     the shim, or by the next one."""
-    import json
-    import os
-
     pids = host.work / "pids"
     job = host.submit("--", "sh", "-c", f'setsid sleep 600 & echo $! >> {pids}; '
                                         f'sleep 600 & echo $! $$ >> {pids}; wait')
@@ -176,3 +175,32 @@ def test_the_processes_of_a_job_whose_shim_was_killed_go_with_it(host, daemon):
     wait_for(lambda: all(_gone(p) for p in left), timeout=10, what="the job's processes to go")
     events = [e["detail"] for e in host.job(job)["events"]]
     assert "3 processes of the run, left behind by its shim, killed" in events, events
+
+
+def test_a_spawner_whose_daemon_died_before_its_answer_ends_quietly(tmp_path):
+    """The daemon was killed between asking for a shim and reading the answer: the spawner
+    forks the shim (the next daemon adopts its run), finds nobody to answer and ends, exit 0
+    and no traceback, where it died of a BrokenPipeError."""
+    from gq.daemon.spawner import send
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    spawner = subprocess.Popen([sys.executable, "-m", "gq.daemon.spawner",
+                                str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                               stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    theirs.close()
+    run = tmp_path / "run"
+    run.mkdir()
+    spec = {"job_id": 1, "run": 0, "command": ["true"], "cwd": str(tmp_path),
+            "env": {"PATH": os.environ["PATH"]}, "stdout": str(tmp_path / "logs" / "1.out"),
+            "stderr": str(tmp_path / "logs" / "1.err"), "checkpoint_dir": str(tmp_path / "ck"),
+            "exit_path": str(run / "1.exit"), "kill_wait": 1.0, "grace": 1.0,
+            "checkpoint_signal": 10, "signal_group": False, "warn_after": None, "uid": None,
+            "gid": None, "groups": None, "umask": None, "token": "t"}
+    lock = os.open(run / "1.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    send(ours, spec, [lock])
+    os.close(lock)
+    ours.close()  # the daemon is gone before the answer
+    err = spawner.stderr.read()
+    assert (spawner.wait(timeout=30), err) == (0, "")
+    wait_for(lambda: (run / "1.exit").exists(), what="the shim's exit record")
+    assert json.loads((run / "1.exit").read_text())["exit_code"] == 0

@@ -122,7 +122,7 @@ def test_the_table_from_pages_is_the_table_from_whole_jobs(host, monkeypatch):
     from gq.wording.jobs import job_rows
 
     queue(host)
-    host.submit("-g", "0", "-n", "boom", "--", "false")
+    host.wait_ended(host.submit("-g", "0", "-n", "boom", "--", "false"))  # ended before both
     running = host.submit("-g", "1-2", "-n", "elastic", "--time", "1h", "--", "sleep", "600")
     host.wait_state(running, "running")
     whole_card = host.submit("-g", "4", "--time", "1h", "--", "true")  # waits, reserved
