@@ -90,6 +90,28 @@ def test_a_simulated_training_run_takes_no_step_while_the_driver_holds_it(cards)
     assert not _held(frozen, created)
 
 
+def test_a_held_training_run_waits_before_its_next_step(tmp_path, monkeypatch, capsys):
+    """burn's step loop asks _held before each step and waits while it says so: its sleeps
+    are counted here, and the record is let go after the third wait."""
+    import gq.sim.burn as burn
+
+    frozen = tmp_path / "frozen" / "1.json"
+    frozen.parent.mkdir()
+    frozen.write_text(json.dumps({"pid": 1, "state": LOCKED, "proc": {"create_time": 5.0}}))
+    waits = []
+
+    def sleep(seconds: float) -> None:
+        if seconds == 0.01:  # the wait while held, not the step's own time
+            waits.append(seconds)
+            if len(waits) == 3:
+                frozen.unlink()
+
+    monkeypatch.setattr(burn.time, "sleep", sleep)
+    burn._train(2, 0.5, frozen, 5.0)
+    assert len(waits) == 3
+    assert [line.split()[1] for line in capsys.readouterr().out.splitlines()] == ["1", "2"]
+
+
 def test_each_simulated_step_fails_as_the_control_file_says(cards):
     state_dir, ckpt = cards.backend.state_dir, cards.ckpt
     pid = cards.burn(0).pid

@@ -36,11 +36,17 @@ def test_a_run_whose_shim_died_without_a_record_is_lost_and_its_leftovers_ended(
     assert s.told == [job.id]
 
 
+def preempted_run_ends(s: Services, preemptions: int):
+    """A run stopped for job 9, its `preemptions`-th preemption, ends as stopped (143): the
+    job before and after."""
+    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)", preemptions=preemptions)
+    s.ending.finish(job.id, {"exit_code": 143, "stopped": True, "ended_at": 900.0})
+    return job, s.store.get_job(job.id)
+
+
 def test_a_preempted_run_is_queued_again(tmp_path):
     s = Services(tmp_path, max_requeues=5)
-    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)", preemptions=1)
-    s.ending.finish(job.id, {"exit_code": 143, "stopped": True, "ended_at": 900.0})
-    after = s.store.get_job(job.id)
+    job, after = preempted_run_ends(s, preemptions=1)
     assert after.state == JobState.PENDING
     assert after.restarts == job.restarts + 1 and after.gpu_ids == [] and after.exit_code is None
     assert not s.store.is_holding(job.id)
@@ -50,9 +56,7 @@ def test_a_preempted_run_is_queued_again(tmp_path):
 
 def test_a_run_preempted_more_than_max_requeues_times_is_held(tmp_path):
     s = Services(tmp_path, max_requeues=1)
-    job = s.job(JobState.PREEMPTING, reason=f"{PREEMPTED_FOR} 9 (high)", preemptions=2)
-    s.ending.finish(job.id, {"exit_code": 143, "stopped": True, "ended_at": 900.0})
-    after = s.store.get_job(job.id)
+    job, after = preempted_run_ends(s, preemptions=2)
     assert (after.state, after.reason) == (JobState.HELD, Reason.HELD)
     assert f"gq release {job.id}" in s.store.events(job.id)[-1]["detail"]
 
