@@ -29,7 +29,6 @@ import sys
 import time
 from typing import TypedDict
 
-from gq.daemon.shim import write_json_durably
 from gq.gpu.checkpoint import (
     CHECKPOINTED, FAILED, LOCKED, RUNNING, CheckpointError, Checkpointer, open_checkpointer,
 )
@@ -79,6 +78,24 @@ def main(argv: list[str]) -> int:
     finally:
         ckpt.close()
     return 0
+
+
+def write_json_durably(path: str, data: dict) -> None:
+    """Write atomically (a reader sees all or nothing: PATH.tmp, renamed over PATH) and so
+    that it survives a power cut."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, json.dumps(data).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 class Refused(Exception):

@@ -49,7 +49,7 @@ class ShimSpec(TypedDict):
     stdout: str
     stderr: str
     checkpoint_dir: str
-    exit_path: str  # where the shim records the exit status
+    run_dir: str  # where the run's lock file is, the exit record in it (EXIT_AT)
     kill_wait: float  # seconds between SIGTERM and SIGKILL when the job is cancelled
     grace: float  # seconds between the checkpoint signal (or the time limit) and SIGKILL
     checkpoint_signal: int  # sent to the main process (its group with signal_group)
@@ -66,42 +66,41 @@ class ShimSpec(TypedDict):
 
 
 EXIT_RECORD_ROOM = 4096  # bytes reserved for a run's exit record; one takes about 250
+# The run's lock file holds what the shim says of itself (its pid, run and token, at offset 0)
+# and, from this offset, its exit record: one file a run, not three (a file's creation costs
+# up to a millisecond on some disks, more than anything else a trivial job's run does).
+EXIT_AT = 4096
+ERROR_ROOM = 500  # characters of why a job could not start kept in the record (JSON: < 3 KiB)
 
 
-def reserve_room(path: str, size: int = EXIT_RECORD_ROOM) -> None:
-    """Take the room for a file now, while there is some: the shim writes its exit record
-    into it however full the disk is by then."""
+def reserve_exit_room(lock_fd: int) -> None:
+    """Take the room for the exit record now, while there is some: the shim writes it there
+    however full the disk is by then."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, b" " * size)
-        finally:
-            os.close(fd)
+        os.pwrite(lock_fd, b" " * EXIT_RECORD_ROOM, EXIT_AT)
     except OSError:  # not even that much room: the shim tries anyway when the job ends
         pass
 
 
-def write_json_durably(path: str, data: dict) -> None:
-    """Write atomically (a reader sees all or nothing) and so that it survives a power cut.
-
-    Into PATH.tmp as the shim left it before the job began, room reserved (reserve_room):
-    overwriting and shortening it needs no new space, so the record is written on a disk
-    that filled up."""
-    tmp = path + ".tmp"
-    payload = json.dumps(data).encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, payload)
-        os.ftruncate(fd, len(payload))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+def write_exit_record(lock_fd: int, run_dir: str, record: dict) -> None:
+    """Write the exit record over its reserved room, so that it survives a power cut. A
+    record cut short by one reads as none: the run then looks as if its shim died."""
+    os.pwrite(lock_fd, json.dumps(record).encode(), EXIT_AT)
+    os.fsync(lock_fd)
+    dir_fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)  # the lock file's name, too
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def parse_exit_record(data: bytes) -> dict | None:
+    """The exit record in what was read of a lock file from EXIT_AT; None: none written."""
+    try:
+        record = json.loads(data)
+    except ValueError:  # the reserved room (blanks), nothing, or a record cut short
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def run_shim(spec: ShimSpec, lock_fd: int) -> None:
@@ -127,7 +126,7 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
     # "requests": this shim takes PREEMPT and TIME_UP (one of an older gq took SIGTERM only).
     os.pwrite(lock_fd, json.dumps({"pid": os.getpid(), "run": spec["run"], "requests": 1,
                                    "token": spec.get("token")}).encode(), 0)
-    reserve_room(spec["exit_path"] + ".tmp")
+    reserve_exit_room(lock_fd)
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stop, wait, err_offset, out_offset, error = None, spec["kill_wait"], None, None, None
@@ -149,13 +148,13 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
         killed = _kill_tree(wait, job)
     finally:
         code, sig = _decode(job.get("status"))
-        write_json_durably(
-            spec["exit_path"],
+        write_exit_record(
+            lock_fd, spec["run_dir"],
             {"exit_code": code, "signal": sig, "ended_at": time.time(),
              "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
              "warned": bool(job.get("warned")),
              "stderr_offset": err_offset, "stdout_offset": out_offset, "pid": job.get("pid"),
-             "error": error,
+             "error": error and error[:ERROR_ROOM],
              "log_full": disk_is_full(os.path.dirname(spec["stdout"]))},
         )
 

@@ -34,6 +34,7 @@ class Spawning(Protocol):
     with `generation`), and a stop asked of one started while its job was being stopped."""
 
     generation: int
+    run_root: Path  # where the runs' lock files are
 
     @property
     def reader_fd(self) -> int | None: ...
@@ -45,8 +46,6 @@ class Spawning(Protocol):
     def answer(self) -> tuple[int, Shim | SpawnError] | None: ...
 
     def take_lost(self) -> list[int]: ...
-
-    def exit_path(self, job_id: int) -> Path: ...
 
     def ask(self, shim: Shim, request: signal.Signals) -> None: ...
 
@@ -185,7 +184,7 @@ class Starting:
             stdout=str(self.layout.stdout(job.id, job.user)),
             stderr=str(self.layout.stderr(job.id, job.user)),
             checkpoint_dir=str(self.layout.checkpoint_dir(job.id, job.user)),
-            exit_path=str(self.supervisor.exit_path(job.id)),
+            run_dir=str(self.supervisor.run_root),
             kill_wait=self.config.kill_wait,
             grace=self.stopping.grace_of(job),
             checkpoint_signal=int(signal.Signals[job.signal]),

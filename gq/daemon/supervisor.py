@@ -4,7 +4,12 @@ Each run of a job has a lock file, `run/ID.lock`. The daemon locks it before the
 and the shim inherits the lock, so the lock is held exactly as long as the shim lives, whatever
 happens to the daemon. A restarted daemon therefore knows, without guessing from pids, whether
 a job's shim is still alive. The shim writes its pid into the lock file, and its exit status,
-durably, into `run/ID.exit`.
+durably, into the same file (from shim.EXIT_AT; a shim of an older gq wrote `run/ID.exit`).
+
+Creating a file is the costliest step of a trivial job's run on some disks (ext4 without a
+journal skips every inode freed in the last minutes, one by one, to find a free one), so the
+lock files of finished runs are emptied and kept in `run/spare/` for the next runs, renamed
+into place, rather than deleted and created again.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from gq.daemon.shim import ShimSpec
+from gq.daemon.shim import EXIT_AT, ShimSpec, parse_exit_record
 from gq.daemon.spawner import receive, send
 
 
@@ -52,21 +57,29 @@ class SpawnUnknown(OSError):
     """The spawner took the request and died: a shim may or may not be running."""
 
 
+SPARES = 64  # emptied lock files kept for the next runs
+
+
 class Supervisor:
     def __init__(self, run_root: Path):
         self.run_root = run_root
         run_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.spare_root = run_root / "spare"
+        self.spare_root.mkdir(mode=0o700, exist_ok=True)
+        self._spares = [name for name in os.listdir(self.spare_root) if name.isdigit()]
         self._spawner: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self.generation = 0  # spawners started so far
         self._asked: deque[int] = deque()  # jobs asked of the spawner, not answered yet
         self._lost: list[int] = []  # asked of a spawner that died first
-        self._finished: set[int] = set()  # runs whose files forget_finished() removes
+        # Runs whose files forget_finished() removes, oldest first (an ordered set).
+        self._finished: dict[int, None] = {}
 
     def lock_path(self, job_id: int) -> Path:
         return self.run_root / f"{job_id}.lock"
 
     def exit_path(self, job_id: int) -> Path:
+        """Where a shim of an older gq recorded its exit (now in the lock file)."""
         return self.run_root / f"{job_id}.exit"
 
     # ---- starting ---------------------------------------------------------------------
@@ -87,15 +100,21 @@ class Supervisor:
         """Ask the spawner for a shim, without waiting for it: answer() reads what it says,
         once its socket (reader_fd) is readable. Raises SpawnError if no spawner takes it."""
         job_id = spec["job_id"]
-        self._finished.discard(job_id)
-        try:
-            os.unlink(self.exit_path(job_id))  # a previous run's, already recorded
-        except FileNotFoundError:
-            pass
+        self._finished.pop(job_id, None)
+        lock = self.lock_path(job_id)
+        if not self._spares and self._finished:  # one kept now rather than at the next tick
+            oldest = next(iter(self._finished))
+            del self._finished[oldest]
+            self.forget(oldest)
+        if self._spares:  # emptied when it was kept: renamed, it never holds another run's
+            try:
+                os.rename(self.spare_root / self._spares.pop(), lock)
+            except OSError:
+                pass
         # The room for the exit record is taken by the shim (off the daemon's thread), before
-        # the job starts: gq/daemon/shim.py.
+        # the job starts: gq/daemon/shim.py. O_TRUNC: a previous run's record goes.
         flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-        lock_fd = os.open(self.lock_path(job_id), flags, 0o600)
+        lock_fd = os.open(lock, flags, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             self._send(spec, lock_fd)
@@ -174,25 +193,27 @@ class Supervisor:
         lock = self.lock_path(job_id)
         if self.locked(lock):
             return RunStatus.ALIVE
-        if self.exit_path(job_id).exists():
+        if self.exit_record(job_id) is not None:
             return RunStatus.EXITED
         if lock.exists() and lock.stat().st_size > 0:
             return RunStatus.VANISHED
         return RunStatus.NEVER_STARTED
 
-    def _shim_info(self, job_id: int) -> dict:
+    def shim_info(self, job_id: int) -> dict:
         """What the shim wrote into its lock file: its pid and run number."""
         try:
-            return json.loads(self.lock_path(job_id).read_bytes() or b"{}")
+            with open(self.lock_path(job_id), "rb") as f:
+                info = json.loads(f.read(EXIT_AT).rstrip(b"\0 ") or b"{}")
         except (OSError, ValueError):
             return {}
+        return info if isinstance(info, dict) else {}
 
     def run_number(self, job_id: int) -> int | None:
-        return self._shim_info(job_id).get("run")
+        return self.shim_info(job_id).get("run")
 
     def adopt(self, job_id: int) -> Shim | None:
         """Watch a shim started by an earlier daemon; None if it is gone or not yet known."""
-        info = self._shim_info(job_id)
+        info = self.shim_info(job_id)
         pid = info.get("pid")
         if not pid:
             return None
@@ -212,7 +233,7 @@ class Supervisor:
         whose environment carries the run's token, also those that left its session or were
         reparented to init. Processes that emptied their environment are not found. Returns
         how many were killed."""
-        token = self._shim_info(job_id).get("token")
+        token = self.shim_info(job_id).get("token")
         if not isinstance(token, str) or not token:
             return 0  # a shim of a gq from before tokens, or one that died before writing
         mark = f"\0{RUN_TOKEN}={token}\0".encode()
@@ -229,10 +250,18 @@ class Supervisor:
         return len(killed)
 
     def exit_record(self, job_id: int) -> dict | None:
+        """What the run's shim recorded when its job ended; None: nothing (yet)."""
         try:
-            return json.loads(self.exit_path(job_id).read_text())
-        except (OSError, ValueError):
-            return None
+            with open(self.lock_path(job_id), "rb") as f:
+                record = parse_exit_record(os.pread(f.fileno(), 2 * EXIT_AT, EXIT_AT))
+        except OSError:
+            record = None
+        if record is None:  # a shim of an older gq, still running when it was upgraded
+            try:
+                return json.loads(self.exit_path(job_id).read_text())
+            except (OSError, ValueError):
+                return None
+        return record
 
     def ask(self, shim: Shim, request: signal.Signals) -> None:
         """Send the shim a request (shim.CANCEL, PREEMPT or TIME_UP): it acts on it, the daemon
@@ -253,7 +282,7 @@ class Supervisor:
 
     def finished(self, job_id: int) -> None:
         """The run's end is in the store: its files may go, at the next forget_finished()."""
-        self._finished.add(job_id)
+        self._finished[job_id] = None
 
     def forget_finished(self) -> None:
         """Remove the files of finished runs. Kept off the path from one job's end to the
@@ -264,13 +293,33 @@ class Supervisor:
         self._finished.clear()
 
     def forget(self, job_id: int) -> None:
-        """Remove a finished run's files once its exit is in the store."""
+        """Remove a finished run's files once its exit is in the store: its lock file is
+        emptied and kept for another run, or deleted once enough are kept."""
         exit_path = self.exit_path(job_id)
-        for path in (exit_path, Path(f"{exit_path}.tmp"), self.lock_path(job_id)):
+        for path in (exit_path, Path(f"{exit_path}.tmp")):  # an older gq's
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
+        lock = self.lock_path(job_id)
+        # Never one a process still holds (a run recorded while its shim lived on).
+        if len(self._spares) < SPARES and str(job_id) not in self._spares and \
+                not self.locked(lock):
+            try:
+                # Emptied first: a daemon killed in between leaves an empty lock file,
+                # which says "never started" of a job that no longer holds anything.
+                os.truncate(lock, 0)
+                os.rename(lock, self.spare_root / str(job_id))
+                self._spares.append(str(job_id))
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                pass
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
 
     def locked(self, path: Path) -> bool:
         """Whether a process holds this run file's lock: a shim (or a freeze helper) alive."""

@@ -3,7 +3,6 @@ the README install: from any directory, with only `gq` on PATH (no gq importable
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys

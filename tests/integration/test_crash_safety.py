@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -11,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.support.hosts import wait_for
+from tests.support.hosts import exit_record, wait_for
 from tests.support.jobs import gated
 
 
@@ -38,7 +37,7 @@ def test_kill_9_while_jobs_run(host):
     gates["b"].touch()
     # a and b end while no daemon runs: their shims record the exits.
     for i in (a, b):
-        wait_for(lambda i=i: (host.home / "run" / f"{i}.exit").exists(),
+        wait_for(lambda i=i: host.exit_record(i) is not None,
                  what=f"job {i}'s shim to record its exit")
 
     host.start()
@@ -100,9 +99,7 @@ def test_daemon_stop_leaves_jobs_running_and_the_next_daemon_adopts_them(host):
 def test_a_job_whose_shim_vanished_is_lost_not_rerun(host):
     gate = host.work / "gate"
     job = host.submit(*gated(gate))
-    lock_file = host.home / "run" / f"{job}.lock"
-    wait_for(lambda: lock_file.exists() and lock_file.read_text(), what="the shim's pid")
-    shim = json.loads(lock_file.read_text())["pid"]
+    shim = wait_for(lambda: host.shim_pid(job), what="the shim's pid")
     host.kill_daemon(signal.SIGKILL)
     os.killpg(shim, signal.SIGKILL)  # the machine "crashed" under the job
     wait_for(lambda: not os.path.exists(f"/proc/{shim}") or
@@ -114,6 +111,12 @@ def test_a_job_whose_shim_vanished_is_lost_not_rerun(host):
 
 def test_a_requeued_run_is_not_mistaken_for_a_lost_commit(make_host):
     host = make_host("1x80G", kill_wait="1s", tick="1h")  # no tick: the run's files stay
+    # A run that starts with no spare lock file takes the oldest finished run's: two runs
+    # ended before (started in one pass), one for the job and one for the urgent one, keep
+    # the requeued run's file.
+    first = [host.submit("--hold", "-g", "0", "--", "true") for _ in range(2)]
+    host.gq("release", *map(str, first))
+    assert [host.wait_ended(i)["state"] for i in first] == ["completed"] * 2
     gate = host.work / "gate"
     job = host.submit(*gated(gate, exit_code=9))
     host.wait_state(job, "running")
@@ -122,7 +125,7 @@ def test_a_requeued_run_is_not_mistaken_for_a_lost_commit(make_host):
     host.wait_state(urgent, "running")
     # Requeued: pending, its old run's files still there until a tick removes them.
     assert host.job(job)["restarts"] == 1
-    assert (host.home / "run" / f"{job}.exit").exists()
+    assert host.exit_record(job) is not None
     host.kill_daemon(signal.SIGKILL)
     host.start()
     again = host.job(job)
@@ -164,7 +167,7 @@ def test_the_processes_of_a_job_whose_shim_was_killed_go_with_it(host, daemon):
     wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 3,
              what="the job's three processes")
     left = [int(p) for p in pids.read_text().split()]
-    shim = json.loads((host.home / "run" / f"{job}.lock").read_text())["pid"]
+    shim = host.shim_pid(job)
     if daemon == "down":
         host.kill_daemon()
     os.kill(shim, signal.SIGKILL)
@@ -193,7 +196,7 @@ def test_a_spawner_whose_daemon_died_before_its_answer_ends_quietly(tmp_path):
     spec = {"job_id": 1, "run": 0, "command": ["true"], "cwd": str(tmp_path),
             "env": {"PATH": os.environ["PATH"]}, "stdout": str(tmp_path / "logs" / "1.out"),
             "stderr": str(tmp_path / "logs" / "1.err"), "checkpoint_dir": str(tmp_path / "ck"),
-            "exit_path": str(run / "1.exit"), "kill_wait": 1.0, "grace": 1.0,
+            "run_dir": str(run), "kill_wait": 1.0, "grace": 1.0,
             "checkpoint_signal": 10, "signal_group": False, "warn_after": None, "uid": None,
             "gid": None, "groups": None, "umask": None, "token": "t"}
     lock = os.open(run / "1.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -202,5 +205,5 @@ def test_a_spawner_whose_daemon_died_before_its_answer_ends_quietly(tmp_path):
     ours.close()  # the daemon is gone before the answer
     err = spawner.stderr.read()
     assert (spawner.wait(timeout=30), err) == (0, "")
-    wait_for(lambda: (run / "1.exit").exists(), what="the shim's exit record")
-    assert json.loads((run / "1.exit").read_text())["exit_code"] == 0
+    wait_for(lambda: exit_record(run, 1) is not None, what="the shim's exit record")
+    assert exit_record(run, 1)["exit_code"] == 0

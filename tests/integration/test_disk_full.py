@@ -104,7 +104,7 @@ def test_a_full_disk_refuses_submits_keeps_reads_and_marks_cut_output(small_disk
     # The job writes until the disk is full again; its end is recorded once there is room.
     os.truncate(filler, filler.stat().st_size - (2 << 20))
     gate.touch()
-    wait_for(lambda: (host.home / "run" / f"{writer}.exit").exists(), timeout=30,
+    wait_for(lambda: host.exit_record(writer) is not None, timeout=30,
              what="the writer's shim to record its exit on the full disk")
     filler.unlink()
     ended = host.wait_ended(writer, timeout=30)

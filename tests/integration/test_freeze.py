@@ -86,7 +86,7 @@ def requeued(host, job_id: int) -> dict:
 
 def processes_of(host, job_id: int) -> list[psutil.Process]:
     """The job's processes: its shim's descendants (the shim wrote its pid in the run's lock)."""
-    shim = json.loads((host.home / "run" / f"{job_id}.lock").read_text())["pid"]
+    shim = host.shim_pid(job_id)
     return psutil.Process(shim).children(recursive=True)
 
 

@@ -205,9 +205,9 @@ def test_kill_9_while_preempting_loses_no_requeue(make_host):
     for job in (ends_unwatched, still_stopping):
         host.wait_state(job, "preempting")
     host.kill_daemon(signal.SIGKILL)
-    exit_file = host.home / "run" / f"{ends_unwatched}.exit"
-    wait_for(exit_file.exists, what="the first victim's shim to record its exit")
-    assert not (host.home / "run" / f"{still_stopping}.exit").exists()
+    wait_for(lambda: host.exit_record(ends_unwatched) is not None,
+             what="the first victim's shim to record its exit")
+    assert host.exit_record(still_stopping) is None
     host.start()
     host.wait_state(high, "running", timeout=30)
     for job in (ends_unwatched, still_stopping):

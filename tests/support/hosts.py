@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from gq.daemon.supervisor import Supervisor
 from gq.protocol import Connection
 from tests.support.cli import gq_in_process, gq_process
 from tests.support.forkserver import ForkedDaemon, ForkServer
@@ -160,6 +161,15 @@ class GqHost:
         path = self.home / "logs" / f"{job_id}.{'err' if err else 'out'}"
         return path.read_text() if path.exists() else ""
 
+    def exit_record(self, job_id: int) -> dict | None:
+        """What the job's shim recorded at its end, read as the daemon reads it; None: nothing
+        yet (or its files are gone: the end is recorded)."""
+        return exit_record(self.home / "run", job_id)
+
+    def shim_pid(self, job_id: int) -> int | None:
+        """The pid the job's shim wrote into its lock file; None until it has."""
+        return Supervisor(self.home / "run").shim_info(job_id).get("pid")
+
     def count_jobs(self) -> int:
         return len(self.call("list", all=True))
 
@@ -179,6 +189,10 @@ class GqHost:
             finally:  # a forked daemon's environment does not name its GQ_HOME to
                 if self.daemon.poll() is None:  # kill_processes_mentioning: gone, whatever
                     self.daemon.kill()
+
+
+def exit_record(run_root: Path, job_id: int) -> dict | None:
+    return Supervisor(run_root).exit_record(job_id)
 
 
 def kill_processes_mentioning(text: str) -> None:

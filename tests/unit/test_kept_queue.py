@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gq.daemon.kept_queue import KeptQueue
 from gq.model import DepKind, ENDED_STATES, Job, JobState, Reason, Tier
-from gq.policy import Card, Host, Outcome, PendingQueue, PreemptRule, SchedulerInput, decide
+from gq.policy import Card, Host, Outcome, PreemptRule, SchedulerInput, decide
 from gq.store import Store
 from tests.support.examples import examples
 

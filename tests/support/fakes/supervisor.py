@@ -74,5 +74,4 @@ class FakeSupervisor:
     def take_lost(self) -> list[int]:
         return []
 
-    def exit_path(self, job_id: int) -> Path:
-        return Path("/nonexistent/run") / f"{job_id}.exit"
+    run_root = Path("/nonexistent/run")

@@ -1,0 +1,115 @@
+"""A run's files (gq/daemon/supervisor.py): one lock file a run, the shim's exit record in it,
+and lock files kept empty for later runs instead of being deleted and created again. Real
+spawner, real shims, real jobs; no daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from gq.daemon.shim import EXIT_AT
+from gq.daemon.supervisor import RunStatus, Supervisor
+from tests.support.hosts import wait_for
+
+
+@pytest.fixture
+def supervisor(tmp_path):
+    sup = Supervisor(tmp_path / "run")
+    yield sup
+    sup.close()
+
+
+def spec(tmp_path, job_id: int, command: list[str], run: int = 0) -> dict:
+    return {"job_id": job_id, "run": run, "command": command, "cwd": str(tmp_path),
+            "env": {"PATH": os.environ["PATH"]},
+            "stdout": str(tmp_path / "logs" / f"{job_id}.out"),
+            "stderr": str(tmp_path / "logs" / f"{job_id}.err"),
+            "checkpoint_dir": str(tmp_path / "ck" / str(job_id)),
+            "run_dir": str(tmp_path / "run"), "kill_wait": 1.0, "grace": 1.0,
+            "checkpoint_signal": 10, "signal_group": False, "warn_after": None, "uid": None,
+            "gid": None, "groups": None, "umask": None, "token": f"t{job_id}"}
+
+
+def run_to_end(supervisor: Supervisor, tmp_path, job_id: int, command: list[str]) -> dict:
+    shim = supervisor.spawn(spec(tmp_path, job_id, command))
+    wait_for(lambda: supervisor.status(job_id) is not RunStatus.ALIVE,
+             what=f"job {job_id}'s shim to end")
+    supervisor.release(shim)
+    assert supervisor.status(job_id) is RunStatus.EXITED
+    return supervisor.exit_record(job_id)
+
+
+def test_the_exit_record_is_in_the_lock_file_and_no_other_file_is_made(supervisor, tmp_path):
+    record = run_to_end(supervisor, tmp_path, 1, ["sh", "-c", "exit 3"])
+    assert (record["exit_code"], record["run"], record["stopped"]) == (3, 0, False)
+    assert sorted(os.listdir(tmp_path / "run")) == ["1.lock", "spare"]
+    data = (tmp_path / "run" / "1.lock").read_bytes()
+    assert json.loads(data[:EXIT_AT].rstrip(b"\0"))["token"] == "t1"
+    assert json.loads(data[EXIT_AT:])["exit_code"] == 3
+    assert supervisor.shim_info(1)["run"] == 0
+
+
+def test_a_finished_runs_lock_file_is_emptied_and_serves_the_next_run(supervisor, tmp_path):
+    run_to_end(supervisor, tmp_path, 1, ["true"])
+    inode = os.stat(tmp_path / "run" / "1.lock").st_ino
+    supervisor.finished(1)
+    supervisor.forget_finished()
+    assert not (tmp_path / "run" / "1.lock").exists()
+    spare = tmp_path / "run" / "spare" / "1"
+    assert spare.stat().st_size == 0 and spare.stat().st_ino == inode
+    # A daemon that starts anew finds the spare, and the next run gets it: no record of the
+    # earlier run in it, until this one writes its own.
+    again = Supervisor(tmp_path / "run")
+    try:
+        record = run_to_end(again, tmp_path, 2, ["sh", "-c", "exit 5"])
+    finally:
+        again.close()
+    assert os.stat(tmp_path / "run" / "2.lock").st_ino == inode
+    assert os.listdir(tmp_path / "run" / "spare") == []
+    assert (record["exit_code"], supervisor.shim_info(2)["token"]) == (5, "t2")
+
+
+def test_a_run_that_starts_with_no_spare_takes_a_finished_ones_file(supervisor, tmp_path):
+    """Spares are made at the tick; a run that starts before it takes a finished run's file
+    at once rather than create one."""
+    run_to_end(supervisor, tmp_path, 1, ["true"])
+    inode = os.stat(tmp_path / "run" / "1.lock").st_ino
+    supervisor.finished(1)
+    record = run_to_end(supervisor, tmp_path, 2, ["true"])
+    assert os.stat(tmp_path / "run" / "2.lock").st_ino == inode
+    assert record["exit_code"] == 0 and not (tmp_path / "run" / "1.lock").exists()
+
+
+def test_a_lock_file_still_held_is_removed_not_kept(supervisor, tmp_path):
+    gate = tmp_path / "gate"
+    shim = supervisor.spawn(spec(tmp_path, 1, ["sh", "-c", f"while [ ! -e {gate} ]; do "
+                                               "sleep 0.05; done"]))
+    wait_for(lambda: supervisor.shim_info(1).get("pid"), what="the shim's pid")
+    supervisor.forget(1)  # recorded while its shim lived on (it should not be, but may)
+    assert os.listdir(tmp_path / "run" / "spare") == []
+    gate.touch()
+    wait_for(lambda: not os.path.exists(f"/proc/{shim.pid}/status") or
+             "State:\tZ" in open(f"/proc/{shim.pid}/status").read(), what="the shim to end")
+    supervisor.release(shim)
+
+
+def test_an_exit_record_cut_short_reads_as_none(supervisor, tmp_path):
+    run_to_end(supervisor, tmp_path, 1, ["true"])
+    lock = tmp_path / "run" / "1.lock"
+    data = lock.read_bytes()
+    lock.write_bytes(data[:EXIT_AT + 10])  # a power cut in the middle of the write
+    assert supervisor.exit_record(1) is None
+    assert supervisor.status(1) is RunStatus.VANISHED
+
+
+def test_an_exit_record_of_an_older_gq_is_read(supervisor, tmp_path):
+    """A shim of an older gq, running across the upgrade, wrote run/ID.exit."""
+    run = tmp_path / "run"
+    (run / "7.lock").write_text(json.dumps({"pid": 1234, "run": 0}))
+    (run / "7.exit").write_text(json.dumps({"exit_code": 4, "run": 0}))
+    assert supervisor.status(7) is RunStatus.EXITED
+    assert supervisor.exit_record(7)["exit_code"] == 4
+    supervisor.forget(7)
+    assert sorted(os.listdir(run)) == ["spare"] and os.listdir(run / "spare") == ["7"]
