@@ -8,7 +8,7 @@ durably, into the same file (from shim.EXIT_AT; a shim of an older gq wrote `run
 
 Creating a file is the costliest step of a trivial job's run on some disks (ext4 without a
 journal skips every inode freed in the last minutes, one by one, to find a free one), so the
-lock files of finished runs are emptied and kept in `run/spare/` for the next runs, renamed
+lock files of finished runs are blanked and kept in `run/spare/` for the next runs, renamed
 into place, rather than deleted and created again.
 """
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from gq.daemon.shim import EXIT_AT, ShimSpec, parse_exit_record
+from gq.daemon.shim import EXIT_AT, EXIT_RECORD_ROOM, ShimSpec, parse_exit_record
 from gq.daemon.spawner import receive, send
 
 
@@ -57,7 +57,8 @@ class SpawnUnknown(OSError):
     """The spawner took the request and died: a shim may or may not be running."""
 
 
-SPARES = 64  # emptied lock files kept for the next runs
+SPARES = 64  # blanked lock files kept for the next runs
+RUN_FILE_SIZE = EXIT_AT + EXIT_RECORD_ROOM
 
 
 class Supervisor:
@@ -106,17 +107,18 @@ class Supervisor:
             oldest = next(iter(self._finished))
             del self._finished[oldest]
             self.forget(oldest)
-        if self._spares:  # emptied when it was kept: renamed, it never holds another run's
+        if self._spares:  # blanked when it was kept: renamed, it never holds another run's
             try:
                 os.rename(self.spare_root / self._spares.pop(), lock)
             except OSError:
                 pass
         # The room for the exit record is taken by the shim (off the daemon's thread), before
-        # the job starts: gq/daemon/shim.py. O_TRUNC: a previous run's record goes.
-        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-        lock_fd = os.open(lock, flags, 0o600)
+        # the job starts: gq/daemon/shim.py.
+        lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(lock_fd).st_size:  # the job's previous run's: its record goes
+                _blank(lock_fd)
             self._send(spec, lock_fd)
         finally:
             os.close(lock_fd)  # the request in flight, then the shim, keep the lock
@@ -195,7 +197,7 @@ class Supervisor:
             return RunStatus.ALIVE
         if self.exit_record(job_id) is not None:
             return RunStatus.EXITED
-        if lock.exists() and lock.stat().st_size > 0:
+        if self.shim_info(job_id).get("pid"):
             return RunStatus.VANISHED
         return RunStatus.NEVER_STARTED
 
@@ -294,7 +296,7 @@ class Supervisor:
 
     def forget(self, job_id: int) -> None:
         """Remove a finished run's files once its exit is in the store: its lock file is
-        emptied and kept for another run, or deleted once enough are kept."""
+        blanked (zeros) and kept for another run, or deleted once enough are kept."""
         exit_path = self.exit_path(job_id)
         for path in (exit_path, Path(f"{exit_path}.tmp")):  # an older gq's
             try:
@@ -302,20 +304,26 @@ class Supervisor:
             except FileNotFoundError:
                 pass
         lock = self.lock_path(job_id)
-        # Never one a process still holds (a run recorded while its shim lived on).
-        if len(self._spares) < SPARES and str(job_id) not in self._spares and \
-                not self.locked(lock):
+        if len(self._spares) < SPARES and str(job_id) not in self._spares:
             try:
-                # Emptied first: a daemon killed in between leaves an empty lock file,
-                # which says "never started" of a job that no longer holds anything.
-                os.truncate(lock, 0)
+                fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+            except FileNotFoundError:
+                return
+            try:
+                # Never one a process still holds (a run recorded while its shim lived on).
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # Blanked first: a daemon killed in between leaves a blank lock file, which
+                # says "never started" of a job that no longer holds anything. Zeros, not a
+                # truncation: the blocks stay the file's (freeing them is slow on a disk
+                # mounted with `discard`), and the next shim's room is taken already.
+                _blank(fd)
                 os.rename(lock, self.spare_root / str(job_id))
                 self._spares.append(str(job_id))
                 return
-            except FileNotFoundError:
-                return
             except OSError:
                 pass
+            finally:
+                os.close(fd)
         try:
             os.unlink(lock)
         except FileNotFoundError:
@@ -334,6 +342,11 @@ class Supervisor:
         finally:
             os.close(fd)
         return False
+
+
+def _blank(fd: int) -> None:
+    """Zeros over a run's lock file: no shim's pid, no exit record (a record reads as none)."""
+    os.pwrite(fd, bytes(RUN_FILE_SIZE), 0)
 
 
 def _carrying(mark: bytes) -> list[int]:

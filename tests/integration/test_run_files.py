@@ -51,14 +51,14 @@ def test_the_exit_record_is_in_the_lock_file_and_no_other_file_is_made(superviso
     assert supervisor.shim_info(1)["run"] == 0
 
 
-def test_a_finished_runs_lock_file_is_emptied_and_serves_the_next_run(supervisor, tmp_path):
+def test_a_finished_runs_lock_file_is_blanked_and_serves_the_next_run(supervisor, tmp_path):
     run_to_end(supervisor, tmp_path, 1, ["true"])
     inode = os.stat(tmp_path / "run" / "1.lock").st_ino
     supervisor.finished(1)
     supervisor.forget_finished()
     assert not (tmp_path / "run" / "1.lock").exists()
     spare = tmp_path / "run" / "spare" / "1"
-    assert spare.stat().st_size == 0 and spare.stat().st_ino == inode
+    assert spare.read_bytes() == bytes(2 * EXIT_AT) and spare.stat().st_ino == inode
     # A daemon that starts anew finds the spare, and the next run gets it: no record of the
     # earlier run in it, until this one writes its own.
     again = Supervisor(tmp_path / "run")
@@ -113,3 +113,18 @@ def test_an_exit_record_of_an_older_gq_is_read(supervisor, tmp_path):
     assert supervisor.exit_record(7)["exit_code"] == 4
     supervisor.forget(7)
     assert sorted(os.listdir(run)) == ["spare"] and os.listdir(run / "spare") == ["7"]
+
+
+def test_a_jobs_next_run_does_not_inherit_its_previous_runs_record(supervisor, tmp_path):
+    """Requeued before the tick let its files go: the same lock file, blanked at the start."""
+    assert run_to_end(supervisor, tmp_path, 1, ["sh", "-c", "exit 3"])["exit_code"] == 3
+    gate = tmp_path / "gate"
+    shim = supervisor.spawn(spec(tmp_path, 1, ["sh", "-c", f"while [ ! -e {gate} ]; do "
+                                               "sleep 0.05; done; exit 4"], run=1))
+    assert supervisor.exit_record(1) is None
+    wait_for(lambda: supervisor.shim_info(1).get("run") == 1, what="the new shim's pid")
+    assert supervisor.status(1) is RunStatus.ALIVE
+    gate.touch()
+    wait_for(lambda: supervisor.status(1) is RunStatus.EXITED, what="the second run to end")
+    supervisor.release(shim)
+    assert (supervisor.exit_record(1)["exit_code"], supervisor.exit_record(1)["run"]) == (4, 1)
