@@ -180,12 +180,19 @@ def test_wait_rides_out_a_daemon_restart(host):
     assert f"job {job}: failed (exit 6)" in out
 
 
+# glibc's own two signals (32 and 33, for thread cancellation and set*id), which glibc's
+# posix_spawn leaves ignored in every program it starts and which no glibc program can use.
+GLIBC_INTERNAL = (1 << 31) | (1 << 32)
+
+
 def test_the_job_gets_default_signal_dispositions(host):
     # Ignored dispositions and the signal mask survive exec: a job must not inherit the
     # shim's (which blocks the daemon's requests and ignores Ctrl-C).
-    job = host.submit("-g", "0", "--", "sh", "-c", "grep -E 'SigBlk|SigIgn' /proc/self/status")
+    # grep itself, not through sh: dash clears its signal mask when it starts.
+    job = host.submit("-g", "0", "--", "grep", "-E", "SigBlk|SigIgn", "/proc/self/status")
     host.wait_ended(job)
-    assert host.log(job).split() == ["SigBlk:", "0" * 16, "SigIgn:", "0" * 16]
+    blocked, ignored = host.log(job).split()[1::2]
+    assert (int(blocked, 16), int(ignored, 16) & ~GLIBC_INTERNAL) == (0, 0)
 
 
 def test_a_job_starts_as_its_submitter_set_it_up(host, tmp_path):
