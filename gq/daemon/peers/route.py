@@ -71,7 +71,7 @@ def locate(daemon: Context, caller, text: Any) -> tuple[str, str]:
     if not daemon.peers.states:
         return LOCAL, text
     try:
-        moved = daemon.store.get_job(resolve_id(daemon, caller, text)).moved_to
+        moved = daemon.store.get_job(resolve_id(daemon, caller, text), env=False).moved_to
     except BadInput:
         return LOCAL, text  # the handler says what is wrong with it
     if moved and moved.rpartition(":")[0] in daemon.peers.states:
@@ -115,7 +115,9 @@ async def _wait_there(daemon: Context, peer: str, op: str, ids: list[str]) -> li
 
 
 async def _follow(daemon: Context, job: dict[str, Any]) -> dict[str, Any]:
-    moved = daemon.store.get_job(job["id"]).moved_to if isinstance(job["id"], int) else None
+    if not daemon.peers.states or not isinstance(job["id"], int):  # nothing moved away
+        return job
+    moved = daemon.store.get_job(job["id"], env=False).moved_to
     peer, _, ident = (moved or "").rpartition(":")
     if not moved or peer not in daemon.peers.states:
         return job
