@@ -154,6 +154,7 @@ class Daemon:
 
     def _tick(self) -> None:
         self.supervisor.forget_finished()
+        self.supervisor.retire_idle()
         self.read_cards()
         self.refresh_usage()
         for job_id in list(self.runs.unadopted):  # a failure (a full disk) waits for the next tick

@@ -53,12 +53,12 @@ class Runs:
     def watch(self, shim: Shim) -> None:
         self.shims[shim.job_id] = shim
         if self.loop is not None:
-            self.loop.add_reader(shim.pidfd, self._exited, shim.job_id)
+            self.loop.add_reader(shim.watch_fd, self._exited, shim.job_id)
 
     def _exited(self, job_id: int) -> None:
         shim = self.shims.pop(job_id)
         if self.loop is not None:
-            self.loop.remove_reader(shim.pidfd)
+            self.loop.remove_reader(shim.watch_fd)
         self.supervisor.release(shim)
         self.on_exit(job_id)
 
@@ -80,4 +80,4 @@ class Runs:
     def close(self) -> None:
         if self.loop is not None:
             for shim in self.shims.values():
-                self.loop.remove_reader(shim.pidfd)
+                self.loop.remove_reader(shim.watch_fd)

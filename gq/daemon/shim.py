@@ -1,7 +1,9 @@
-"""The per-job shim: forked by the spawner, outlives the daemon, records the exit durably.
+"""The job shim: forked by the spawner, it runs a job, outlives the daemon, records the exit
+durably; then, while its spawner keeps it, it waits for another run (gq/daemon/spawner.py).
 
 The shim is a session leader and a child subreaper, so every process the job starts stays its
-descendant, also those that call setsid or double-fork. That is how a cancel reaches them all.
+descendant, also those that call setsid or double-fork. That is how a cancel reaches them all,
+and how the shim knows that nothing of a run is left before it takes the next.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ import errno
 import json
 import os
 import signal
+import socket
 import time
-from typing import TypedDict
+from typing import Callable, TypedDict
 
 from gq.daemon.diskfull import disk_is_full
+from gq.daemon.fdpass import receive
 
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
@@ -70,6 +74,11 @@ EXIT_RECORD_ROOM = 4096  # bytes reserved for a run's exit record; one takes abo
 # and, from this offset, its exit record: one file a run, not three (a file's creation costs
 # up to a millisecond on some disks, more than anything else a trivial job's run does).
 EXIT_AT = 4096
+# From here, a byte for each signal number: 1 when the daemon asked this run for what that signal
+# means (Supervisor.ask). A shim takes one run after another, and a request sent for its last
+# run may arrive during the next one.
+REQUEST_AT = 8192
+RUN_FILE_SIZE = REQUEST_AT + 128
 ERROR_ROOM = 500  # characters of why a job could not start kept in the record (JSON: < 3 KiB)
 
 
@@ -103,14 +112,18 @@ def parse_exit_record(data: bytes) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def run_shim(spec: ShimSpec, lock_fd: int) -> None:
-    """Body of the forked shim. Never returns normally: the caller must os._exit.
+def run_shim(spec: ShimSpec, lock_fd: int, end_fd: int, channel: socket.socket | None) -> None:
+    """Body of the forked shim: runs `spec`, then each run its spawner hands it over `channel`,
+    one after another, until the spawner lets it go. Never returns normally: the caller must
+    os._exit.
 
-    `lock_fd` is the run's lock file, locked by the daemon and inherited: the shim holds the
-    lock for as long as it lives, and writes its pid into the file."""
+    Each run comes with its lock file (`lock_fd`, locked by the daemon and inherited: the shim
+    holds the lock for as long as the run lasts, and writes its pid into the file) and the
+    write end of a pipe (`end_fd`) that the shim closes once the run's exit is recorded: how
+    the daemon learns of the end of a run whose shim goes on living."""
     signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)  # the spawner forked us with them blocked
     os.setsid()
-    _close_fds_except((lock_fd,))
+    _close_fds_except((lock_fd, end_fd) + ((channel.fileno(),) if channel else ()))
     # stdout and stderr stay the daemon's, for a traceback should the shim itself fail.
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -120,7 +133,36 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
         signal.signal(sig, signal.SIG_IGN)
     for sig in WATCHED:  # blocked, and taken by sigtimedwait; a blocked SIGCHLD stays pending
         signal.signal(sig, signal.SIG_DFL)
-    _prctl_setup(spec["job_id"])
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    umask = os.umask(0)
+    os.umask(umask)
+    reused = False
+    while True:
+        _run(spec, lock_fd, reused)
+        os.close(lock_fd)  # the run is over: its lock goes (its record is on disk)
+        if channel is None or _has_children():  # never a run with another's processes
+            if channel is not None:
+                channel.close()  # first: the spawner hands this shim nothing more
+            os.close(end_fd)
+            return
+        _set_name("gq-shim-idle")
+        os.umask(umask)
+        os.chdir("/")  # the job's directory is not kept busy (the spawn path entered it)
+        os.close(end_fd)  # the daemon learns that the run has ended
+        request, fds = receive(channel)
+        if request is None:  # the spawner let this shim go, or is gone
+            return
+        spec, (lock_fd, end_fd) = ShimSpec(**request["spec"]), fds
+        reused = True
+
+
+def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
+    """One run: the job started, supervised, its leftovers stopped, its exit recorded.
+
+    A request (a signal) counts for a run that is not its shim's first only when the daemon
+    marked it in the run's lock file (REQUEST_AT): one sent for the run before may reach the
+    shim after it has taken this one."""
+    _set_name(f"gq-shim-{spec['job_id']}")
     # Not fsynced: after a power cut the job's processes are gone anyway, and without the pid
     # the daemon simply queues the job again.
     # "requests": this shim takes PREEMPT and TIME_UP (one of an older gq took SIGTERM only).
@@ -128,10 +170,13 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
                                    "token": spec.get("token")}).encode(), 0)
     reserve_exit_room(lock_fd)
 
+    def asked(signo: int) -> bool:
+        return not reused or marked(lock_fd, signo)
+
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stop, wait, err_offset, out_offset, error = None, spec["kill_wait"], None, None, None
     try:
-        if CANCEL in signal.sigpending():  # cancelled before it began: do not begin
+        if CANCEL in signal.sigpending() and asked(CANCEL):  # cancelled before it began
             stop = "cancel"
         else:
             err_offset = _log_size(spec["stderr"])
@@ -141,7 +186,7 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
                 job["status"] = code << 8
             else:
                 job["pid"] = pid
-                stop, wait = _supervise(spec, job)
+                stop, wait = _supervise(spec, job, asked)
     except OSError as e:  # out of processes or descriptors: the job never began
         error = f"could not start the job: {e}"
         job["status"] = 127 << 8  # a wait status: exited with 127, as a shell says "not found"
@@ -163,7 +208,16 @@ def run_shim(spec: ShimSpec, lock_fd: int) -> None:
         )
 
 
-def _supervise(spec: ShimSpec, job: dict[str, int]) -> tuple[str | None, float]:
+def marked(lock_fd: int, signo: int) -> bool:
+    """Whether the daemon marked request `signo` in the run's lock file (Supervisor.ask)."""
+    try:
+        return os.pread(lock_fd, 1, REQUEST_AT + signo) == b"\1"
+    except OSError:
+        return False
+
+
+def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool]
+               ) -> tuple[str | None, float]:
     """Reap until the job's main process ends or a stop says to kill the tree; answer the
     daemon's requests meanwhile. Returns the stop (None: the job ended by itself) and how long
     what is left of the tree may take to go before SIGKILL."""
@@ -187,6 +241,8 @@ def _supervise(spec: ShimSpec, job: dict[str, int]) -> tuple[str | None, float]:
         else:
             info = signal.sigtimedwait(WATCHED, max(0.0, wake - now))
         request = REQUESTS.get(info.si_signo) if info is not None else None
+        if request is not None and not asked(info.si_signo):  # one for an earlier run
+            request = None
         if request == "cancel":
             return request, spec["kill_wait"]
         if request == "time_up" and stop is None:
@@ -235,14 +291,18 @@ def load_libc() -> None:
 _libc: ctypes.CDLL | None = None
 
 
-def _prctl_setup(job_id: int) -> None:
-    """Become the subreaper of the job's tree, and show as gq-shim-ID in ps and top."""
+def _prctl(option: int, arg) -> None:
+    """Become the subreaper of the job's tree (PR_SET_CHILD_SUBREAPER), or set the name that ps
+    and top show (PR_SET_NAME)."""
     try:
         libc = _libc or ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        libc.prctl(PR_SET_NAME, ctypes.c_char_p(f"gq-shim-{job_id}".encode()[:15]), 0, 0, 0)
+        libc.prctl(option, arg, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: orphans go to init
         pass
+
+
+def _set_name(name: str) -> None:
+    _prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]))
 
 
 def _open_log(path: str) -> int:

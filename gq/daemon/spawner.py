@@ -2,90 +2,127 @@
 
 Forking the daemon costs milliseconds (its page tables and, afterwards, copy-on-write faults on
 a heap of tens of MB); forking this process, which imports almost nothing, costs a tenth of
-that. The daemon sends a shim spec and the run's locked lock file over a socketpair; the
-spawner forks, and answers with a pidfd of the shim, opened before the shim could be reaped.
+that. The daemon sends a request (a shim spec) and the run's locked lock file over a
+socketpair; the spawner starts the run, and answers with a pidfd of the shim, opened before the
+shim could be reaped, and the read end of a pipe that the shim closes when the run has ended.
 Answers come in the order of the requests; the daemon need not wait for one before it goes on
 (Supervisor.request).
+
+A shim whose run has ended waits for another (gq/daemon/shim.py), as long as this spawner
+keeps a socket to it: a request may name a waiting shim (`reuse`, its pid), which then takes
+the run, and no process is forked. A fork, and later the exit, of a shim is most of what a
+trivial job's run costs. `retire` lets a waiting shim go: it exits.
 """
 
 from __future__ import annotations
 
-import array
-import json
 import os
+import select
 import signal
 import socket
 import sys
 
+from gq.daemon.fdpass import receive, send
 from gq.daemon.shim import WATCHED, ShimSpec, load_libc, run_shim
 
-MAX_MESSAGE = 4 << 20
-
-
-def send(sock: socket.socket, data: dict, fds: list[int]) -> None:
-    payload = json.dumps(data).encode()
-    sock.sendmsg([payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-
-
-def receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
-    """One message and the descriptors that came with it; (None, []) at end of stream."""
-    fds = array.array("i")
-    # MSG_CMSG_CLOEXEC: a lock file passed on to the job's processes would keep the run
-    # looking alive after its shim died.
-    data, ancdata, _flags, _addr = sock.recvmsg(
-        MAX_MESSAGE, socket.CMSG_SPACE(4 * fds.itemsize), socket.MSG_CMSG_CLOEXEC
-    )
-    for level, kind, cmsg in ancdata:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(cmsg[: len(cmsg) - (len(cmsg) % fds.itemsize)])
-    if not data:
-        return None, list(fds)
-    return json.loads(data), list(fds)
+# A shim forked here: its pid -> the socket to it (to hand it a run) and its pidfd (never a
+# reused pid's).
+Kept = dict[int, tuple[socket.socket, int]]
 
 
 def serve(sock: socket.socket) -> None:
-    """The spawner's loop: until the daemon goes away, fork one shim per request."""
+    """The spawner's loop: until the daemon goes away, start each run it asks for."""
     # Shims are reaped by the kernel; the daemon learns of their exit through the pidfd.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on a foreground daemon
+    kept: Kept = {}
     while True:
-        spec, fds = receive(sock)
-        if spec is None:
+        request, fds = receive(sock)
+        if request is None:
             return
-        (lock_fd,) = fds
-        # The shim is born with the daemon's requests blocked: one sent the moment the daemon
-        # has its pidfd must wait for the shim to take it, not kill it.
-        signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
-        try:
-            pid = os.fork()
-        except OSError as e:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
-            os.close(lock_fd)
-            if not _answer(sock, {"job_id": spec.get("job_id"), "error": str(e)}, []):
-                return
+        if "retire" in request:
+            _let_go(kept, request["retire"])
             continue
-        if pid == 0:
-            try:
-                sock.close()
-                run_shim(ShimSpec(**spec), lock_fd)
-            finally:
-                os._exit(0)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
-        pidfd = os.pidfd_open(pid)
-        answered = _answer(sock, {"job_id": spec.get("job_id"), "pid": pid}, [pidfd])
-        os.close(pidfd)
-        os.close(lock_fd)
+        (lock_fd,) = fds
+        end_r, end_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            reply, answer_fds = _start(kept, sock, request, lock_fd, end_w)
+            if "pid" in reply:
+                answer_fds.append(end_r)
+            answered = _answer(sock, reply, answer_fds)
+        finally:
+            for fd in (lock_fd, end_w, end_r):
+                os.close(fd)
         if not answered:
             return
 
 
+def _start(kept: Kept, sock: socket.socket, request: dict, lock_fd: int, end_w: int
+           ) -> tuple[dict, list[int]]:
+    """Hand the run to the waiting shim it names, or fork one for it. The answer, and a pidfd
+    of the shim (the caller's to close... once sent: it is the answer's)."""
+    spec = request["spec"]
+    job_id = spec.get("job_id")
+    pid = request.get("reuse")
+    if pid in kept:
+        channel, pidfd = kept[pid]
+        try:
+            send(channel, {"spec": spec}, [lock_fd, end_w])
+        except OSError:  # it has exited meanwhile: fork another
+            _let_go(kept, pid)
+        else:
+            if _exited(pidfd):  # it died before it could read the run: the run files say
+                _let_go(kept, pid)
+                return {"job_id": job_id, "lost": f"shim {pid} ended before it took the run"}, []
+            return {"job_id": job_id, "pid": pid}, [os.dup(pidfd)]
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    # The shim is born with the daemon's requests blocked: one sent the moment the daemon
+    # has its pidfd must wait for the shim to take it, not kill it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
+    try:
+        pid = os.fork()
+    except OSError as e:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
+        ours.close()
+        theirs.close()
+        return {"job_id": job_id, "error": str(e)}, []
+    if pid == 0:
+        try:
+            sock.close()
+            ours.close()
+            run_shim(ShimSpec(**spec), lock_fd, end_w, theirs)
+        finally:
+            os._exit(0)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
+    theirs.close()
+    pidfd = os.pidfd_open(pid)
+    kept[pid] = (ours, pidfd)
+    return {"job_id": job_id, "pid": pid}, [os.dup(pidfd)]
+
+
+def _exited(pidfd: int) -> bool:
+    return bool(select.select([pidfd], [], [], 0)[0])
+
+
+def _let_go(kept: Kept, pid: int) -> None:
+    """Close the socket to a shim: waiting, it exits; running, it exits when its run ends."""
+    channel, pidfd = kept.pop(pid, (None, None))
+    if channel is not None:
+        channel.close()
+        os.close(pidfd)
+
+
 def _answer(sock: socket.socket, reply: dict, fds: list[int]) -> bool:
-    """Send the answer; False when the daemon is gone (killed after it asked). A shim forked
-    meanwhile runs on: its run was recorded, and the next daemon adopts it."""
+    """Send the answer (and close its descriptors); False when the daemon is gone (killed
+    after it asked). A shim started meanwhile runs on: its run was recorded, and the next
+    daemon adopts it."""
     try:
         send(sock, reply, fds)
     except (BrokenPipeError, ConnectionResetError):
         return False
+    finally:
+        for fd in fds[:1]:  # the pidfd, a copy of the kept one; the pipe's end is the caller's
+            os.close(fd)
     return True
 
 

@@ -150,7 +150,9 @@ class Starting:
         if answer is not None:
             job_id, shim = answer
             with self.store.relaxed():
-                if isinstance(shim, OSError):
+                if isinstance(shim, SpawnUnknown):
+                    self._spawn_unknown(job_id, shim)
+                elif isinstance(shim, OSError):
                     self._not_started(job_id, shim)
                 else:
                     self.runs.watch(shim)

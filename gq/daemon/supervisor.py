@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -27,8 +28,10 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from gq.daemon.shim import EXIT_AT, EXIT_RECORD_ROOM, ShimSpec, parse_exit_record
-from gq.daemon.spawner import receive, send
+from gq.daemon.fdpass import receive, send
+from gq.daemon.shim import (
+    EXIT_AT, EXIT_RECORD_ROOM, REQUEST_AT, RUN_FILE_SIZE, ShimSpec, parse_exit_record,
+)
 
 
 @dataclass
@@ -39,6 +42,26 @@ class Shim:
     # False for a shim started by a gq from before preemption, re-adopted: it ignores SIGUSR1
     # and SIGUSR2, so every stop is asked of it as a cancel.
     takes_requests: bool = True
+    # The read end of a pipe the shim closes once the run's exit is recorded (its shim then
+    # waits for another run); None for a shim adopted after a restart, which exits at the end
+    # of its run (pidfd).
+    end_fd: int | None = None
+    generation: int = 0  # the spawner that started it (Supervisor.generation); 0: none of ours
+
+    @property
+    def watch_fd(self) -> int:
+        """Readable once the run has ended."""
+        return self.pidfd if self.end_fd is None else self.end_fd
+
+
+@dataclass
+class Idle:
+    """A shim whose run has ended and been recorded, waiting for another."""
+
+    pid: int
+    pidfd: int
+    generation: int
+    since: float  # monotonic
 
 
 RUN_TOKEN = "GQ_RUN_TOKEN"  # in the environment of every process of a run: which run it is
@@ -58,7 +81,8 @@ class SpawnUnknown(OSError):
 
 
 SPARES = 64  # blanked lock files kept for the next runs
-RUN_FILE_SIZE = EXIT_AT + EXIT_RECORD_ROOM
+IDLE = 8  # shims kept waiting for the next runs
+IDLE_FOR = 30.0  # seconds a shim waits for another run before it is let go
 
 
 class Supervisor:
@@ -68,6 +92,7 @@ class Supervisor:
         self.spare_root = run_root / "spare"
         self.spare_root.mkdir(mode=0o700, exist_ok=True)
         self._spares = [name for name in os.listdir(self.spare_root) if name.isdigit()]
+        self._idle: list[Idle] = []  # newest last
         self._spawner: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self.generation = 0  # spawners started so far
@@ -119,17 +144,17 @@ class Supervisor:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             if os.fstat(lock_fd).st_size:  # the job's previous run's: its record goes
                 _blank(lock_fd)
-            self._send(spec, lock_fd)
+            self._send({"spec": dict(spec), "reuse": self._take_idle()}, lock_fd)
         finally:
             os.close(lock_fd)  # the request in flight, then the shim, keep the lock
         self._asked.append(job_id)
 
-    def _send(self, spec: ShimSpec, lock_fd: int) -> None:
+    def _send(self, request: dict, lock_fd: int) -> None:
         for _attempt in (1, 2):
             if self._sock is None:
                 self._start_spawner()
             try:
-                send(self._sock, dict(spec), [lock_fd])
+                send(self._sock, request, [lock_fd])
                 return
             except OSError:  # it died before taking the request: a new one may retry
                 self.close()
@@ -158,7 +183,10 @@ class Supervisor:
             raise RuntimeError(f"the spawner answered for job {reply['job_id']}, not {job_id}")
         if "error" in reply:
             return job_id, SpawnError(reply["error"])
-        return job_id, Shim(job_id, reply["pid"], fds[0])
+        if "lost" in reply:  # handed to a waiting shim that died: the run's files will tell
+            return job_id, SpawnUnknown(reply["lost"])
+        return job_id, Shim(job_id, reply["pid"], fds[0], end_fd=fds[1],
+                            generation=self.generation)
 
     def take_lost(self) -> list[int]:
         """Jobs asked of a spawner that died before it answered for them."""
@@ -179,6 +207,9 @@ class Supervisor:
     def close(self) -> None:
         self._lost += self._asked
         self._asked.clear()
+        for idle in self._idle:  # they exit with the spawner
+            os.close(idle.pidfd)
+        self._idle.clear()
         if self._sock is not None:
             self._sock.close()  # the spawner sees the end of its stream and exits
             self._sock = None
@@ -255,7 +286,7 @@ class Supervisor:
         """What the run's shim recorded when its job ended; None: nothing (yet)."""
         try:
             with open(self.lock_path(job_id), "rb") as f:
-                record = parse_exit_record(os.pread(f.fileno(), 2 * EXIT_AT, EXIT_AT))
+                record = parse_exit_record(os.pread(f.fileno(), EXIT_RECORD_ROOM, EXIT_AT))
         except OSError:
             record = None
         if record is None:  # a shim of an older gq, still running when it was upgraded
@@ -267,16 +298,60 @@ class Supervisor:
 
     def ask(self, shim: Shim, request: signal.Signals) -> None:
         """Send the shim a request (shim.CANCEL, PREEMPT or TIME_UP): it acts on it, the daemon
-        learns of the end through the pidfd."""
+        learns of the end through shim.watch_fd. The request is marked in the run's lock file
+        first: a shim that has taken another run since acts only on what is marked in its
+        own."""
         if not shim.takes_requests:
             request = signal.SIGTERM
+        try:
+            fd = os.open(self.lock_path(shim.job_id), os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.pwrite(fd, b"\1", REQUEST_AT + int(request))
+            finally:
+                os.close(fd)
+        except OSError:  # no run file: the shim has ended, and asks nothing of the mark
+            pass
         try:
             signal.pidfd_send_signal(shim.pidfd, request)
         except ProcessLookupError:
             pass
 
     def release(self, shim: Shim) -> None:
+        """The run's end is recorded: its shim waits for the next run (one of this spawner's,
+        alive, while fewer than IDLE wait), or is let go."""
+        if shim.end_fd is not None:
+            os.close(shim.end_fd)
+        ours = shim.generation == self.generation and self._sock is not None
+        if ours and len(self._idle) < IDLE and not _exited(shim.pidfd):
+            self._idle.append(Idle(shim.pid, shim.pidfd, shim.generation, time.monotonic()))
+            return
         os.close(shim.pidfd)
+        if ours:
+            self._retire(shim.pid)
+
+    def _take_idle(self) -> int | None:
+        """The pid of a waiting shim of this spawner, taken for a run; None: a new one."""
+        while self._idle:
+            idle = self._idle.pop()
+            os.close(idle.pidfd)  # the spawner's answer brings a new one
+            if idle.generation == self.generation:
+                return idle.pid
+        return None
+
+    def retire_idle(self, older_than: float = IDLE_FOR) -> None:
+        """Let go of the shims that have waited longer than `older_than` seconds."""
+        now = time.monotonic()
+        while self._idle and now - self._idle[0].since > older_than:
+            idle = self._idle.pop(0)
+            os.close(idle.pidfd)
+            self._retire(idle.pid)
+
+    def _retire(self, pid: int) -> None:
+        if self._sock is not None:
+            try:
+                send(self._sock, {"retire": pid}, [])
+            except OSError:  # the spawner is gone, and its shims with it
+                pass
 
     def run_ids(self) -> list[int]:
         """Jobs with a run file: running, or ended with their end not yet recorded."""
@@ -342,6 +417,10 @@ class Supervisor:
         finally:
             os.close(fd)
         return False
+
+
+def _exited(pidfd: int) -> bool:
+    return bool(select.select([pidfd], [], [], 0)[0])
 
 
 def _blank(fd: int) -> None:

@@ -184,7 +184,7 @@ def test_a_spawner_whose_daemon_died_before_its_answer_ends_quietly(tmp_path):
     """The daemon was killed between asking for a shim and reading the answer: the spawner
     forks the shim (the next daemon adopts its run), finds nobody to answer and ends, exit 0
     and no traceback, where it died of a BrokenPipeError."""
-    from gq.daemon.spawner import send
+    from gq.daemon.fdpass import send
 
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     spawner = subprocess.Popen([sys.executable, "-m", "gq.daemon.spawner",
@@ -200,7 +200,7 @@ def test_a_spawner_whose_daemon_died_before_its_answer_ends_quietly(tmp_path):
             "checkpoint_signal": 10, "signal_group": False, "warn_after": None, "uid": None,
             "gid": None, "groups": None, "umask": None, "token": "t"}
     lock = os.open(run / "1.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    send(ours, spec, [lock])
+    send(ours, {"spec": spec, "reuse": None}, [lock])
     os.close(lock)
     ours.close()  # the daemon is gone before the answer
     err = spawner.stderr.read()

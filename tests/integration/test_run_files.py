@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 
 import pytest
 
-from gq.daemon.shim import EXIT_AT
+from gq.daemon.shim import EXIT_AT, RUN_FILE_SIZE
 from gq.daemon.supervisor import RunStatus, Supervisor
 from tests.support.hosts import wait_for
 
@@ -30,6 +32,10 @@ def spec(tmp_path, job_id: int, command: list[str], run: int = 0) -> dict:
             "run_dir": str(tmp_path / "run"), "kill_wait": 1.0, "grace": 1.0,
             "checkpoint_signal": 10, "signal_group": False, "warn_after": None, "uid": None,
             "gid": None, "groups": None, "umask": None, "token": f"t{job_id}"}
+
+
+def ended(shim) -> bool:
+    return bool(select.select([shim.watch_fd], [], [], 0)[0])
 
 
 def run_to_end(supervisor: Supervisor, tmp_path, job_id: int, command: list[str]) -> dict:
@@ -58,7 +64,7 @@ def test_a_finished_runs_lock_file_is_blanked_and_serves_the_next_run(supervisor
     supervisor.forget_finished()
     assert not (tmp_path / "run" / "1.lock").exists()
     spare = tmp_path / "run" / "spare" / "1"
-    assert spare.read_bytes() == bytes(2 * EXIT_AT) and spare.stat().st_ino == inode
+    assert spare.read_bytes() == bytes(RUN_FILE_SIZE) and spare.stat().st_ino == inode
     # A daemon that starts anew finds the spare, and the next run gets it: no record of the
     # earlier run in it, until this one writes its own.
     again = Supervisor(tmp_path / "run")
@@ -90,8 +96,7 @@ def test_a_lock_file_still_held_is_removed_not_kept(supervisor, tmp_path):
     supervisor.forget(1)  # recorded while its shim lived on (it should not be, but may)
     assert os.listdir(tmp_path / "run" / "spare") == []
     gate.touch()
-    wait_for(lambda: not os.path.exists(f"/proc/{shim.pid}/status") or
-             "State:\tZ" in open(f"/proc/{shim.pid}/status").read(), what="the shim to end")
+    wait_for(lambda: ended(shim), what="the run to end")
     supervisor.release(shim)
 
 
@@ -128,3 +133,100 @@ def test_a_jobs_next_run_does_not_inherit_its_previous_runs_record(supervisor, t
     wait_for(lambda: supervisor.status(1) is RunStatus.EXITED, what="the second run to end")
     supervisor.release(shim)
     assert (supervisor.exit_record(1)["exit_code"], supervisor.exit_record(1)["run"]) == (4, 1)
+
+
+# ---- a shim serves one run after another (gq/daemon/spawner.py) ----------------------------
+
+def gone(pid: int) -> bool:
+    """The process has exited (the spawner's shims are reaped by the kernel)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "State:\tZ" in f.read()
+    except FileNotFoundError:
+        return True
+
+
+def name(pid: int) -> str:
+    with open(f"/proc/{pid}/comm") as f:
+        return f.read().strip()
+
+
+def gated(gate, code: int) -> list[str]:
+    return ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.02; done; exit {code}"]
+
+
+def test_a_shim_whose_run_ended_takes_the_next_one(supervisor, tmp_path):
+    first = supervisor.spawn(spec(tmp_path, 1, ["true"]))
+    wait_for(lambda: ended(first), what="the first run to end")
+    supervisor.release(first)
+    wait_for(lambda: name(first.pid) == "gq-shim-idle", what="the shim to wait")
+    second = supervisor.spawn(spec(tmp_path, 2, ["sh", "-c", "exit 7"]))
+    assert second.pid == first.pid  # no fork
+    wait_for(lambda: ended(second), what="the second run to end")
+    supervisor.release(second)
+    assert (supervisor.exit_record(1)["exit_code"], supervisor.exit_record(2)["exit_code"]) \
+        == (0, 7)
+
+
+def test_a_request_for_a_shims_last_run_does_not_reach_its_next(supervisor, tmp_path):
+    """The daemon asked a stop of a run that had just ended, before it learned of the end: the
+    signal reaches the shim when it runs the next job, which it must not stop."""
+    first = supervisor.spawn(spec(tmp_path, 1, ["true"]))
+    wait_for(lambda: ended(first), what="the first run to end")
+    supervisor.ask(first, signal.SIGTERM)  # a cancel, late
+    supervisor.release(first)
+    gate = tmp_path / "gate"
+    second = supervisor.spawn(spec(tmp_path, 2, gated(gate, 3)))
+    assert second.pid == first.pid
+    wait_for(lambda: name(second.pid) == "gq-shim-2", what="the second run to begin")
+    gate.touch()
+    wait_for(lambda: ended(second), what="the second run to end")
+    supervisor.release(second)
+    record = supervisor.exit_record(2)
+    assert (record["exit_code"], record["stopped"]) == (3, False)
+    # A request marked for the run it is in is taken.
+    third = supervisor.spawn(spec(tmp_path, 3, gated(tmp_path / "never", 0)))
+    assert third.pid == first.pid
+    wait_for(lambda: supervisor.shim_info(3).get("pid"), what="the third run to begin")
+    supervisor.ask(third, signal.SIGTERM)
+    wait_for(lambda: ended(third), what="the third run to be cancelled")
+    supervisor.release(third)
+    assert supervisor.exit_record(3)["stop"] == "cancel"
+
+
+def test_a_shim_waits_only_so_long(supervisor, tmp_path):
+    shim = supervisor.spawn(spec(tmp_path, 1, ["true"]))
+    wait_for(lambda: ended(shim), what="the run to end")
+    supervisor.release(shim)
+    supervisor.retire_idle(older_than=0)
+    wait_for(lambda: gone(shim.pid), what="the waiting shim to exit")
+    again = supervisor.spawn(spec(tmp_path, 2, ["true"]))
+    assert again.pid != shim.pid
+    wait_for(lambda: ended(again), what="the run to end")
+    supervisor.release(again)
+
+
+def test_a_waiting_shim_killed_is_replaced_by_a_new_one(supervisor, tmp_path):
+    shim = supervisor.spawn(spec(tmp_path, 1, ["true"]))
+    wait_for(lambda: ended(shim), what="the run to end")
+    supervisor.release(shim)
+    os.kill(shim.pid, signal.SIGKILL)
+    wait_for(lambda: gone(shim.pid), what="the shim to die")
+    again = supervisor.spawn(spec(tmp_path, 2, ["sh", "-c", "exit 4"]))
+    assert again.pid != shim.pid
+    wait_for(lambda: ended(again), what="the run to end")
+    supervisor.release(again)
+    assert supervisor.exit_record(2)["exit_code"] == 4
+
+
+def test_a_shim_whose_spawner_is_gone_exits_after_its_run(supervisor, tmp_path):
+    """The daemon (and with it the spawner) died: the run goes on, is recorded, and its shim
+    then exits, as the next daemon, watching its pidfd, expects."""
+    gate = tmp_path / "gate"
+    shim = supervisor.spawn(spec(tmp_path, 1, gated(gate, 6)))
+    wait_for(lambda: supervisor.shim_info(1).get("pid"), what="the run to begin")
+    supervisor.close()  # the spawner exits
+    assert not gone(shim.pid)
+    gate.touch()
+    wait_for(lambda: gone(shim.pid), what="the shim to exit")
+    assert supervisor.exit_record(1)["exit_code"] == 6
