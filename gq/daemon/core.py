@@ -80,7 +80,7 @@ class Daemon:
         self.stopping = Stopping(self.store, config, self.runs, self.reading, clock)
         self.attributor = Attributor()
         self.telemetry = Telemetry(self.store.samples, config.telemetry,
-                                   keep=config.offenders.longest_idle_window)
+                                   keep=config.offenders.longest_idle_window, since=clock())
         self.run_times = load_run_times(self.store.history, clock())
         self.fingerprints = Fingerprints(self.store)
         self.usage: dict[str, float] = {}  # decayed card-seconds per user (refresh_usage)

@@ -86,9 +86,14 @@ def job_card_use(cards: list[Gpu], owners: dict[int, Owner],
 class Telemetry:
     """Samples cards and jobs into the store; keeps each running job's usage in memory."""
 
-    def __init__(self, samples: Samples, config: TelemetryConfig, keep: float = 900.0):
+    def __init__(self, samples: Samples, config: TelemetryConfig, keep: float = 900.0,
+                 since: float = float("inf")):
         self.samples = samples
         self.config = config
+        # When this daemon began: a run started since has its usage in memory from its first
+        # sample, so one without is one that had none (a job off the cards, or a short one),
+        # and there is nothing in the store to read back.
+        self.since = since
         self.usage: dict[int, RunUsage] = {}  # job id -> its current run's usage
         # The last `keep` seconds of each running job's samples, (t, util, mem) a card and
         # sample: idle windows are judged from memory, at a cost that does not grow with them.
@@ -172,7 +177,7 @@ class Telemetry:
         usage = self.usage.get(job.id)
         if usage is None:
             usage = RunUsage()
-            if job.started_at is not None:
+            if job.started_at is not None and job.started_at < self.since:
                 usage.peaks = self.samples.job_peaks(job.id, job.started_at)
                 for row in self.samples.job_minutes(job.started_at, job.id):
                     usage.samples += row["n"]

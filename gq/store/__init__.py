@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -48,6 +49,12 @@ _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
 _NO_ENV_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS, "notify", "forward_args")
                            if c != "env")
 _ENDED_NAMES = frozenset(str(s) for s in ENDED_STATES)
+# Columns whose value, as the daemon sets it, is the job's attribute as it is (no enum, no
+# mapping to build): Store._recache puts them into the cached job without reading the row.
+_AS_THEY_ARE = frozenset(
+    "state reason started_at ended_at exit_code gpu_ids holding peak_mem failure "
+    "failure_evidence restarts mem oom_retries preemptions host_mem freeze_op frozen_at "
+    "freeze_note".split())
 _TIMES = ("submitted_at", "started_at", "ended_at")
 
 
@@ -130,6 +137,17 @@ class Store:
                 break
             changed.append(self._queue.get(job_id) or self._holding[job_id])
         return changed
+
+    def _recache(self, job_id: int, **changes: Any) -> None:
+        """After an UPDATE that set `changes` (as given to _update): the cached job with them,
+        where the job is cached and they are columns whose value is the job's attribute as it
+        is; else its row read back. A start and an end each save a read and a decode."""
+        cached = self._queue.get(job_id) or self._holding.get(job_id)
+        if cached is None or not changes.keys() <= _AS_THEY_ARE:
+            self._refresh(job_id)
+            return
+        holding = changes.pop("holding", job_id in self._holding)
+        self._cache_job(dataclasses.replace(cached, **changes), bool(holding))
 
     def _refresh(self, job_id: int) -> None:
         rows = self._rows(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE id = ?", [job_id])
@@ -496,7 +514,7 @@ class Store:
         with self.db.atomic():
             self._update(job_id, state=str(new), reason=reason, **fields)
             self._event(job_id, at, old, new, reason, detail)
-        self._refresh(job_id)
+        self._recache(job_id, state=new, reason=reason, **fields)
 
     def end_waiting(self, jobs: list[Job], new: JobState, at: float, reason: str) -> None:
         """End pending or held jobs at once (gq cancel of an array): one statement for all,
@@ -532,7 +550,7 @@ class Store:
         """Change fields that are not the state (reason, runtime), without an event."""
         with self.db.atomic():
             self._update(job_id, **fields)
-        self._refresh(job_id)
+        self._recache(job_id, **fields)
 
     def set_reasons(self, reasons: dict[int, str]) -> None:
         """Store the reasons of queued jobs that changed."""

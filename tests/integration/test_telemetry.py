@@ -124,6 +124,22 @@ def test_nvml_sampling_keeps_what_could_not_be_read_unknown(tmp_path):
     assert telemetry.usage_of(job).peaks == {0: 10 * GIB, 2: 3 * GIB}
 
 
+def test_a_run_begun_before_the_daemon_gets_its_usage_back_and_one_begun_since_reads_nothing(
+        tmp_path):
+    """After a restart, a run's peaks so far are read back from the store; a run this daemon
+    started has had its usage in memory from its first sample, so one it never sampled (off
+    the cards, or short) had none, and its end reads nothing."""
+    store = Store(tmp_path / "gq.db")
+    for job_id in (7, 8):  # samples in the store for both, which only the first may own
+        store.samples.write(1010.0, [CardSample(0, 50, 9 * GIB, 0, 40, 100.0)],
+                            [JobSample(job_id, 0, 6 * GIB, 50)])
+    telemetry = Telemetry(store.samples, TelemetryConfig(interval=5.0), since=1500.0)
+    before, since = running(7, [0]), running(8, [0])
+    before.started_at, since.started_at = 1000.0, 1600.0
+    assert telemetry.run_record(before)["peaks"] == {0: 6 * GIB}
+    assert telemetry.run_record(since)["peaks"] == {}
+
+
 # --- the store: samples and rollups ------------------------------------------------------------
 
 

@@ -27,6 +27,41 @@ def test_insert_read_and_events(tmp_path):
         (None, "pending"), ("pending", "running"), ("running", "completed")]
 
 
+def test_the_jobs_in_memory_are_their_rows_after_every_change(tmp_path):
+    """A change the store knows the values of updates its cached job without reading the row
+    back (Store._recache): after each, the cache is what a store opened afresh reads."""
+    store = Store(tmp_path / "gq.db")
+
+    def cached() -> dict:
+        return {j.id: j for j in [*store.queue(), *store.holding_jobs()]}
+
+    def check() -> None:
+        fresh = Store(tmp_path / "gq.db")
+        assert cached() == {j.id: j for j in [*fresh.queue(), *fresh.holding_jobs()]}
+        fresh.close()
+
+    a, b = (store.insert_job(new_job(gpus=1, deps={}), at=1.0) for _ in range(2))
+    steps = [
+        lambda: store.transition(a, JobState.RUNNING, 2.0, started_at=2.0, gpu_ids=[1],
+                                 holding=1, ended_at=None, exit_code=None, peak_mem=None),
+        lambda: store.update(a, peak_mem=3 << 30, host_mem=None, freeze_op=None),
+        lambda: store.transition(b, JobState.HELD, 2.5, reason="held by ann"),
+        lambda: store.transition(a, JobState.PREEMPTING, 3.0, reason="preempted for job 9"),
+        lambda: store.transition(a, JobState.PENDING, 4.0, restarts=1, started_at=None,
+                                 gpu_ids=[], holding=0, exit_code=None, failure=None,
+                                 failure_evidence=[], reason="Priority"),
+        lambda: store.transition(a, JobState.RUNNING, 5.0, started_at=5.0, gpu_ids=[0],
+                                 holding=1),
+        lambda: store.transition(a, JobState.FAILED, 6.0, ended_at=6.0, exit_code=3,
+                                 holding=0, failure="oom", failure_evidence=["CUDA out of"]),
+        lambda: store.transition(b, JobState.PENDING, 7.0, mem=5 << 30, oom_retries=1),
+    ]
+    for step in steps:
+        step()
+        check()
+    assert set(cached()) == {b} and store.get_job(a).failure_evidence == ["CUDA out of"]
+
+
 def test_illegal_transitions_are_refused_and_change_nothing(tmp_path):
     store = Store(tmp_path / "gq.db")
     job_id = store.insert_job(new_job(), at=1.0)
