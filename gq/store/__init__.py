@@ -24,6 +24,7 @@ from gq.store.reservations import Reservations
 from gq.store.samples import Samples
 from gq.store.slurm_jobs import SlurmJobs
 from gq.store.schema import migrations, record_writer
+from gq.store.select import select
 
 _JSON_FIELDS = ("command", "env", "deps", "gpu_ids", "failure_evidence", "frozen_cards")
 _JOB_COLUMNS = (
@@ -155,11 +156,7 @@ class Store:
             self._cache(rows[0])
 
     def _rows(self, sql: str, args: list) -> list[dict[str, Any]]:
-        """Rows as dicts, read straight from sqlite3 (Database.query costs more per call, and
-        a job's start and end read a few rows each)."""
-        cursor = self.db.conn.execute(sql, args)
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
+        return select(self.db, sql, args)
 
     def take_changes(self) -> set[int] | None:
         """The jobs whose cached row changed (queued, changed, started, ended...) since the
@@ -339,7 +336,7 @@ class Store:
 
     def array_members(self, array_id: int) -> list[int]:
         """The job ids of the array with this id, by index; [] when there is none."""
-        return [r["id"] for r in self.db.query(
+        return [r["id"] for r in self._rows(
             "SELECT id FROM jobs WHERE array_id = ? ORDER BY array_index", [array_id])]
 
     def array_outcomes(self, array_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -364,8 +361,8 @@ class Store:
     def get_job(self, job_id: int, env: bool = True) -> Job | None:
         """A job, whole; env=False leaves out its environment (the largest column, which only
         a start needs)."""
-        select = "*" if env else _NO_ENV_SELECT
-        rows = self._shared(self._rows(f"SELECT {select} FROM jobs WHERE id = ?", [job_id]))
+        columns = "*" if env else _NO_ENV_SELECT
+        rows = self._shared(self._rows(f"SELECT {columns} FROM jobs WHERE id = ?", [job_id]))
         return _row_to_job(rows[0]) if rows else None
 
     def command(self, job_id: int) -> list[str]:
@@ -496,7 +493,7 @@ class Store:
         ids = list(ids)
         if not ids:
             return set()
-        rows = self.db.query(f"SELECT id FROM jobs WHERE id IN ({','.join('?' * len(ids))})", ids)
+        rows = self._rows(f"SELECT id FROM jobs WHERE id IN ({','.join('?' * len(ids))})", ids)
         return {r["id"] for r in rows}
 
     def transition(

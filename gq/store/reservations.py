@@ -7,6 +7,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from gq.store.select import select
+
 
 class Reservations:
     def __init__(self, db: Database):
@@ -37,8 +39,8 @@ class Reservations:
 
     def ending_after(self, at: float) -> list[dict[str, Any]]:
         """The reservations not over by `at` and not removed, soonest first."""
-        return [_decoded(r) for r in self.db.query(
-            "SELECT * FROM reservations WHERE end > ? AND removed_at IS NULL "
+        return [_decoded(r) for r in select(
+            self.db, "SELECT * FROM reservations WHERE end > ? AND removed_at IS NULL "
             "ORDER BY start, id", [at])]
 
     def record(self) -> list[dict[str, Any]]:
