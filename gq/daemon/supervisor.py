@@ -132,9 +132,11 @@ class Supervisor:
             oldest = next(iter(self._finished))
             del self._finished[oldest]
             self.forget(oldest)
+        spare = False
         if self._spares:  # blanked when it was kept: renamed, it never holds another run's
             try:
                 os.rename(self.spare_root / self._spares.pop(), lock)
+                spare = True
             except OSError:
                 pass
         # The room for the exit record is taken by the shim (off the daemon's thread), before
@@ -142,7 +144,7 @@ class Supervisor:
         lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if os.fstat(lock_fd).st_size:  # the job's previous run's: its record goes
+            if not spare and os.fstat(lock_fd).st_size:  # the job's previous run's record
                 _blank(lock_fd)
             self._send({"spec": dict(spec), "reuse": self._take_idle()}, lock_fd)
         finally:
