@@ -95,7 +95,7 @@ def write_exit_record(lock_fd: int, run_dir: str, record: dict) -> None:
     """Write the exit record over its reserved room, so that it survives a power cut. A
     record cut short by one reads as none: the run then looks as if its shim died."""
     os.pwrite(lock_fd, json.dumps(record).encode(), EXIT_AT)
-    os.fsync(lock_fd)
+    os.fdatasync(lock_fd)  # into room taken before: the file's size and blocks are as they were
     dir_fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)  # the lock file's name, too
     try:
         os.fsync(dir_fd)
