@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import os
 import shutil
@@ -106,7 +107,25 @@ class TempDaemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.home, ignore_errors=True)
+        remove_later(self.home)
+
+
+_LEFT: list[str] = []  # directories of finished runs, removed when the benchmark ends
+
+
+def remove_later(path: str) -> None:
+    """Remove `path` when the benchmark ends, not now: on ext4 without a journal (these
+    machines), a file created within a minute or more of thousands of deletions costs up to 20
+    times as much (the allocator looks at every inode freed meanwhile), so one run's clean-up
+    would slow whichever run is measured next."""
+    if not _LEFT:
+        atexit.register(_remove_left)
+    _LEFT.append(path)
+
+
+def _remove_left() -> None:
+    for path in _LEFT:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def time_command(argv: list[str], env: dict[str, str]) -> float:

@@ -15,7 +15,9 @@ import tempfile
 import time
 
 import psutil
-from _harness import SIM_GPUS, TempDaemon, gq_script, interleaved, machine, print_table, verdict
+from _harness import (
+    SIM_GPUS, TempDaemon, gq_script, interleaved, machine, print_table, remove_later, verdict,
+)
 
 from gq.cli.submit_args import request_args
 from gq.model import ENDED_STATES
@@ -109,7 +111,7 @@ def tsp_rate(jobs: int, slots: int) -> float | None:
     finally:
         subprocess.run([binary, "-K"], env=env, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
-        shutil.rmtree(home, ignore_errors=True)
+        remove_later(home)
 
 
 def queued_cpu(waiting: int, jobs: int) -> dict:
