@@ -9,6 +9,7 @@ import os
 import select
 import signal
 
+import psutil
 import pytest
 
 from gq.daemon.shim import EXIT_AT, RUN_FILE_SIZE
@@ -19,8 +20,17 @@ from tests.support.hosts import wait_for
 @pytest.fixture
 def supervisor(tmp_path):
     sup = Supervisor(tmp_path / "run")
+    shims, spawn = set(), sup.spawn
+    sup.spawn = lambda spec: shims.add((shim := spawn(spec)).pid) or shim
     yield sup
     sup.close()
+    for pid in shims:  # what a failed test left running: a gated job waits for ever
+        try:
+            shim = psutil.Process(pid)
+            for proc in [*shim.children(recursive=True), shim]:
+                proc.kill()
+        except psutil.Error:
+            pass
 
 
 def spec(tmp_path, job_id: int, command: list[str], run: int = 0) -> dict:
