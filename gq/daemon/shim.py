@@ -105,9 +105,9 @@ def write_exit_record(lock_fd: int, run_dir: str, record: dict) -> None:
 
 def parse_exit_record(data: bytes) -> dict | None:
     """The exit record in what was read of a lock file from EXIT_AT; None: none written."""
-    try:
-        record = json.loads(data)
-    except ValueError:  # the reserved room (blanks), nothing, or a record cut short
+    try:  # after the record: what is left of the room (spaces), or of a blanked file (zeros)
+        record = json.loads(data.rstrip(b"\0 ") or b"null")
+    except ValueError:  # a record cut short
         return None
     return record if isinstance(record, dict) else None
 

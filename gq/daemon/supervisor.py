@@ -1,10 +1,11 @@
 """Start, signal and re-adopt job shims. Never decides what to run.
 
-Each run of a job has a lock file, `run/ID.lock`. The daemon locks it before the shim is forked
-and the shim inherits the lock, so the lock is held exactly as long as the shim lives, whatever
+Each run of a job has a lock file, `run/ID.lock`. The daemon locks it before the run is handed
+to a shim, and the shim inherits the lock and holds it exactly as long as the run lasts, whatever
 happens to the daemon. A restarted daemon therefore knows, without guessing from pids, whether
-a job's shim is still alive. The shim writes its pid into the lock file, and its exit status,
-durably, into the same file (from shim.EXIT_AT; a shim of an older gq wrote `run/ID.exit`).
+a job's run is still going. The shim writes its pid into the lock file, and its exit status,
+durably, into the same file (from shim.EXIT_AT; a shim of an older gq wrote `run/ID.exit`). A
+shim then waits for another run (gq/daemon/spawner.py): IDLE of them at most, each IDLE_FOR.
 
 Creating a file is the costliest step of a trivial job's run on some disks (ext4 without a
 journal skips every inode freed in the last minutes, one by one, to find a free one), so the

@@ -12,7 +12,7 @@ import signal
 import psutil
 import pytest
 
-from gq.daemon.shim import EXIT_AT, RUN_FILE_SIZE
+from gq.daemon.shim import EXIT_AT, RUN_FILE_SIZE, parse_exit_record
 from gq.daemon.supervisor import RunStatus, Supervisor
 from tests.support.hosts import wait_for
 
@@ -240,3 +240,13 @@ def test_a_shim_whose_spawner_is_gone_exits_after_its_run(supervisor, tmp_path):
     gate.touch()
     wait_for(lambda: gone(shim.pid), what="the shim to exit")
     assert supervisor.exit_record(1)["exit_code"] == 6
+
+
+def test_an_exit_record_reads_whatever_follows_it_in_its_room():
+    """Spaces (the room the shim took), zeros (a blanked file whose room could not be taken),
+    or nothing; a record cut short, or only the room, reads as none."""
+    record = json.dumps({"exit_code": 2}).encode()
+    for after in (b" " * 100, bytes(100), b""):
+        assert parse_exit_record(record + after) == {"exit_code": 2}
+    for data in (b" " * 4096, bytes(4096), b"", record[:-3] + bytes(10)):
+        assert parse_exit_record(data) is None
