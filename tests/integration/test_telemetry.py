@@ -130,8 +130,8 @@ def test_a_run_begun_before_the_daemon_gets_its_usage_back_and_one_begun_since_r
     started has had its usage in memory from its first sample, so one it never sampled (off
     the cards, or short) had none, and its end reads nothing."""
     store = Store(tmp_path / "gq.db")
-    for job_id in (7, 8):  # samples in the store for both, which only the first may own
-        store.samples.write(1010.0, [CardSample(0, 50, 9 * GIB, 0, 40, 100.0)],
+    for job_id, at in ((7, 1010.0), (8, 1610.0)):  # in each run: which only the first may own
+        store.samples.write(at, [CardSample(0, 50, 9 * GIB, 0, 40, 100.0)],
                             [JobSample(job_id, 0, 6 * GIB, 50)])
     telemetry = Telemetry(store.samples, TelemetryConfig(interval=5.0), since=1500.0)
     before, since = running(7, [0]), running(8, [0])
