@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import array
 import json
+import select
 import socket
 
 MAX_MESSAGE = 4 << 20
@@ -34,3 +35,8 @@ def receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
     if not data:
         return None, list(fds)
     return json.loads(data), list(fds)
+
+
+def readable(fd: int) -> bool:
+    """Whether `fd` is readable now: a pidfd whose process has exited, a pipe closed."""
+    return bool(select.select([fd], [], [], 0)[0])

@@ -17,12 +17,11 @@ trivial job's run costs. `retire` lets a waiting shim go: it exits.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
 import sys
 
-from gq.daemon.fdpass import receive, send
+from gq.daemon.fdpass import readable, receive, send
 from gq.daemon.shim import WATCHED, ShimSpec, load_libc, run_shim
 
 # A shim forked here: its pid -> the socket to it (to hand it a run) and its pidfd (never a
@@ -45,22 +44,21 @@ def serve(sock: socket.socket) -> None:
             continue
         (lock_fd,) = fds
         end_r, end_w = os.pipe2(os.O_CLOEXEC)
+        pidfd = None
         try:
-            reply, answer_fds = _start(kept, sock, request, lock_fd, end_w)
-            if "pid" in reply:
-                answer_fds.append(end_r)
-            answered = _answer(sock, reply, answer_fds)
+            reply, pidfd = _start(kept, sock, request, lock_fd, end_w)
+            answered = _answer(sock, reply, [] if pidfd is None else [pidfd, end_r])
         finally:
-            for fd in (lock_fd, end_w, end_r):
+            for fd in (lock_fd, end_w, end_r, *([] if pidfd is None else [pidfd])):
                 os.close(fd)
         if not answered:
             return
 
 
 def _start(kept: Kept, sock: socket.socket, request: dict, lock_fd: int, end_w: int
-           ) -> tuple[dict, list[int]]:
-    """Hand the run to the waiting shim it names, or fork one for it. The answer, and a pidfd
-    of the shim (the caller's to close... once sent: it is the answer's)."""
+           ) -> tuple[dict, int | None]:
+    """Hand the run to the waiting shim it names, or fork one for it. The answer, and a copy
+    of the shim's pidfd for it (the caller closes it once sent); None with no shim."""
     spec = request["spec"]
     job_id = spec.get("job_id")
     pid = request.get("reuse")
@@ -71,10 +69,10 @@ def _start(kept: Kept, sock: socket.socket, request: dict, lock_fd: int, end_w: 
         except OSError:  # it has exited meanwhile: fork another
             _let_go(kept, pid)
         else:
-            if _exited(pidfd):  # it died before it could read the run: the run files say
+            if readable(pidfd):  # it died before it could read the run: the run files say
                 _let_go(kept, pid)
-                return {"job_id": job_id, "lost": f"shim {pid} ended before it took the run"}, []
-            return {"job_id": job_id, "pid": pid}, [os.dup(pidfd)]
+                return {"job_id": job_id, "lost": f"shim {pid} ended before it took the run"}, None
+            return {"job_id": job_id, "pid": pid}, os.dup(pidfd)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     # The shim is born with the daemon's requests blocked: one sent the moment the daemon
     # has its pidfd must wait for the shim to take it, not kill it.
@@ -85,7 +83,7 @@ def _start(kept: Kept, sock: socket.socket, request: dict, lock_fd: int, end_w: 
         signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
         ours.close()
         theirs.close()
-        return {"job_id": job_id, "error": str(e)}, []
+        return {"job_id": job_id, "error": str(e)}, None
     if pid == 0:
         try:
             sock.close()
@@ -97,11 +95,7 @@ def _start(kept: Kept, sock: socket.socket, request: dict, lock_fd: int, end_w: 
     theirs.close()
     pidfd = os.pidfd_open(pid)
     kept[pid] = (ours, pidfd)
-    return {"job_id": job_id, "pid": pid}, [os.dup(pidfd)]
-
-
-def _exited(pidfd: int) -> bool:
-    return bool(select.select([pidfd], [], [], 0)[0])
+    return {"job_id": job_id, "pid": pid}, os.dup(pidfd)
 
 
 def _let_go(kept: Kept, pid: int) -> None:
@@ -113,16 +107,12 @@ def _let_go(kept: Kept, pid: int) -> None:
 
 
 def _answer(sock: socket.socket, reply: dict, fds: list[int]) -> bool:
-    """Send the answer (and close its descriptors); False when the daemon is gone (killed
-    after it asked). A shim started meanwhile runs on: its run was recorded, and the next
-    daemon adopts it."""
+    """Send the answer; False when the daemon is gone (killed after it asked). A shim started
+    meanwhile runs on: its run was recorded, and the next daemon adopts it."""
     try:
         send(sock, reply, fds)
     except (BrokenPipeError, ConnectionResetError):
         return False
-    finally:
-        for fd in fds[:1]:  # the pidfd, a copy of the kept one; the pipe's end is the caller's
-            os.close(fd)
     return True
 
 

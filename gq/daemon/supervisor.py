@@ -18,7 +18,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from gq.daemon.fdpass import receive, send
+from gq.daemon.fdpass import readable, receive, send
 from gq.daemon.shim import (
     EXIT_AT, EXIT_RECORD_ROOM, REQUEST_AT, RUN_FILE_SIZE, ShimSpec, parse_exit_record,
 )
@@ -53,16 +52,6 @@ class Shim:
     def watch_fd(self) -> int:
         """Readable once the run has ended."""
         return self.pidfd if self.end_fd is None else self.end_fd
-
-
-@dataclass
-class Idle:
-    """A shim whose run has ended and been recorded, waiting for another."""
-
-    pid: int
-    pidfd: int
-    generation: int
-    since: float  # monotonic
 
 
 RUN_TOKEN = "GQ_RUN_TOKEN"  # in the environment of every process of a run: which run it is
@@ -93,7 +82,9 @@ class Supervisor:
         self.spare_root = run_root / "spare"
         self.spare_root.mkdir(mode=0o700, exist_ok=True)
         self._spares = [name for name in os.listdir(self.spare_root) if name.isdigit()]
-        self._idle: list[Idle] = []  # newest last
+        # Shims whose run has ended and been recorded, waiting for another, and since when
+        # (monotonic); newest last.
+        self._idle: list[tuple[Shim, float]] = []
         self._spawner: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self.generation = 0  # spawners started so far
@@ -210,8 +201,8 @@ class Supervisor:
     def close(self) -> None:
         self._lost += self._asked
         self._asked.clear()
-        for idle in self._idle:  # they exit with the spawner
-            os.close(idle.pidfd)
+        for shim, _since in self._idle:  # they exit with the spawner
+            os.close(shim.pidfd)
         self._idle.clear()
         if self._sock is not None:
             self._sock.close()  # the spawner sees the end of its stream and exits
@@ -325,8 +316,8 @@ class Supervisor:
         if shim.end_fd is not None:
             os.close(shim.end_fd)
         ours = shim.generation == self.generation and self._sock is not None
-        if ours and len(self._idle) < IDLE and not _exited(shim.pidfd):
-            self._idle.append(Idle(shim.pid, shim.pidfd, shim.generation, time.monotonic()))
+        if ours and len(self._idle) < IDLE and not readable(shim.pidfd):
+            self._idle.append((shim, time.monotonic()))
             return
         os.close(shim.pidfd)
         if ours:
@@ -335,19 +326,19 @@ class Supervisor:
     def _take_idle(self) -> int | None:
         """The pid of a waiting shim of this spawner, taken for a run; None: a new one."""
         while self._idle:
-            idle = self._idle.pop()
-            os.close(idle.pidfd)  # the spawner's answer brings a new one
-            if idle.generation == self.generation:
-                return idle.pid
+            shim, _since = self._idle.pop()
+            os.close(shim.pidfd)  # the spawner's answer brings a new one
+            if shim.generation == self.generation:
+                return shim.pid
         return None
 
     def retire_idle(self, older_than: float = IDLE_FOR) -> None:
         """Let go of the shims that have waited longer than `older_than` seconds."""
         now = time.monotonic()
-        while self._idle and now - self._idle[0].since > older_than:
-            idle = self._idle.pop(0)
-            os.close(idle.pidfd)
-            self._retire(idle.pid)
+        while self._idle and now - self._idle[0][1] > older_than:
+            shim, _since = self._idle.pop(0)
+            os.close(shim.pidfd)
+            self._retire(shim.pid)
 
     def _retire(self, pid: int) -> None:
         if self._sock is not None:
@@ -420,10 +411,6 @@ class Supervisor:
         finally:
             os.close(fd)
         return False
-
-
-def _exited(pidfd: int) -> bool:
-    return bool(select.select([pidfd], [], [], 0)[0])
 
 
 def _blank(fd: int) -> None:

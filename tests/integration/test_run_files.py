@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 
 import psutil
 import pytest
 
+from gq.daemon.fdpass import readable
 from gq.daemon.shim import EXIT_AT, RUN_FILE_SIZE, parse_exit_record
 from gq.daemon.supervisor import RunStatus, Supervisor
+from tests.support import jobs
 from tests.support.hosts import wait_for
 
 
@@ -45,7 +46,7 @@ def spec(tmp_path, job_id: int, command: list[str], run: int = 0) -> dict:
 
 
 def ended(shim) -> bool:
-    return bool(select.select([shim.watch_fd], [], [], 0)[0])
+    return readable(shim.watch_fd)
 
 
 def run_to_end(supervisor: Supervisor, tmp_path, job_id: int, command: list[str]) -> dict:
@@ -100,8 +101,7 @@ def test_a_run_that_starts_with_no_spare_takes_a_finished_ones_file(supervisor, 
 
 def test_a_lock_file_still_held_is_removed_not_kept(supervisor, tmp_path):
     gate = tmp_path / "gate"
-    shim = supervisor.spawn(spec(tmp_path, 1, ["sh", "-c", f"while [ ! -e {gate} ]; do "
-                                               "sleep 0.05; done"]))
+    shim = supervisor.spawn(spec(tmp_path, 1, gated(gate, 0)))
     wait_for(lambda: supervisor.shim_info(1).get("pid"), what="the shim's pid")
     supervisor.forget(1)  # recorded while its shim lived on (it should not be, but may)
     assert os.listdir(tmp_path / "run" / "spare") == []
@@ -134,8 +134,7 @@ def test_a_jobs_next_run_does_not_inherit_its_previous_runs_record(supervisor, t
     """Requeued before the tick let its files go: the same lock file, blanked at the start."""
     assert run_to_end(supervisor, tmp_path, 1, ["sh", "-c", "exit 3"])["exit_code"] == 3
     gate = tmp_path / "gate"
-    shim = supervisor.spawn(spec(tmp_path, 1, ["sh", "-c", f"while [ ! -e {gate} ]; do "
-                                               "sleep 0.05; done; exit 4"], run=1))
+    shim = supervisor.spawn(spec(tmp_path, 1, gated(gate, 4), run=1))
     assert supervisor.exit_record(1) is None
     wait_for(lambda: supervisor.shim_info(1).get("run") == 1, what="the new shim's pid")
     assert supervisor.status(1) is RunStatus.ALIVE
@@ -162,7 +161,8 @@ def name(pid: int) -> str:
 
 
 def gated(gate, code: int) -> list[str]:
-    return ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.02; done; exit {code}"]
+    """tests/support/jobs.py's gated job, as a command (without the CLI's `--`)."""
+    return jobs.gated(gate, code)[1:]
 
 
 def test_a_shim_whose_run_ended_takes_the_next_one(supervisor, tmp_path):
