@@ -41,6 +41,22 @@ def test_notify_runs_with_the_facts_of_the_end_and_the_submitters_environment(ho
     assert host.job(job)["notify"] == {"command": f"env -0 > {out}", "mail": None}
 
 
+def test_a_notified_jobs_empty_logs_stay_for_its_notification(host):
+    """A reused shim gives a run's empty logs to its next run (gq/daemon/shim.py), but never
+    those of a job whose notification may read them."""
+    quiet = host.submit("--gpus", "0", "--", "true")
+    host.wait_ended(quiet)
+    notified = host.submit("--gpus", "0", "--notify", "true", "--", "true")
+    host.wait_ended(notified)
+    wait_note(host, notified, "notification --notify: sent")
+    after = host.submit("--gpus", "0", "--", "true")
+    host.wait_ended(after)
+    logs = host.home / "logs"
+    assert not (logs / f"{quiet}.out").exists()  # the notified job's run took it
+    assert (logs / f"{notified}.out").exists() and (logs / f"{notified}.err").exists()
+    assert host.gq("logs", str(quiet)).stdout == ""
+
+
 def test_the_hook_gets_the_facts_but_never_the_jobs_environment(make_host):
     # The hook runs in GQ_HOME.
     host = with_config(make_host, '\n[notify]\non_finish = "env -0 > hooks/$GQ_JOB_ID.env"\n')

@@ -34,7 +34,8 @@ def supervisor(tmp_path):
             pass
 
 
-def spec(tmp_path, job_id: int, command: list[str], run: int = 0) -> dict:
+def spec(tmp_path, job_id: int, command: list[str], run: int = 0,
+         recyclable: bool = False) -> dict:
     return {"job_id": job_id, "run": run, "command": command, "cwd": str(tmp_path),
             "env": {"PATH": os.environ["PATH"]},
             "stdout": str(tmp_path / "logs" / f"{job_id}.out"),
@@ -42,7 +43,8 @@ def spec(tmp_path, job_id: int, command: list[str], run: int = 0) -> dict:
             "checkpoint_dir": str(tmp_path / "ck" / str(job_id)),
             "run_dir": str(tmp_path / "run"), "kill_wait": 1.0, "grace": 1.0,
             "checkpoint_signal": 10, "signal_group": False, "warn_after": None, "uid": None,
-            "gid": None, "groups": None, "umask": None, "token": f"t{job_id}"}
+            "gid": None, "groups": None, "umask": None, "token": f"t{job_id}",
+            "recyclable": recyclable}
 
 
 def ended(shim) -> bool:
@@ -240,6 +242,56 @@ def test_a_shim_whose_spawner_is_gone_exits_after_its_run(supervisor, tmp_path):
     gate.touch()
     wait_for(lambda: gone(shim.pid), what="the shim to exit")
     assert supervisor.exit_record(1)["exit_code"] == 6
+
+
+# ---- a reused shim gives its last run's empty files to the next (shim.take_over_empty) ------
+
+def files(tmp_path, job_id: int) -> list:
+    return [tmp_path / "logs" / f"{job_id}.out", tmp_path / "logs" / f"{job_id}.err",
+            tmp_path / "ck" / str(job_id)]
+
+
+def run_on(supervisor, tmp_path, job_id: int, command: list[str], recyclable: bool = True,
+           reusing=None):
+    shim = supervisor.spawn(spec(tmp_path, job_id, command, recyclable=recyclable))
+    if reusing is not None:
+        assert shim.pid == reusing.pid
+    wait_for(lambda: ended(shim), what=f"job {job_id}'s run to end")
+    supervisor.release(shim)
+    wait_for(lambda: name(shim.pid) == "gq-shim-idle", what="the shim to wait")
+    return shim
+
+
+def test_a_reused_shim_gives_its_last_runs_empty_files_to_the_next_run(supervisor, tmp_path):
+    first = run_on(supervisor, tmp_path, 1, ["true"])
+    inodes = [os.lstat(p).st_ino for p in files(tmp_path, 1)]
+    os.utime(files(tmp_path, 1)[2], (1, 1))  # dated long ago: the next run's is dated anew
+    run_on(supervisor, tmp_path, 2, ["sh", "-c", "echo out; touch ck/2/x"], reusing=first)
+    assert not any(p.exists() for p in files(tmp_path, 1))
+    assert [os.lstat(p).st_ino for p in files(tmp_path, 2)] == inodes  # renamed, not created
+    assert files(tmp_path, 2)[2].stat().st_mtime > 1e9
+    assert files(tmp_path, 2)[0].read_text() == "out\n"
+    # What holds anything stays its job's: the next run creates its own.
+    run_on(supervisor, tmp_path, 3, ["true"], reusing=first)
+    assert files(tmp_path, 2)[0].read_text() == "out\n"
+    assert (files(tmp_path, 2)[2] / "x").exists()
+    assert not files(tmp_path, 2)[1].exists()  # its empty error log went to job 3
+    assert os.lstat(files(tmp_path, 3)[1]).st_ino == inodes[1]
+    assert os.lstat(files(tmp_path, 3)[0]).st_ino != inodes[0]
+    assert supervisor.exit_record(3)["exit_code"] == 0
+
+
+def test_a_shim_never_gives_away_files_a_run_must_keep_nor_replaces_a_jobs_own(supervisor,
+                                                                                tmp_path):
+    first = run_on(supervisor, tmp_path, 1, ["true"], recyclable=False)  # --notify reads them
+    run_on(supervisor, tmp_path, 2, ["true"], reusing=first)
+    assert all(p.exists() for p in files(tmp_path, 1))
+    # A job's log from an earlier run of its own is never replaced by an empty one.
+    files(tmp_path, 3)[0].write_text("earlier run\n")
+    run_on(supervisor, tmp_path, 3, ["sh", "-c", "echo again"], reusing=first)
+    assert files(tmp_path, 3)[0].read_text() == "earlier run\nagain\n"
+    assert files(tmp_path, 2)[0].exists()  # kept where it was
+    assert not files(tmp_path, 2)[1].exists()  # the error log had no such rival
 
 
 def test_an_exit_record_reads_whatever_follows_it_in_its_room():
