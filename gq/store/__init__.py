@@ -12,13 +12,12 @@ from copy import copy
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
 from gq.model import (
     ENDED_STATES, ArrayPart, DepKind, Job, JobState, Notify, Tier, check_transition, clone,
 )
 from gq.store.history import History
 from gq.store.cleared import Cleared
+from gq.store.connection import Connection
 from gq.store.offences import Offences
 from gq.store.reservations import Reservations
 from gq.store.samples import Samples
@@ -47,6 +46,7 @@ _ARRAY_COLUMNS = ("array_id", "array_index", "array_size", "array_limit", "array
 _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
                           if c not in _HEAVY_COLUMNS)
 # A job's row but its environment (the largest column): what `gq ls --json` shows.
+_LIGHT_KEYS = _LIGHT_SELECT.split(", ")
 _NO_ENV_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS, "notify", "forward_args")
                            if c != "env")
 _ENDED_NAMES = frozenset(str(s) for s in ENDED_STATES)
@@ -68,10 +68,10 @@ class Store:
     def __init__(self, path: Path | str):
         self.path = str(path)
         self.unsynced = 0  # commits made in synced_later(), counted: see GroupCommit
-        self.db = Database(str(path))
+        # Commits are FULL outside relaxed(): an acknowledged cancel survives a power cut, not
+        # only a daemon crash.
+        self.db = Connection(str(path))
         self.db.execute("PRAGMA journal_mode=WAL")
-        # FULL: an acknowledged submit survives a power cut, not only a daemon crash.
-        self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA busy_timeout=5000")
         migrations.apply(self.db)
         record_writer(self.db)
@@ -81,8 +81,9 @@ class Store:
         self.history = History(self.db)
         self.reservations = Reservations(self.db)
         self.slurm_jobs = SlurmJobs(self.db)
-        self._relaxed = 0
         self._firsts: dict[int, dict[str, Any]] = {}  # array id -> its shared columns, decoded
+        self._affinity = {row[1]: _affinity(row[2])
+                          for row in self.db.execute("PRAGMA table_info(jobs)")}
         self._load_cache()
 
     def _load_cache(self) -> None:
@@ -196,6 +197,7 @@ class Store:
             # by the changes inside, goes back to what the database holds.
             if outermost:
                 self._load_cache()
+                self.reservations.reload()
             raise
 
     def counters(self) -> tuple[int, int]:
@@ -247,15 +249,11 @@ class Store:
         the daemon can rebuild from the run directories (starts, exits, reasons); what a user
         was told, a cancel, is committed with FULL outside of it, and a submit is synced
         before it is answered (synced_later)."""
-        self._relaxed += 1
-        if self._relaxed == 1:
-            self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.relaxed += 1  # read as each transaction begins (gq/store/connection.py)
         try:
             yield self
         finally:
-            self._relaxed -= 1
-            if self._relaxed == 0:
-                self.db.execute("PRAGMA synchronous=FULL")
+            self.db.relaxed -= 1
 
     # ---- jobs -------------------------------------------------------------------------
 
@@ -269,7 +267,11 @@ class Store:
             job_id = self.db.conn.execute(sql, list(row.values())).lastrowid
             self._event(job_id, at, None, job.state, None, "submitted")
             self._remember_key(job.uid, key, job_id, at)
-        self._refresh(job_id)
+        light = _as_stored({k: row.get(k) for k in _LIGHT_KEYS}, self._affinity)
+        if light is None:
+            self._refresh(job_id)
+        else:  # as _refresh would read it back, without the read
+            self._cache({**light, "id": job_id, "holding": 0})
         return int(job_id)
 
     def insert_array(self, jobs: list[Job], at: float, key: str | None = None) -> list[int]:
@@ -697,6 +699,41 @@ def _array_row(part: ArrayPart | None) -> dict[str, Any]:
         return {}
     return {"array_id": part.id, "array_index": part.index, "array_size": part.size,
             "array_limit": part.limit, "array_params": json.dumps(part.params)}
+
+
+def _affinity(declared: str) -> str:
+    """A column's type affinity, by SQLite's rules for its declared type."""
+    declared = declared.upper()
+    if "INT" in declared:
+        return "INTEGER"
+    if any(word in declared for word in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if not declared or "BLOB" in declared:
+        return "BLOB"
+    if any(word in declared for word in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC"
+
+
+def _as_stored(row: dict[str, Any], affinity: dict[str, str]) -> dict[str, Any] | None:
+    """The values of a row as SQLite gives them back once written into these columns: a
+    REAL column's integer as a float, an INTEGER column's whole float or bool as an integer;
+    None where that is not sure (a number into a TEXT column)."""
+    out = {}
+    for key, value in row.items():
+        kind = affinity.get(key, "BLOB")
+        if isinstance(value, bool):
+            value = int(value)
+        if isinstance(value, (int, float)):
+            if kind == "TEXT":
+                return None
+            if kind == "REAL":
+                value = float(value)
+            elif kind in ("INTEGER", "NUMERIC") and isinstance(value, float) \
+                    and value.is_integer() and abs(value) < 2 ** 63:
+                value = int(value)
+        out[key] = value
+    return out
 
 
 def _row_to_job(row: dict[str, Any]) -> Job:

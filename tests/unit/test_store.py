@@ -6,7 +6,10 @@ import sqlite3
 
 import pytest
 
-from gq.model import ArrayPart, ENDED_STATES, TRANSITIONS, IllegalTransition, Job, JobState, check_transition
+from gq.model import (
+    ArrayPart, ENDED_STATES, TRANSITIONS, DepKind, IllegalTransition, Job, JobState, Tier,
+    check_transition,
+)
 from gq.store import Store
 from gq.store.schema import migrations
 
@@ -83,6 +86,43 @@ def test_wal_and_full_sync(tmp_path):
     store = Store(tmp_path / "gq.db")
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_a_transaction_commits_as_durably_as_where_it_began_and_says_so_once(tmp_path):
+    store = Store(tmp_path / "gq.db")
+
+    def level() -> int:
+        return store.db.execute("PRAGMA synchronous").fetchone()[0]
+
+    statements: list[str] = []
+    with store.db.tracer(lambda sql, params: statements.append(sql)):
+        for _ in range(3):
+            with store.relaxed(), store.atomic():
+                assert level() == 1  # NORMAL
+        with store.atomic():
+            assert level() == 2  # FULL again, outside relaxed()
+        with store.relaxed():
+            store.insert_job(new_job(), at=1.0)  # sqlite-utils' own transactions too
+            assert level() == 1
+    assert [s for s in statements if s.startswith("PRAGMA synchronous=")] == [
+        "PRAGMA synchronous=NORMAL", "PRAGMA synchronous=FULL", "PRAGMA synchronous=NORMAL"]
+
+
+@pytest.mark.parametrize("fields", [
+    {}, {"time_limit": 3600, "mem": 12.0, "gpus": 2, "preemptible": True, "grace": 30},
+    {"time_limit": 90.5, "deps": {DepKind.AFTEROK: [1, 2]}, "reason": "Dependency",
+     "signal_before": 60, "priority": Tier.HIGH, "umask": 0o22, "gpus_max": 4},
+])
+def test_a_queued_job_is_cached_as_a_read_of_its_row_would_give_it(tmp_path, fields):
+    """insert_job caches the job from what it wrote, without reading the row back: the job
+    must be the one the read would give (an integer into a REAL column comes back a float)."""
+    store = Store(tmp_path / "gq.db")
+    job_id = store.insert_job(new_job(**fields), at=10.0)
+    cached = store.waiting_job(job_id)
+    store._refresh(job_id)
+    assert cached == store.waiting_job(job_id)
+    assert [type(getattr(cached, f)) for f in fields] == \
+        [type(getattr(store.waiting_job(job_id), f)) for f in fields]
 
 
 def test_committed_job_is_visible_to_another_connection_at_once(tmp_path):
