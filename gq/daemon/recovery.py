@@ -77,12 +77,12 @@ class Recovery:
         """For a job holding resources whose shim we do not watch: adopt the shim if it lives,
         else record what its run files say happened. Raises if the record fails: the job then
         stays where it was, to be settled again."""
-        status = self.supervisor.status(job.id)
+        status, record = self.supervisor.run_state(job.id)
         if status is RunStatus.ALIVE:
             self.adopt(job)
             return
         if status is RunStatus.EXITED:
-            self.ending.finish(job.id, self.supervisor.exit_record(job.id))
+            self.ending.finish(job.id, record)
         elif status is RunStatus.VANISHED:
             self.ending.finish(job.id, None)
         else:

@@ -92,6 +92,9 @@ class Supervisor:
         self._lost: list[int] = []  # asked of a spawner that died first
         # Runs whose files forget_finished() removes, oldest first (an ordered set).
         self._finished: dict[int, None] = {}
+        # Runs whose exit record was not in their lock file: an older gq's shim may have
+        # written run/ID.exit (looking for it after every run cost two failed unlinks a job).
+        self._older: set[int] = set()
 
     def lock_path(self, job_id: int) -> Path:
         return self.run_root / f"{job_id}.lock"
@@ -123,7 +126,7 @@ class Supervisor:
         if not self._spares and self._finished:  # one kept now rather than at the next tick
             oldest = next(iter(self._finished))
             del self._finished[oldest]
-            self.forget(oldest)
+            self.forget(oldest, looked=True)
         spare = False
         if self._spares:  # blanked when it was kept: renamed, it never holds another run's
             try:
@@ -217,14 +220,37 @@ class Supervisor:
     # ---- watching ---------------------------------------------------------------------
 
     def status(self, job_id: int) -> RunStatus:
-        lock = self.lock_path(job_id)
-        if self.locked(lock):
-            return RunStatus.ALIVE
-        if self.exit_record(job_id) is not None:
-            return RunStatus.EXITED
-        if self.shim_info(job_id).get("pid"):
-            return RunStatus.VANISHED
-        return RunStatus.NEVER_STARTED
+        return self.run_state(job_id)[0]
+
+    def run_state(self, job_id: int) -> tuple[RunStatus, dict | None]:
+        """The run's status and, once EXITED, its exit record: the lock file opened and read
+        once (a job's end looked at it three times)."""
+        try:
+            fd = os.open(self.lock_path(job_id), os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            data = b""
+        else:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                data = os.pread(fd, EXIT_AT + EXIT_RECORD_ROOM, 0)
+            except BlockingIOError:
+                return RunStatus.ALIVE, None
+            except OSError:
+                data = b""
+            finally:
+                os.close(fd)
+        record = parse_exit_record(data[EXIT_AT:]) if len(data) > EXIT_AT else None
+        if record is None:
+            record = self._older_record(job_id)
+        if record is not None:
+            return RunStatus.EXITED, record
+        try:
+            info = json.loads(data[:EXIT_AT].rstrip(b"\0 ") or b"{}")
+        except ValueError:
+            info = {}
+        if isinstance(info, dict) and info.get("pid"):
+            return RunStatus.VANISHED, None
+        return RunStatus.NEVER_STARTED, None
 
     def shim_info(self, job_id: int) -> dict:
         """What the shim wrote into its lock file: its pid and run number."""
@@ -283,12 +309,15 @@ class Supervisor:
                 record = parse_exit_record(os.pread(f.fileno(), EXIT_RECORD_ROOM, EXIT_AT))
         except OSError:
             record = None
-        if record is None:  # a shim of an older gq, still running when it was upgraded
-            try:
-                return json.loads(self.exit_path(job_id).read_text())
-            except (OSError, ValueError):
-                return None
-        return record
+        return self._older_record(job_id) if record is None else record
+
+    def _older_record(self, job_id: int) -> dict | None:
+        """The exit record of a shim of an older gq, still running when it was upgraded."""
+        self._older.add(job_id)  # forget() looks for its files
+        try:
+            return json.loads(self.exit_path(job_id).read_text())
+        except (OSError, ValueError):
+            return None
 
     def ask(self, shim: Shim, request: signal.Signals) -> None:
         """Send the shim a request (shim.CANCEL, PREEMPT or TIME_UP): it acts on it, the daemon
@@ -360,18 +389,22 @@ class Supervisor:
         next one's start, as unlinks are slow on some disks; should the daemon die first,
         the next one removes them when it recovers."""
         for job_id in self._finished:
-            self.forget(job_id)
+            self.forget(job_id, looked=True)
         self._finished.clear()
 
-    def forget(self, job_id: int) -> None:
+    def forget(self, job_id: int, looked: bool = False) -> None:
         """Remove a finished run's files once its exit is in the store: its lock file is
-        blanked (zeros) and kept for another run, or deleted once enough are kept."""
-        exit_path = self.exit_path(job_id)
-        for path in (exit_path, Path(f"{exit_path}.tmp")):  # an older gq's
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
+        blanked (zeros) and kept for another run, or deleted once enough are kept. `looked`:
+        this supervisor looked for its exit record, so knows whether an older gq's shim may
+        have left files of its own."""
+        if job_id in self._older or not looked:
+            self._older.discard(job_id)
+            exit_path = self.exit_path(job_id)
+            for path in (exit_path, Path(f"{exit_path}.tmp")):  # an older gq's
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
         lock = self.lock_path(job_id)
         if len(self._spares) < SPARES and str(job_id) not in self._spares:
             try:

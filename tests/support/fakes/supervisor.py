@@ -32,6 +32,10 @@ class FakeSupervisor:
     def exit_record(self, job_id: int) -> dict | None:
         return self.records.get(job_id)
 
+    def run_state(self, job_id: int) -> tuple[RunStatus, dict | None]:
+        status = self.status(job_id)
+        return status, (self.exit_record(job_id) if status is RunStatus.EXITED else None)
+
     def adopt(self, job_id: int) -> Shim | None:
         self.asked.append(("adopt", job_id))
         return self.live.get(job_id)
