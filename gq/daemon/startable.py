@@ -52,9 +52,9 @@ async def op_wait(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     for job in jobs:
-        ended = daemon.wait_for_end(job.id)
+        ended = None  # told when the job ends (core.wake_waiters); asked for only if need be
         while True:
-            current = daemon.store.get_job(job.id)
+            current = daemon.store.light_jobs([job.id])[job.id]  # waiting ones: from memory
             if current.state in ENDED_STATES and not daemon.store.is_holding(job.id):
                 break
             if stuck(daemon, current):
@@ -62,15 +62,17 @@ async def op_wait(daemon: Context, caller: Caller, args: dict) -> list[dict]:
             left = 1.0 if deadline is None else min(1.0, deadline - loop.time())
             if left <= 0:
                 break
+            if ended is None or ended.done():
+                ended = daemon.wait_for_end(job.id)
             # A stuck job is not an event: look again each second.
             await asyncio.wait({ended}, timeout=left)
-            if ended.done():
-                ended = daemon.wait_for_end(job.id)
-    out = []
-    for job in jobs:
-        current = daemon.store.get_job(job.id)
-        out.append({**job_json(current), "never_starts": stuck(daemon, current)})
-    return out
+    # As they are now, read at once (the command and directory too, not the environment).
+    ids = [job.id for job in jobs]
+    now = {}
+    for first in range(0, len(ids), 10_000):  # SQLite's limit of bound variables
+        now.update((j.id, j) for j in daemon.store.jobs(ids=ids[first:first + 10_000],
+                                                        env=False))
+    return [{**job_json(now[i]), "never_starts": stuck(daemon, now[i])} for i in ids]
 
 
 def stuck(daemon: Context, job: Job) -> bool:
