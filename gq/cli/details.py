@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import Any
 
@@ -15,6 +16,17 @@ def _prediction_text(p: dict[str, Any] | None) -> str:
     if p is None:
         return "-"
     return p["basis"] if p["seconds"] is None else f"~{format_duration(p['seconds'])}, {p['basis']}"
+
+
+def _kept(path: str, job: dict[str, Any]) -> str:
+    """A log or checkpoint directory that a finished run left empty may have been given to a
+    later job's run (docs/daemon.md, How a job runs): say so rather than name what is not
+    there. (A peer's job's path is on the peer, another user's may be closed to us: neither
+    is looked at.)"""
+    if (job.get("ended_at") and isinstance(job["id"], int)
+            and os.access(os.path.dirname(path), os.X_OK) and not os.path.lexists(path)):
+        return f"{path} (empty, not kept)"
+    return path
 
 
 def print_job(job: dict[str, Any]) -> None:
@@ -49,9 +61,9 @@ def print_job(job: dict[str, Any]) -> None:
         ("exit code", "-" if job["exit_code"] is None else str(job["exit_code"])),
         *_failure_fields(job),
         ("restarts", str(job["restarts"])),
-        ("stdout", job["stdout"]),
-        ("stderr", job["stderr"]),
-        ("checkpoints", job["checkpoint_dir"]),
+        ("stdout", _kept(job["stdout"], job)),
+        ("stderr", _kept(job["stderr"], job)),
+        ("checkpoints", _kept(job["checkpoint_dir"], job)),
     ]
     if job.get("array"):
         fields.insert(1, ("array", _array_text(job["array"])))

@@ -55,6 +55,8 @@ def test_a_notified_jobs_empty_logs_stay_for_its_notification(host):
     assert not (logs / f"{quiet}.out").exists()  # the notified job's run took it
     assert (logs / f"{notified}.out").exists() and (logs / f"{notified}.err").exists()
     assert host.gq("logs", str(quiet)).stdout == ""
+    assert f"logs/{quiet}.out (empty, not kept)" in host.gq("show", str(quiet)).stdout
+    assert f"logs/{notified}.out\n" in host.gq("show", str(notified)).stdout
 
 
 def test_the_hook_gets_the_facts_but_never_the_jobs_environment(make_host):
