@@ -36,14 +36,22 @@ class Layout:
             raise ValueError(f"no directory for user {user!r}")
         return self.users / user
 
+    def job_files(self, job_id: int, user: str | None = None) -> tuple[str, str, str]:
+        """A job's stdout and stderr logs and its checkpoint directory, as strings (every
+        start names all three: pathlib's joins were a tenth of the daemon's own time in
+        Python a trivial job)."""
+        base = self.user_dir(user)
+        return f"{base}/logs/{job_id}.out", f"{base}/logs/{job_id}.err", \
+            f"{base}/checkpoints/{job_id}"
+
     def stdout(self, job_id: int, user: str | None = None) -> Path:
-        return self.user_dir(user) / "logs" / f"{job_id}.out"
+        return Path(self.job_files(job_id, user)[0])
 
     def stderr(self, job_id: int, user: str | None = None) -> Path:
-        return self.user_dir(user) / "logs" / f"{job_id}.err"
+        return Path(self.job_files(job_id, user)[1])
 
     def checkpoint_dir(self, job_id: int, user: str | None = None) -> Path:
-        return self.user_dir(user) / "checkpoints" / str(job_id)
+        return Path(self.job_files(job_id, user)[2])
 
     def highest_job_id(self, users_below: int | None = None) -> int:
         """The highest job id with files under GQ_HOME (logs, run files, checkpoints; of a

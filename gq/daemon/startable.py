@@ -54,10 +54,10 @@ async def op_wait(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     for job in jobs:
         ended = None  # told when the job ends (core.wake_waiters); asked for only if need be
         while True:
-            current = daemon.store.light_jobs([job.id])[job.id]  # waiting ones: from memory
-            if current.state in ENDED_STATES and not daemon.store.is_holding(job.id):
+            cached = daemon.store.cached_job(job.id)  # waiting or holding: from memory
+            if cached is None and daemon.store.state(job.id) in ENDED_STATES:
                 break
-            if stuck(daemon, current):
+            if stuck(daemon, cached or daemon.store.light_jobs([job.id])[job.id]):
                 break
             left = 1.0 if deadline is None else min(1.0, deadline - loop.time())
             if left <= 0:

@@ -82,7 +82,7 @@ class Starting:
             CUDA_DEVICE_ORDER="PCI_BUS_ID",
             GQ_JOB_ID=str(job.id),
             GQ_RESTART_COUNT=str(job.restarts),
-            GQ_CHECKPOINT_DIR=str(self.layout.checkpoint_dir(job.id, job.user)),
+            GQ_CHECKPOINT_DIR=self.layout.job_files(job.id, job.user)[2],
             GQ_NUM_GPUS=str(len(gpu_ids)),  # what an elastic job got: torchrun --nproc_per_node
         )
         if gpu_ids:
@@ -177,16 +177,17 @@ class Starting:
         warn_after = None
         if job.time_limit and job.signal_before:
             warn_after = job.time_limit - job.signal_before
+        stdout, stderr, checkpoint_dir = self.layout.job_files(job.id, job.user)
         return ShimSpec(
             job_id=job.id,
             run=job.restarts,
             command=job.command,
             cwd=job.cwd,
             env=env,
-            stdout=str(self.layout.stdout(job.id, job.user)),
-            stderr=str(self.layout.stderr(job.id, job.user)),
-            checkpoint_dir=str(self.layout.checkpoint_dir(job.id, job.user)),
-            run_dir=str(self.supervisor.run_root),
+            stdout=stdout,
+            stderr=stderr,
+            checkpoint_dir=checkpoint_dir,
+            run_dir=self.supervisor.run_dir,
             kill_wait=self.config.kill_wait,
             grace=self.stopping.grace_of(job),
             checkpoint_signal=int(signal.Signals[job.signal]),

@@ -78,6 +78,7 @@ IDLE_FOR = 30.0  # seconds a shim waits for another run before it is let go
 class Supervisor:
     def __init__(self, run_root: Path):
         self.run_root = run_root
+        self.run_dir = str(run_root)  # the hot paths join strings: a Path costs more
         run_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.spare_root = run_root / "spare"
         self.spare_root.mkdir(mode=0o700, exist_ok=True)
@@ -97,7 +98,10 @@ class Supervisor:
         self._older: set[int] = set()
 
     def lock_path(self, job_id: int) -> Path:
-        return self.run_root / f"{job_id}.lock"
+        return Path(self._lock(job_id))
+
+    def _lock(self, job_id: int) -> str:
+        return f"{self.run_dir}/{job_id}.lock"
 
     def exit_path(self, job_id: int) -> Path:
         """Where a shim of an older gq recorded its exit (now in the lock file)."""
@@ -122,7 +126,7 @@ class Supervisor:
         once its socket (reader_fd) is readable. Raises SpawnError if no spawner takes it."""
         job_id = spec["job_id"]
         self._finished.pop(job_id, None)
-        lock = self.lock_path(job_id)
+        lock = self._lock(job_id)
         if not self._spares and self._finished:  # one kept now rather than at the next tick
             oldest = next(iter(self._finished))
             del self._finished[oldest]
@@ -130,7 +134,7 @@ class Supervisor:
         spare = False
         if self._spares:  # blanked when it was kept: renamed, it never holds another run's
             try:
-                os.rename(self.spare_root / self._spares.pop(), lock)
+                os.rename(f"{self.run_dir}/spare/{self._spares.pop()}", lock)
                 spare = True
             except OSError:
                 pass
@@ -226,7 +230,7 @@ class Supervisor:
         """The run's status and, once EXITED, its exit record: the lock file opened and read
         once (a job's end looked at it three times)."""
         try:
-            fd = os.open(self.lock_path(job_id), os.O_RDWR | os.O_CLOEXEC)
+            fd = os.open(self._lock(job_id), os.O_RDWR | os.O_CLOEXEC)
         except FileNotFoundError:
             data = b""
         else:
@@ -327,7 +331,7 @@ class Supervisor:
         if not shim.takes_requests:
             request = signal.SIGTERM
         try:
-            fd = os.open(self.lock_path(shim.job_id), os.O_WRONLY | os.O_CLOEXEC)
+            fd = os.open(self._lock(shim.job_id), os.O_WRONLY | os.O_CLOEXEC)
             try:
                 os.pwrite(fd, b"\1", REQUEST_AT + int(request))
             finally:
@@ -405,7 +409,7 @@ class Supervisor:
                     os.unlink(path)
                 except FileNotFoundError:
                     pass
-        lock = self.lock_path(job_id)
+        lock = self._lock(job_id)
         if len(self._spares) < SPARES and str(job_id) not in self._spares:
             try:
                 fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
@@ -419,7 +423,7 @@ class Supervisor:
                 # truncation: the blocks stay the file's (freeing them is slow on a disk
                 # mounted with `discard`), and the next shim's room is taken already.
                 _blank(fd)
-                os.rename(lock, self.spare_root / str(job_id))
+                os.rename(lock, f"{self.run_dir}/spare/{job_id}")
                 self._spares.append(str(job_id))
                 return
             except OSError:

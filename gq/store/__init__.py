@@ -178,6 +178,19 @@ class Store:
         """How many pending and held jobs the user has (the submit limits count them)."""
         return self._waiting_of.get(uid, 0)
 
+    def cached_job(self, job_id: int) -> Job | None:
+        """A job waiting or holding resources, light, from memory (not to be mutated); None
+        otherwise."""
+        return self._queue.get(job_id) or self._holding.get(job_id)
+
+    def state(self, job_id: int) -> JobState | None:
+        """A job's state (from memory when it is cached); None: no such job."""
+        cached = self.cached_job(job_id)
+        if cached is not None:
+            return cached.state
+        row = self.db.conn.execute("SELECT state FROM jobs WHERE id = ?", [job_id]).fetchone()
+        return None if row is None else JobState(row[0])
+
     def waiting_job(self, job_id: int) -> Job | None:
         """A pending or held job, light, from memory (not to be mutated); None otherwise."""
         return self._queue.get(job_id)
@@ -508,7 +521,7 @@ class Store:
         **fields: Any,
     ) -> None:
         """Move a job to a new state, checked against the allowed transitions, with an event."""
-        old = JobState(self.db.execute("SELECT state FROM jobs WHERE id = ?", [job_id]).fetchone()[0])
+        old = self.state(job_id)  # the cache is written through: as the row says
         check_transition(old, new)
         with self.db.atomic():
             self._update(job_id, state=str(new), reason=reason, **fields)
@@ -564,7 +577,7 @@ class Store:
 
     def note(self, job_id: int, at: float, detail: str) -> None:
         """An event without a state change (an action, a warning)."""
-        state = self.db.execute("SELECT state FROM jobs WHERE id = ?", [job_id]).fetchone()[0]
+        state = self.state(job_id)
         with self.db.atomic():
             self._event(job_id, at, state, state, None, detail)
 

@@ -79,3 +79,4 @@ class FakeSupervisor:
         return []
 
     run_root = Path("/nonexistent/run")
+    run_dir = str(run_root)
