@@ -47,6 +47,7 @@ _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
                           if c not in _HEAVY_COLUMNS)
 # A job's row but its environment (the largest column): what `gq ls --json` shows.
 _LIGHT_KEYS = _LIGHT_SELECT.split(", ")
+HEAVY_KEPT = 512  # jobs whose command, directory and environment Store keeps (see get_job)
 _NO_ENV_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS, "notify", "forward_args")
                            if c != "env")
 _ENDED_NAMES = frozenset(str(s) for s in ENDED_STATES)
@@ -99,6 +100,10 @@ class Store:
         # None: everything.
         self._kept_changes: set[int] | None = None  # see take_changes
         self._waiting_of: Counter[int] = Counter()  # uid -> jobs in _queue
+        # The command, directory, environment and notification of jobs submitted here lately
+        # and still waiting or holding resources (see get_job): a start read and decoded them
+        # (the environment a few KB of JSON), and an end read them again.
+        self._heavy: dict[int, tuple[list[str], str, dict[str, str], Notify | None]] = {}
         waiting = ",".join(f"'{s}'" for s in (JobState.PENDING, JobState.HELD))
         rows = self.db.query(
             f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE state IN ({waiting}) OR holding = 1"
@@ -126,6 +131,8 @@ class Store:
         self._changed.pop(job_id, None)
         if job_id in self._queue or job_id in self._holding:
             self._changed[job_id] = self.version
+        else:  # ended: read from its row from now on
+            self._heavy.pop(job_id, None)
 
     def changes_since(self, version: int) -> list[Job] | None:
         """The jobs in memory (waiting or holding resources) that changed after `version`
@@ -285,6 +292,10 @@ class Store:
             self._refresh(job_id)
         else:  # as _refresh would read it back, without the read
             self._cache({**light, "id": job_id, "holding": 0})
+        if job.forward_args is None:  # a job forwarded to a peer is never started here
+            if len(self._heavy) >= HEAVY_KEPT:
+                del self._heavy[next(iter(self._heavy))]  # the oldest
+            self._heavy[job_id] = (list(job.command), job.cwd, dict(job.env), job.notify)
         return int(job_id)
 
     def insert_array(self, jobs: list[Job], at: float, key: str | None = None) -> list[int]:
@@ -376,6 +387,12 @@ class Store:
     def get_job(self, job_id: int, env: bool = True) -> Job | None:
         """A job, whole; env=False leaves out its environment (the largest column, which only
         a start needs)."""
+        heavy, light = self._heavy.get(job_id), self.cached_job(job_id)
+        if heavy is not None and light is not None:  # as the row gives it, copies of these
+            command, cwd, environment, notify = heavy
+            return dataclasses.replace(light, command=list(command), cwd=cwd,
+                                       env=dict(environment) if env else {},
+                                       notify=copy(notify))
         columns = "*" if env else _NO_ENV_SELECT
         rows = self._shared(self._rows(f"SELECT {columns} FROM jobs WHERE id = ?", [job_id]))
         return _row_to_job(rows[0]) if rows else None
@@ -643,6 +660,8 @@ class Store:
     def _update(self, job_id: int, **fields: Any) -> None:
         if not fields:
             return
+        if not _HEAVY_COLUMNS.isdisjoint(fields):
+            self._heavy.pop(job_id, None)
         for key in _JSON_FIELDS:
             if key in fields:
                 fields[key] = json.dumps(fields[key])

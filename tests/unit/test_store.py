@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from gq.model import (
-    ArrayPart, ENDED_STATES, TRANSITIONS, DepKind, IllegalTransition, Job, JobState, Tier,
+    ArrayPart, ENDED_STATES, TRANSITIONS, DepKind, IllegalTransition, Job, JobState, Notify, Tier,
     check_transition,
 )
 from gq.store import Store
@@ -123,6 +123,33 @@ def test_a_queued_job_is_cached_as_a_read_of_its_row_would_give_it(tmp_path, fie
     assert cached == store.waiting_job(job_id)
     assert [type(getattr(cached, f)) for f in fields] == \
         [type(getattr(store.waiting_job(job_id), f)) for f in fields]
+
+
+def test_a_job_submitted_here_is_read_whole_from_memory_as_its_row_would_give_it(tmp_path):
+    """insert_job keeps a job's command, directory and environment until it ends (get_job
+    then reads no row): the job must be the one its row gives, every step of its life."""
+    store = Store(tmp_path / "gq.db")
+    job_id = store.insert_job(new_job(env={"A": "1", "B": "x y"}, time_limit=60,
+                                      notify=Notify(command="true")), at=10.0)
+
+    def as_read() -> tuple:
+        fresh = Store(tmp_path / "gq.db")  # no memory of it: reads the row
+        return fresh.get_job(job_id), fresh.get_job(job_id, env=False)
+
+    assert (store.get_job(job_id), store.get_job(job_id, env=False)) == as_read()
+    reads: list[str] = []
+    store.db.conn.set_trace_callback(reads.append)
+    store.get_job(job_id)
+    store.db.conn.set_trace_callback(None)
+    assert reads == []  # no row read
+    store.get_job(job_id).env["A"] = "changed"  # a copy: set_array_env changes its own
+    store.transition(job_id, JobState.RUNNING, 11.0, started_at=11.0, gpu_ids=[1], holding=1)
+    assert (store.get_job(job_id), store.get_job(job_id, env=False)) == as_read()
+    store.update(job_id, env={"A": "2"}, cwd="/srv")  # kept no longer: read
+    assert store.get_job(job_id) == as_read()[0] and store.get_job(job_id).env == {"A": "2"}
+    store.transition(job_id, JobState.COMPLETED, 12.0, ended_at=12.0, exit_code=0, holding=0)
+    assert store.get_job(job_id) == as_read()[0]
+    assert not store._heavy  # an ended job is read from its row
 
 
 def test_committed_job_is_visible_to_another_connection_at_once(tmp_path):
