@@ -37,6 +37,7 @@ from gq.daemon.reading import Reading
 from gq.daemon.reservations import windows as admin_windows
 from gq.daemon.runs import Runs
 from gq.daemon.runtimes import Fingerprints, load_run_times
+from gq.daemon.shim import sweep_spares
 from gq.daemon.starting import Starting
 from gq.daemon.stopping import Stopping
 from gq.daemon.supervisor import Supervisor
@@ -131,6 +132,8 @@ class Daemon:
         self.passes.attach(loop)
         self.freezing.attach(loop)
         self.peers.start(loop)
+        if not self.layout.system:  # a user's shims keep empty files for their next run
+            sweep_spares([str(self.layout.logs), str(self.layout.checkpoints)])
         self.recovery.recover()
         # With the shims adopted: the first pass and answer see whose memory is whose. Not a
         # sample: telemetry and policing go on from the first tick, as before a restart.

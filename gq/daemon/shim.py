@@ -71,9 +71,9 @@ class ShimSpec(TypedDict):
     # die (Supervisor.end_leftovers); also those that left its session.
     token: str
     # Whether this run's logs and checkpoint directory, should it leave them empty, may become
-    # those of the shim's next run (take_over_empty): false when something reads them after
-    # the end (a --notify command, the host's on_finish hook) or when the shim is root.
-    # Absent: false.
+    # those of the shim's next run (keep_empty): false when something reads them after the
+    # end (a --notify command, the host's on_finish hook) or when the shim is root. Absent:
+    # false.
     recyclable: bool
 
 
@@ -144,17 +144,21 @@ def run_shim(spec: ShimSpec, lock_fd: int, end_fd: int, channel: socket.socket |
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     umask = os.umask(0)
     os.umask(umask)
-    reused, last = False, None
+    reused = False
+    spares: dict[str, str] = {}  # empty files kept for the next run (keep_empty)
     while True:
-        if last is not None:
-            take_over_empty(last, spec)
+        take_spares(spares, spec)
         _run(spec, lock_fd, reused)
-        last = spec
+        # Never a run with another's processes.
+        goes_on = channel is not None and not _has_children()
+        if goes_on and spec.get("recyclable"):
+            keep_empty(spec, spares)  # while the lock is held: see keep_empty
         os.close(lock_fd)  # the run is over: its lock goes (its record is on disk)
-        if channel is None or _has_children():  # never a run with another's processes
+        if not goes_on:
             if channel is not None:
                 channel.close()  # first: the spawner hands this shim nothing more
             os.close(end_fd)
+            drop_spares(spares)
             return
         _set_name("gq-shim-idle")
         os.umask(umask)
@@ -162,6 +166,7 @@ def run_shim(spec: ShimSpec, lock_fd: int, end_fd: int, channel: socket.socket |
         os.close(end_fd)  # the daemon learns that the run has ended
         request, fds = receive(channel)
         if request is None:  # the spawner let this shim go, or is gone
+            drop_spares(spares)
             return
         spec, (lock_fd, end_fd) = ShimSpec(**request["spec"]), fds
         reused = True
@@ -328,20 +333,61 @@ def _open_log(path: str) -> int:
         return os.open(path, flags, 0o600)
 
 
-def take_over_empty(last: ShimSpec, spec: ShimSpec) -> None:
-    """Give the run about to start the logs and checkpoint directory that the shim's last run
-    left empty, renamed rather than created: on some disks (ext4 without a journal, after
-    many files were deleted) creating a file costs up to a millisecond, more than the rest of
-    a trivial job's run. The last run's end is recorded and none of its processes is left, so
-    nothing writes there any more; an empty log or directory says nothing that its absence
-    does not (`gq logs` prints nothing for either). Only from runs that allow it
-    (`recyclable`), never onto anything that exists, and never when anything is not as the
-    shim left it."""
-    if not last.get("recyclable") or last["job_id"] == spec["job_id"]:
-        return
-    for key in ("stdout", "stderr", "checkpoint_dir"):
-        if _empty(last[key], directory=key == "checkpoint_dir"):
-            _rename_new(last[key], spec[key])
+SPARE = ".gq-spare-"  # the name of a file kept for a shim's next run: SPARE, its pid, the suffix
+
+
+def keep_empty(spec: ShimSpec, spares: dict[str, str]) -> None:
+    """Keep the logs and checkpoint directory that the run just ended left empty, renamed to
+    names of this shim's own (SPARE) beside them, for its next run (take_spares): on some
+    disks (ext4 without a journal, after many files were deleted) creating a file costs up to
+    a millisecond, more than the rest of a trivial job's run. An empty log or directory says
+    nothing that its absence does not (`gq logs` prints nothing for either).
+
+    Done before the run's lock goes and before the daemon learns of the end: until then the
+    daemon can start no other run of this job, which would open these very files. Only from
+    runs that allow it (`recyclable`); never a file with anything in it or a second link."""
+    for key, suffix in (("stdout", ".out"), ("stderr", ".err"), ("checkpoint_dir", "")):
+        if key in spares or not _empty(spec[key], directory=not suffix):
+            continue
+        spare = os.path.join(os.path.dirname(spec[key]), f"{SPARE}{os.getpid()}{suffix}")
+        if _rename_new(spec[key], spare):
+            spares[key] = spare
+
+
+def take_spares(spares: dict[str, str], spec: ShimSpec) -> None:
+    """Rename the files kept by keep_empty to the run about to start, dated now; one whose
+    name exists already (a requeued job's log of an earlier run) stays kept."""
+    for key, spare in list(spares.items()):
+        if _rename_new(spare, spec[key]):
+            del spares[key]
+            try:
+                os.utime(spec[key])
+            except OSError:
+                pass
+
+
+def drop_spares(spares: dict[str, str]) -> None:
+    """Remove the files kept for a next run that will not come (the shim exits)."""
+    for spare in spares.values():
+        try:
+            if os.path.isdir(spare):
+                os.rmdir(spare)
+            else:
+                os.unlink(spare)
+        except OSError:
+            pass
+    spares.clear()
+
+
+def sweep_spares(folders: list[str]) -> None:
+    """Remove what shims kept for a next run in these folders (a daemon starting: the shims
+    of the last one take no more runs, and one killed could not remove its own)."""
+    for folder in folders:
+        try:
+            names = [n for n in os.listdir(folder) if n.startswith(SPARE)]
+        except OSError:
+            continue
+        drop_spares({name: os.path.join(folder, name) for name in names})
 
 
 def _empty(path: str, directory: bool) -> bool:
@@ -360,17 +406,16 @@ def _empty(path: str, directory: bool) -> bool:
         return False
 
 
-def _rename_new(old: str, new: str) -> None:
-    """Rename old to new unless new exists (renameat2's RENAME_NOREPLACE), and date it now;
-    where that cannot be done, the run creates its own."""
+def _rename_new(old: str, new: str) -> bool:
+    """Rename old to new unless new exists (renameat2's RENAME_NOREPLACE); whether it was.
+    Where it cannot be (EEXIST, another filesystem, a C library, kernel or filesystem
+    without it), nothing changes: the run creates its own files."""
     try:
         libc = _libc or ctypes.CDLL(None, use_errno=True)
-        if libc.renameat2(AT_FDCWD, os.fsencode(old), AT_FDCWD, os.fsencode(new),
-                          RENAME_NOREPLACE) != 0:
-            return  # EEXIST, another filesystem, a kernel or filesystem without it
-        os.utime(new)
-    except (OSError, AttributeError):  # no renameat2 in this C library
-        pass
+        return libc.renameat2(AT_FDCWD, os.fsencode(old), AT_FDCWD, os.fsencode(new),
+                              RENAME_NOREPLACE) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _start_job(spec: ShimSpec) -> tuple[int | None, str | None, int]:

@@ -195,7 +195,7 @@ class Starting:
             warn_after=warn_after,
             umask=job.umask,
             token=token,
-            # Its empty logs may become another job's (shim.take_over_empty): not when a
+            # Its empty logs may become another job's (shim.keep_empty): not when a
             # notification reads them after the end, nor as root.
             recyclable=(not self.layout.system and job.notify is None
                         and not self.config.notify.on_finish),

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from gq.daemon.fdpass import readable
-from gq.daemon.shim import EXIT_AT, RUN_FILE_SIZE, parse_exit_record
+from gq.daemon.shim import EXIT_AT, RUN_FILE_SIZE, parse_exit_record, sweep_spares
 from gq.daemon.supervisor import RunStatus, Supervisor
 from tests.support import jobs
 from tests.support.hosts import wait_for
@@ -244,11 +244,16 @@ def test_a_shim_whose_spawner_is_gone_exits_after_its_run(supervisor, tmp_path):
     assert supervisor.exit_record(1)["exit_code"] == 6
 
 
-# ---- a reused shim gives its last run's empty files to the next (shim.take_over_empty) ------
+# ---- a reused shim keeps its last run's empty files for the next (shim.keep_empty) --------
 
 def files(tmp_path, job_id: int) -> list:
     return [tmp_path / "logs" / f"{job_id}.out", tmp_path / "logs" / f"{job_id}.err",
             tmp_path / "ck" / str(job_id)]
+
+
+def spares(tmp_path, pid: int) -> list:
+    return [tmp_path / "logs" / f".gq-spare-{pid}.out", tmp_path / "logs" / f".gq-spare-{pid}.err",
+            tmp_path / "ck" / f".gq-spare-{pid}"]
 
 
 def run_on(supervisor, tmp_path, job_id: int, command: list[str], recyclable: bool = True,
@@ -264,34 +269,52 @@ def run_on(supervisor, tmp_path, job_id: int, command: list[str], recyclable: bo
 
 def test_a_reused_shim_gives_its_last_runs_empty_files_to_the_next_run(supervisor, tmp_path):
     first = run_on(supervisor, tmp_path, 1, ["true"])
-    inodes = [os.lstat(p).st_ino for p in files(tmp_path, 1)]
-    os.utime(files(tmp_path, 1)[2], (1, 1))  # dated long ago: the next run's is dated anew
-    run_on(supervisor, tmp_path, 2, ["sh", "-c", "echo out; touch ck/2/x"], reusing=first)
+    # Kept aside before the daemon could learn of the end, so before any other run of job 1
+    # could begin and open them.
     assert not any(p.exists() for p in files(tmp_path, 1))
-    assert [os.lstat(p).st_ino for p in files(tmp_path, 2)] == inodes  # renamed, not created
+    inodes = [os.lstat(p).st_ino for p in spares(tmp_path, first.pid)]
+    os.utime(spares(tmp_path, first.pid)[2], (1, 1))  # dated long ago: the next run's is new
+    run_on(supervisor, tmp_path, 2, ["sh", "-c", "echo out; touch ck/2/x"], reusing=first)
     assert files(tmp_path, 2)[2].stat().st_mtime > 1e9
     assert files(tmp_path, 2)[0].read_text() == "out\n"
-    # What holds anything stays its job's: the next run creates its own.
-    run_on(supervisor, tmp_path, 3, ["true"], reusing=first)
-    assert files(tmp_path, 2)[0].read_text() == "out\n"
-    assert (files(tmp_path, 2)[2] / "x").exists()
-    assert not files(tmp_path, 2)[1].exists()  # its empty error log went to job 3
-    assert os.lstat(files(tmp_path, 3)[1]).st_ino == inodes[1]
-    assert os.lstat(files(tmp_path, 3)[0]).st_ino != inodes[0]
+    assert (files(tmp_path, 2)[2] / "x").exists()  # what holds anything stays its job's
+    assert not files(tmp_path, 2)[1].exists()  # its empty error log was kept again
+    # The third run gets job 2's empty error log (the first run's file) and a new output log.
+    seen = tmp_path / "inodes"
+    run_on(supervisor, tmp_path, 3,
+           ["sh", "-c", f"stat -L -c %i /proc/self/fd/1 /proc/self/fd/2 > {seen}"],
+           reusing=first)
+    out, err = map(int, seen.read_text().split())
+    assert err == inodes[1] and out not in inodes
     assert supervisor.exit_record(3)["exit_code"] == 0
 
 
 def test_a_shim_never_gives_away_files_a_run_must_keep_nor_replaces_a_jobs_own(supervisor,
                                                                                 tmp_path):
     first = run_on(supervisor, tmp_path, 1, ["true"], recyclable=False)  # --notify reads them
+    assert all(p.exists() for p in files(tmp_path, 1))
     run_on(supervisor, tmp_path, 2, ["true"], reusing=first)
     assert all(p.exists() for p in files(tmp_path, 1))
     # A job's log from an earlier run of its own is never replaced by an empty one.
     files(tmp_path, 3)[0].write_text("earlier run\n")
     run_on(supervisor, tmp_path, 3, ["sh", "-c", "echo again"], reusing=first)
     assert files(tmp_path, 3)[0].read_text() == "earlier run\nagain\n"
-    assert files(tmp_path, 2)[0].exists()  # kept where it was
-    assert not files(tmp_path, 2)[1].exists()  # the error log had no such rival
+    assert spares(tmp_path, first.pid)[0].exists()  # still kept for a later run
+
+
+def test_a_shim_that_takes_no_more_runs_removes_what_it_kept(supervisor, tmp_path):
+    shim = run_on(supervisor, tmp_path, 1, ["true"])
+    assert all(p.exists() for p in spares(tmp_path, shim.pid))
+    supervisor.retire_idle(older_than=0)
+    wait_for(lambda: gone(shim.pid), what="the waiting shim to exit")
+    assert not any(p.exists() for p in spares(tmp_path, shim.pid))
+    # What a killed shim could not remove, a starting daemon does (sweep_spares).
+    (tmp_path / "logs" / ".gq-spare-1.out").touch()
+    (tmp_path / "ck" / ".gq-spare-1").mkdir()
+    (tmp_path / "logs" / "7.out").write_text("kept\n")
+    sweep_spares([str(tmp_path / "logs"), str(tmp_path / "ck")])
+    assert sorted(os.listdir(tmp_path / "logs")) == ["7.out"]
+    assert os.listdir(tmp_path / "ck") == []
 
 
 def test_an_exit_record_reads_whatever_follows_it_in_its_room():
