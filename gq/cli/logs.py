@@ -14,13 +14,27 @@ FOLLOW_POLL = 0.2  # seconds between looks at a growing log
 SLURM_FOLLOW_POLL = 1.0
 
 
-def _copy_new(fd: int) -> int:
+def _copy_new(fd: int, path: str) -> int:
+    """Print what the log at `path`, open as `fd`, holds past what was printed. A log its job
+    left empty may be renamed to another job's once the job has ended (docs/daemon.md, How a
+    job runs): whatever is read after that is the other job's, so each chunk is printed only
+    if `fd` is still the file at `path` once it has been read."""
     copied = 0
     while chunk := os.read(fd, 1 << 16):
+        if not _still(fd, path):
+            break
         sys.stdout.buffer.write(chunk)
         copied += len(chunk)
     sys.stdout.buffer.flush()
     return copied
+
+
+def _still(fd: int, path: str) -> bool:
+    try:
+        now, opened = os.lstat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _remote_log(job: dict, follow: bool, stderr: bool) -> None:
@@ -103,9 +117,12 @@ def _print_log(job: dict, follow: bool, stderr: bool) -> dict:
             print(f"gq: job {_label(job)} is {job['state']} ({job['reason']}); waiting for it "
                   "to start", file=sys.stderr)
             said_waiting = True
+        if fd is not None and follow and not _still(fd, path):
+            os.close(fd)  # given to another job: its own next run writes a new one
+            fd = None
         if fd is None:
             fd = _open(path, job)
-        copied = _copy_new(fd) if fd is not None else 0
+        copied = _copy_new(fd, path) if fd is not None else 0
         if not follow:
             return job
         if not copied:
@@ -114,6 +131,6 @@ def _print_log(job: dict, follow: bool, stderr: bool) -> dict:
                 if fd is None:
                     fd = _open(path, job)
                 if fd is not None:
-                    _copy_new(fd)
+                    _copy_new(fd, path)
                 return job
             time.sleep(FOLLOW_POLL)
