@@ -84,3 +84,31 @@ def test_a_flush_that_finished_before_its_callbacks_ran_is_taken_into_account():
         assert group.synced == 5
 
     asyncio.run(main())
+
+
+def test_quick_flushes_run_on_the_loops_thread_and_a_slow_one_sends_them_back():
+    """While the last two flushes took less than inline_below, a submit is flushed where it
+    is (no worker thread, no wake-up of the loop); one slow flush sends the next two back to
+    the worker, and every answer still waits for its own commit's flush."""
+    threads: list[bool] = []
+    delays = [0.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0, 0.0]
+    disk = Disk()
+
+    def flush() -> None:
+        threads.append(threading.current_thread() is threading.main_thread())
+        time.sleep(delays[len(threads) - 1])
+        with disk.lock:
+            disk.durable = disk.made
+
+    group = GroupCommit(lambda: disk.made, flush, inline_below=0.02)
+
+    async def main() -> None:
+        for _ in range(len(delays)):
+            disk.made += 1
+            await group.covering(disk.made)
+            assert disk.durable == disk.made
+
+    asyncio.run(main())
+    # Two on the worker (no flush measured yet), then on the loop's thread until the slow
+    # fourth, then the worker until two quick ones have been seen again.
+    assert threads == [False, False, True, True, False, False, True, True]
