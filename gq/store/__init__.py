@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,10 @@ _JOB_COLUMNS = (
     "forward moved_to umask pool gpus_max interactive failure failure_evidence "
     "preempt_mode host_mem frozen_cards frozen_at freeze_op freeze_note"
 ).split()
+# Interned, as the names of Job's parameters are: Job(**row) then matches each keyword by
+# identity; with names split from a string it compared them as text, each against every
+# parameter, which was half of what decoding a job's row cost (18 of 34 us).
+_JOB_COLUMNS = [sys.intern(c) for c in _JOB_COLUMNS]
 _BOOL_FIELDS = ("preemptible", "signal_group", "interactive")
 # What a scheduling pass needs: not the command, directory and environment, which are large
 # and only needed to start a job.
