@@ -63,6 +63,8 @@ _AS_THEY_ARE = frozenset(
     "failure_evidence restarts mem oom_retries preemptions host_mem freeze_op frozen_at "
     "freeze_note".split())
 _TIMES = ("submitted_at", "started_at", "ended_at")
+if not _AS_THEY_ARE - {"holding"} <= {f.name for f in dataclasses.fields(Job)}:
+    raise ImportError("Store._recache sets fields that Job does not have")
 
 
 class Store:
@@ -161,7 +163,9 @@ class Store:
             self._refresh(job_id)
             return
         holding = changes.pop("holding", job_id in self._holding)
-        self._cache_job(dataclasses.replace(cached, **changes), bool(holding))
+        job = clone(cached)  # dataclasses.replace, at a fifth of its cost
+        job.__dict__.update(changes)
+        self._cache_job(job, bool(holding))
 
     def _refresh(self, job_id: int) -> None:
         rows = self._rows(f"SELECT {_LIGHT_SELECT}, holding FROM jobs WHERE id = ?", [job_id])
@@ -395,9 +399,10 @@ class Store:
         heavy, light = self._heavy.get(job_id), self.cached_job(job_id)
         if heavy is not None and light is not None:  # as the row gives it, copies of these
             command, cwd, environment, notify = heavy
-            return dataclasses.replace(light, command=list(command), cwd=cwd,
-                                       env=dict(environment) if env else {},
-                                       notify=copy(notify))
+            job = clone(light)
+            job.command, job.cwd, job.notify = list(command), cwd, copy(notify)
+            job.env = dict(environment) if env else {}
+            return job
         columns = "*" if env else _NO_ENV_SELECT
         rows = self._shared(self._rows(f"SELECT {columns} FROM jobs WHERE id = ?", [job_id]))
         return _row_to_job(rows[0]) if rows else None
