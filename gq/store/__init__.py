@@ -50,9 +50,9 @@ _SHARED = "null"
 _ARRAY_COLUMNS = ("array_id", "array_index", "array_size", "array_limit", "array_params")
 _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
                           if c not in _HEAVY_COLUMNS)
-# A job's row but its environment (the largest column): what `gq ls --json` shows.
 _LIGHT_KEYS = _LIGHT_SELECT.split(", ")
 HEAVY_KEPT = 512  # jobs whose command, directory and environment Store keeps (see get_job)
+# A job's row but its environment (the largest column): what `gq ls --json` shows.
 _NO_ENV_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS, "notify", "forward_args")
                            if c != "env")
 _ENDED_NAMES = frozenset(str(s) for s in ENDED_STATES)
