@@ -177,6 +177,7 @@ class Freezing:
             self.after_helper(job, {"op": "thaw", "done": True, "ok": False,
                                     "error": f"GPU {onto} is not one of this host's cards"})
             return
+        self.runs.mark_thawed(job_id)  # a new run: its shim's warning counts from now
         self.start_helper(job)
 
     def start_helper(self, job: Job) -> None:

@@ -23,6 +23,8 @@ class Supervision(Protocol):
 
     def ask(self, shim: Shim, request: signal.Signals) -> None: ...
 
+    def mark_thawed(self, job_id: int) -> None: ...
+
     def release(self, shim: Shim) -> None: ...
 
     def end_leftovers(self, job_id: int) -> int: ...
@@ -69,6 +71,11 @@ class Runs:
             return False
         self.supervisor.ask(shim, request)
         return True
+
+    def mark_thawed(self, job_id: int) -> None:
+        """The job's processes are about to go on after a freeze: its shim counts its warning
+        before the time limit from now (Supervisor.mark_thawed)."""
+        self.supervisor.mark_thawed(job_id)
 
     def later(self, job_id: int) -> None:
         """The run is not settled: every tick tries again (Recovery.settle_or_retry)."""

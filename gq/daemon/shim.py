@@ -86,6 +86,9 @@ EXIT_AT = 4096
 # means (Supervisor.ask). A shim takes one run after another, and a request sent for its last
 # run may arrive during the next one.
 REQUEST_AT = 8192
+# 1 when the daemon has thawed the run (Supervisor.mark_thawed): a thaw starts a new run
+# (docs/preemption.md), so the warning before the time limit is due that long after it.
+THAWED_AT = REQUEST_AT + 127
 RUN_FILE_SIZE = REQUEST_AT + 128
 ERROR_ROOM = 500  # characters of why a job could not start kept in the record (JSON: < 3 KiB)
 
@@ -189,6 +192,15 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
     def asked(signo: int) -> bool:
         return not reused or marked(lock_fd, signo)
 
+    def thawed() -> bool:  # once per thaw: the mark is cleared as it is read
+        try:
+            if os.pread(lock_fd, 1, THAWED_AT) != b"\1":
+                return False
+            os.pwrite(lock_fd, b"\0", THAWED_AT)
+            return True
+        except OSError:
+            return False
+
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stop, wait, err_offset, out_offset, error = None, spec["kill_wait"], None, None, None
     try:
@@ -202,7 +214,7 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
                 job["status"] = code << 8
             else:
                 job["pid"] = pid
-                stop, wait = _supervise(spec, job, asked)
+                stop, wait = _supervise(spec, job, asked, thawed)
     except OSError as e:  # out of processes or descriptors: the job never began
         error = f"could not start the job: {e}"
         job["status"] = 127 << 8  # a wait status: exited with 127, as a shell says "not found"
@@ -232,14 +244,20 @@ def marked(lock_fd: int, signo: int) -> bool:
         return False
 
 
-def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool]
-               ) -> tuple[str | None, float]:
+def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool],
+               thawed: Callable[[], bool]) -> tuple[str | None, float]:
     """Reap until the job's main process ends or a stop says to kill the tree; answer the
     daemon's requests meanwhile. Returns the stop (None: the job ended by itself) and how long
     what is left of the tree may take to go before SIGKILL."""
     now = time.monotonic()
     warn_at = None if spec["warn_after"] is None else now + spec["warn_after"]
     stop, deadline = None, None
+    # Since when the job's process has been stopped (a freeze stops it: gq/daemon/freezer.py,
+    # or someone's SIGSTOP): no warning is sent to a process that would only take it once it
+    # goes on. When it goes on, a thaw (`thawed()`) is a new run, with the warning that long
+    # after it, as its time limit counts from it; another stop only moves the warning by as
+    # long as it lasted, as its time limit does not stop.
+    stopped = None
     while True:
         _reap(job)
         now = time.monotonic()
@@ -247,11 +265,22 @@ def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool]
             return stop, (spec["kill_wait"] if deadline is None else max(0.0, deadline - now))
         if deadline is not None and now >= deadline:
             return stop, LAST_WORDS  # the grace is over
-        if warn_at is not None and now >= warn_at:
+        change = _stop_change(job["pid"])
+        if change == os.CLD_STOPPED and stopped is None:
+            stopped = now
+        elif change == os.CLD_CONTINUED:
+            if thawed():
+                if spec["warn_after"] is not None:
+                    warn_at, job["warned"] = now + spec["warn_after"], 0
+            elif stopped is not None and warn_at is not None:
+                warn_at += now - stopped
+            stopped = None
+        if warn_at is not None and stopped is None and now >= warn_at:
             _checkpoint_signal(spec, job)
             job["warned"] = 1  # an end after this is the time limit's doing (gq/daemon/ending.py)
             warn_at = None
-        wake = min((t for t in (warn_at, deadline) if t is not None), default=None)
+        wake = min((t for t in (None if stopped else warn_at, deadline) if t is not None),
+                   default=None)
         if wake is None:
             info = signal.sigwaitinfo(WATCHED)
         else:
@@ -267,6 +296,17 @@ def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool]
             stop, deadline = request, now + spec["grace"]
             _signal_all(_descendants(), signal.SIGCONT)  # a stopped job could not checkpoint
             _checkpoint_signal(spec, job)
+
+
+def _stop_change(pid: int) -> int | None:
+    """Whether the job's main process has been stopped (CLD_STOPPED) or continued
+    (CLD_CONTINUED) since last asked; None: neither. Each is told once; an exit is left to
+    _reap."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WSTOPPED | os.WCONTINUED | os.WNOHANG)
+    except ChildProcessError:
+        return None
+    return None if info is None else info.si_code
 
 
 def _checkpoint_signal(spec: ShimSpec, job: dict[str, int]) -> None:

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from gq.daemon.fdpass import readable, receive, send
 from gq.daemon.shim import (
-    EXIT_AT, EXIT_RECORD_ROOM, REQUEST_AT, RUN_FILE_SIZE, ShimSpec, parse_exit_record,
+    EXIT_AT, EXIT_RECORD_ROOM, REQUEST_AT, RUN_FILE_SIZE, THAWED_AT, ShimSpec,
+    parse_exit_record,
 )
 
 
@@ -341,6 +342,18 @@ class Supervisor:
         try:
             signal.pidfd_send_signal(shim.pidfd, request)
         except ProcessLookupError:
+            pass
+
+    def mark_thawed(self, job_id: int) -> None:
+        """Tell the run's shim, before its processes go on, that they are thawed (THAWED_AT):
+        its warning before the time limit is then due that long after the thaw."""
+        try:
+            fd = os.open(self._lock(job_id), os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.pwrite(fd, b"\1", THAWED_AT)
+            finally:
+                os.close(fd)
+        except OSError:  # no run file: nothing runs to be told
             pass
 
     def release(self, shim: Shim) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 import psutil
 import pytest
@@ -315,6 +316,59 @@ def test_a_shim_that_takes_no_more_runs_removes_what_it_kept(supervisor, tmp_pat
     sweep_spares([str(tmp_path / "logs"), str(tmp_path / "ck")])
     assert sorted(os.listdir(tmp_path / "logs")) == ["7.out"]
     assert os.listdir(tmp_path / "ck") == []
+
+
+# ---- a stopped (frozen) job's warning waits for it to go on -----------------------------------
+
+def pending(pid: int) -> int:
+    """The signals pending for the process as a whole, as a mask (bit n-1: signal n)."""
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line for line in f if line.startswith("ShdPnd:")).split()[1], 16)
+
+
+def test_the_warning_of_a_stopped_job_waits_for_it_to_go_on(supervisor, tmp_path):
+    """A freeze stops the job's processes (gq/daemon/freezer.py), and the shim's warning before
+    the time limit counts running time: none is sent while the job is stopped, even once the
+    running time it is due at has passed on the clock, and it comes once the job goes on."""
+    warned = tmp_path / "warned"
+    command = ["sh", "-c", f'trap "echo x > {warned}; exit 0" USR1; while :; do sleep 0.05; done']
+    job_spec = {**spec(tmp_path, 1, command), "warn_after": 1.0}
+    began = time.monotonic()
+    shim = supervisor.spawn(job_spec)
+    pid = wait_for(lambda: next((p.pid for p in psutil.Process(shim.pid).children()), None),
+                   what="the job to start")
+    os.kill(pid, signal.SIGSTOP)
+    wait_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, what="it to stop")
+    wait_for(lambda: time.monotonic() > began + 1.5, what="the warning to be due")
+    assert not pending(pid) & (1 << (signal.SIGUSR1 - 1)) and not warned.exists()
+    os.kill(pid, signal.SIGCONT)
+    wait_for(warned.exists, what="the warning, once the job went on")
+    wait_for(lambda: ended(shim), what="the run to end")
+    supervisor.release(shim)
+    record = supervisor.exit_record(1)
+    assert (record["exit_code"], record["warned"]) == (0, True)
+
+
+def test_a_thawed_job_is_warned_again_as_a_new_run_is(supervisor, tmp_path):
+    """A thaw starts a new run, whose time limit counts from it (docs/preemption.md): the
+    daemon marks the run thawed before its processes go on, and the shim warns it again."""
+    warnings = tmp_path / "warnings"
+    command = ["sh", "-c", f'trap "echo x >> {warnings}" USR1; while :; do sleep 0.05; done']
+    shim = supervisor.spawn({**spec(tmp_path, 1, command), "warn_after": 0.3})
+
+    def warned() -> int:
+        return len(warnings.read_text().split()) if warnings.exists() else 0
+
+    wait_for(lambda: warned() == 1, what="the warning")
+    pid = next(p.pid for p in psutil.Process(shim.pid).children())
+    os.kill(pid, signal.SIGSTOP)  # frozen
+    wait_for(lambda: psutil.Process(pid).status() == psutil.STATUS_STOPPED, what="it to stop")
+    supervisor.mark_thawed(1)
+    os.kill(pid, signal.SIGCONT)  # thawed
+    wait_for(lambda: warned() == 2, what="the new run's warning")
+    supervisor.ask(shim, signal.SIGTERM)
+    wait_for(lambda: ended(shim), what="the run to end")
+    supervisor.release(shim)
 
 
 def test_an_exit_record_reads_whatever_follows_it_in_its_room():

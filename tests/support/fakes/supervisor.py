@@ -43,6 +43,9 @@ class FakeSupervisor:
     def ask(self, shim: Shim, request: signal.Signals) -> None:
         self.asked.append(("ask", shim.job_id, request))
 
+    def mark_thawed(self, job_id: int) -> None:
+        self.asked.append(("mark_thawed", job_id))
+
     def release(self, shim: Shim) -> None:
         self.asked.append(("release", shim.job_id))
 
