@@ -15,8 +15,10 @@ if TYPE_CHECKING:
     from gq.daemon.context import Context
 
 
-def resolve_id(daemon: Context, caller: Caller, text: str, flag: str = "job id") -> int:
-    """'12' or '@' (the caller's last job) -> an existing job id."""
+def resolve_id(daemon: Context, caller: Caller, text: str, flag: str = "job id",
+               known: set[int] | None = None) -> int:
+    """'12' or '@' (the caller's last job) -> an existing job id. `known`: which of the
+    request's plain ids exist, looked up at once (load_jobs); None: this one is looked up."""
     text = str(text).strip()
     if text == "@":
         last = daemon.store.last_job_id(caller.user)
@@ -34,7 +36,8 @@ def resolve_id(daemon: Context, caller: Caller, text: str, flag: str = "job id")
         raise BadInput(f"{flag} {text[:100]!r}: expected a job id (a number, or @ for your "
                        "last job)")
     job_id = arrays.job_number(text)
-    if job_id is None or not daemon.store.existing_ids([job_id]):
+    if job_id is None or not (job_id in known if known is not None
+                              else daemon.store.existing_ids([job_id])):
         raise BadInput(f"{flag} {text[:100]}: no such job")
     if not daemon.authority.sees_all(caller):  # [access] queue = "own": others' are hidden
         if not daemon.authority.may_see(caller, daemon.store.get_job(job_id)):
@@ -48,7 +51,14 @@ def load_jobs(daemon: Context, caller: Caller, ids: Any,
     ids of those named only through their array."""
     if not isinstance(ids, list) or not ids:
         raise BadInput("no job id given")
-    resolved = [(str(i).strip(), resolve_id(daemon, caller, i)) for i in ids]
+    texts = [str(i).strip() for i in ids]
+    # Which of the plain ids exist, in a query for 10,000 (SQLite's limit of bound variables)
+    # rather than one each: `gq wait` or `gq cancel` of a thousand ids.
+    numbers = [n for n in map(arrays.job_number, texts) if n is not None]
+    known: set[int] = set()
+    for first in range(0, len(numbers), 10_000):
+        known |= daemon.store.existing_ids(numbers[first:first + 10_000])
+    resolved = [(text, resolve_id(daemon, caller, text, known=known)) for text in texts]
     selected, whole = arrays.select(daemon.store, resolved)
     if from_array is not None:
         from_array |= whole
