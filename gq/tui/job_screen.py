@@ -205,8 +205,12 @@ class JobScreen(Screen):
             log.clear()
             self.log_path = path
         title = f" {self.stream}: {path or '-'}"
-        if chunk.note and not chunk.text and self.log_offset <= 0:
-            title += f" ({chunk.note})"
+        note = chunk.note
+        if note == "no output yet" and self.detail is not None \
+                and self.detail.job.get("ended_at"):  # it wrote nothing, and will not
+            note = "no output"
+        if note and not chunk.text and self.log_offset <= 0:
+            title += f" ({note})"
         self.query_one("#job-log-title", Static).update(Text(title, no_wrap=True,
                                                              overflow="ellipsis"))
         self.log_offset = chunk.offset

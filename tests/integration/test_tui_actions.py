@@ -137,6 +137,29 @@ def test_job_screen_and_logs_follow_the_job(host):
     gate.touch()
 
 
+def test_an_ended_job_that_wrote_nothing_shows_no_output_not_none_yet(host):
+    """Its empty log may be gone, given to a later job (docs/daemon.md, How a job runs): the
+    log pane says there is no output, not that none has come yet."""
+    gate = host.work / "gate"
+    job = host.submit("-g", "0", *gated(gate))
+    host.wait_state(job, "running")
+
+    async def scenario():
+        app = make_app(home=str(host.home), poll=False)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, lambda: app.main.queue.jobs, "the job")
+            await pilot.press("enter")
+            assert isinstance(app.screen, JobScreen) and app.screen.job.id == job
+            title = app.screen.query_one("#job-log-title", Static)
+            await until(pilot, lambda: "stdout:" in str(title.render()), "the log's title")
+            assert "(no output" not in str(title.render())  # its empty log, while it runs
+            gate.touch()
+            host.wait_ended(job)
+            await until(pilot, lambda: "(no output)" in str(title.render()), "the end's note")
+
+    asyncio.run(scenario())
+
+
 def test_selection_stays_on_its_job_and_a_gone_daemon_is_shown_not_restarted(host):
     gate = host.work / "gate"
     host.submit("-g", "4", *gated(gate))
