@@ -38,6 +38,15 @@ async def until(pilot, predicate, what: str, timeout: float = 20.0):
         await asyncio.sleep(0.05)
 
 
+async def open_job(pilot, job_id: int) -> JobScreen:
+    """Enter on the queue's first job, which must be `job_id`: its screen."""
+    await until(pilot, lambda: pilot.app.main.queue.jobs, "the job")
+    await pilot.press("enter")
+    screen = pilot.app.screen
+    assert isinstance(screen, JobScreen) and screen.job.id == job_id
+    return screen
+
+
 async def select(pilot, job_id: int) -> None:
     """Move the cursor with the arrow keys onto the job."""
     queue = pilot.app.main.queue
@@ -116,10 +125,7 @@ def test_job_screen_and_logs_follow_the_job(host):
     async def scenario():
         app = make_app(home=str(host.home), poll=False)
         async with app.run_test(size=(100, 30)) as pilot:
-            await until(pilot, lambda: app.main.queue.jobs, "the job")
-            await pilot.press("enter")
-            screen = app.screen
-            assert isinstance(screen, JobScreen) and screen.job.id == job
+            screen = await open_job(pilot, job)
             why = screen.query_one("#job-why", Static)
             await until(pilot, lambda: f"Job {job} is running" in str(why.render()), "why")
             log = screen.query_one(Log)
@@ -147,10 +153,7 @@ def test_an_ended_job_that_wrote_nothing_shows_no_output_not_none_yet(host):
     async def scenario():
         app = make_app(home=str(host.home), poll=False)
         async with app.run_test(size=(100, 30)) as pilot:
-            await until(pilot, lambda: app.main.queue.jobs, "the job")
-            await pilot.press("enter")
-            assert isinstance(app.screen, JobScreen) and app.screen.job.id == job
-            title = app.screen.query_one("#job-log-title", Static)
+            title = (await open_job(pilot, job)).query_one("#job-log-title", Static)
             await until(pilot, lambda: "stdout:" in str(title.render()), "the log's title")
             assert "(no output" not in str(title.render())  # its empty log, while it runs
             gate.touch()
