@@ -25,21 +25,22 @@ INLINE_BELOW = 0.0005  # seconds: flushes quicker than this run on the daemon's 
 
 class GroupCommit:
     def __init__(self, pending: Callable[[], int], sync: Callable[[], None],
-                 inline_below: float = INLINE_BELOW):
+                 inline_below: float = INLINE_BELOW,
+                 clock: Callable[[], float] = time.monotonic):
         self._pending = pending  # how many commits have been made to sync so far (a count)
         self._sync = sync  # makes every commit made before it durable; blocking
         self.synced = 0  # every commit up to this count is on disk
         self._running: tuple[asyncio.Future, int] | None = None  # a flush, and what it covers
-        self._inline_below = inline_below
+        self._inline_below, self._clock = inline_below, clock
         self._slowest = float("inf")  # the slower of the last two flushes (none yet: slow)
         self._last = float("inf")
 
     def _timed_sync(self) -> None:
-        began = time.monotonic()
+        began = self._clock()
         try:
             self._sync()
         finally:
-            took = time.monotonic() - began
+            took = self._clock() - began
             self._slowest, self._last = max(took, self._last), took
 
     async def covering(self, count: int) -> None:

@@ -52,12 +52,9 @@ def load_jobs(daemon: Context, caller: Caller, ids: Any,
     if not isinstance(ids, list) or not ids:
         raise BadInput("no job id given")
     texts = [str(i).strip() for i in ids]
-    # Which of the plain ids exist, in a query for 10,000 (SQLite's limit of bound variables)
-    # rather than one each: `gq wait` or `gq cancel` of a thousand ids.
-    numbers = [n for n in map(arrays.job_number, texts) if n is not None]
-    known: set[int] = set()
-    for first in range(0, len(numbers), 10_000):
-        known |= daemon.store.existing_ids(numbers[first:first + 10_000])
+    # Which of the plain ids exist, looked up together rather than one query each (`gq wait`
+    # or `gq cancel` of a thousand ids).
+    known = daemon.store.existing_ids(n for n in map(arrays.job_number, texts) if n is not None)
     resolved = [(text, resolve_id(daemon, caller, text, known=known)) for text in texts]
     selected, whole = arrays.select(daemon.store, resolved)
     if from_array is not None:

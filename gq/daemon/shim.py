@@ -193,13 +193,13 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
         return not reused or marked(lock_fd, signo)
 
     def thawed() -> bool:  # once per thaw: the mark is cleared as it is read
-        try:
-            if os.pread(lock_fd, 1, THAWED_AT) != b"\1":
-                return False
-            os.pwrite(lock_fd, b"\0", THAWED_AT)
-            return True
-        except OSError:
+        if not marked(lock_fd, THAWED_AT - REQUEST_AT):
             return False
+        try:
+            os.pwrite(lock_fd, b"\0", THAWED_AT)
+        except OSError:
+            pass
+        return True
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stop, wait, err_offset, out_offset, error = None, spec["kill_wait"], None, None, None
@@ -237,7 +237,8 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
 
 
 def marked(lock_fd: int, signo: int) -> bool:
-    """Whether the daemon marked request `signo` in the run's lock file (Supervisor.ask)."""
+    """Whether the daemon marked request `signo` in the run's lock file (Supervisor.ask), or
+    the thaw (THAWED_AT - REQUEST_AT)."""
     try:
         return os.pread(lock_fd, 1, REQUEST_AT + signo) == b"\1"
     except OSError:

@@ -67,12 +67,8 @@ async def op_wait(daemon: Context, caller: Caller, args: dict) -> list[dict]:
             # A stuck job is not an event: look again each second.
             await asyncio.wait({ended}, timeout=left)
     # As they are now, read at once (the command and directory too, not the environment).
-    ids = [job.id for job in jobs]
-    now = {}
-    for first in range(0, len(ids), 10_000):  # SQLite's limit of bound variables
-        now.update((j.id, j) for j in daemon.store.jobs(ids=ids[first:first + 10_000],
-                                                        env=False))
-    return [{**job_json(now[i]), "never_starts": stuck(daemon, now[i])} for i in ids]
+    now = daemon.store.jobs_by_id([job.id for job in jobs], env=False)
+    return [{**job_json(now[j.id]), "never_starts": stuck(daemon, now[j.id])} for j in jobs]
 
 
 def stuck(daemon: Context, job: Job) -> bool:

@@ -81,9 +81,9 @@ class Supervisor:
         self.run_root = run_root
         self.run_dir = str(run_root)  # the hot paths join strings: a Path costs more
         run_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.spare_root = run_root / "spare"
-        self.spare_root.mkdir(mode=0o700, exist_ok=True)
-        self._spares = [name for name in os.listdir(self.spare_root) if name.isdigit()]
+        self.spare_dir = f"{self.run_dir}/spare"
+        os.makedirs(self.spare_dir, mode=0o700, exist_ok=True)
+        self._spares = [name for name in os.listdir(self.spare_dir) if name.isdigit()]
         # Shims whose run has ended and been recorded, waiting for another, and since when
         # (monotonic); newest last.
         self._idle: list[tuple[Shim, float]] = []
@@ -135,7 +135,7 @@ class Supervisor:
         spare = False
         if self._spares:  # blanked when it was kept: renamed, it never holds another run's
             try:
-                os.rename(f"{self.run_dir}/spare/{self._spares.pop()}", lock)
+                os.rename(f"{self.spare_dir}/{self._spares.pop()}", lock)
                 spare = True
             except OSError:
                 pass
@@ -331,14 +331,7 @@ class Supervisor:
         own."""
         if not shim.takes_requests:
             request = signal.SIGTERM
-        try:
-            fd = os.open(self._lock(shim.job_id), os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                os.pwrite(fd, b"\1", REQUEST_AT + int(request))
-            finally:
-                os.close(fd)
-        except OSError:  # no run file: the shim has ended, and asks nothing of the mark
-            pass
+        self._mark(shim.job_id, REQUEST_AT + int(request))
         try:
             signal.pidfd_send_signal(shim.pidfd, request)
         except ProcessLookupError:
@@ -347,13 +340,17 @@ class Supervisor:
     def mark_thawed(self, job_id: int) -> None:
         """Tell the run's shim, before its processes go on, that they are thawed (THAWED_AT):
         its warning before the time limit is then due that long after the thaw."""
+        self._mark(job_id, THAWED_AT)
+
+    def _mark(self, job_id: int, at: int) -> None:
+        """Set byte `at` of the run's lock file to 1, for its shim to read."""
         try:
             fd = os.open(self._lock(job_id), os.O_WRONLY | os.O_CLOEXEC)
             try:
-                os.pwrite(fd, b"\1", THAWED_AT)
+                os.pwrite(fd, b"\1", at)
             finally:
                 os.close(fd)
-        except OSError:  # no run file: nothing runs to be told
+        except OSError:  # no run file: the shim has ended, and asks nothing of the mark
             pass
 
     def release(self, shim: Shim) -> None:
@@ -436,7 +433,7 @@ class Supervisor:
                 # truncation: the blocks stay the file's (freeing them is slow on a disk
                 # mounted with `discard`), and the next shim's room is taken already.
                 _blank(fd)
-                os.rename(lock, f"{self.run_dir}/spare/{job_id}")
+                os.rename(lock, f"{self.spare_dir}/{job_id}")
                 self._spares.append(str(job_id))
                 return
             except OSError:

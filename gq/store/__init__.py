@@ -518,10 +518,14 @@ class Store:
         """Light jobs by id: waiting and holding ones from memory (not to be mutated), the
         rest read."""
         out = {i: j for i in ids if (j := self._queue.get(i) or self._holding.get(i))}
-        rest = [i for i in ids if i not in out]
-        for first in range(0, len(rest), 10_000):  # SQLite's limit of bound variables
-            out.update((j.id, j) for j in self.jobs(ids=rest[first:first + 10_000], light=True))
+        out.update(self.jobs_by_id([i for i in ids if i not in out], light=True))
         return out
+
+    def jobs_by_id(self, ids: list[int], light: bool = False, env: bool = True
+                   ) -> dict[int, Job]:
+        """Jobs by id, read (as jobs() reads them), however many ids."""
+        return {j.id: j for part in _chunks(ids)
+                for j in self.jobs(ids=part, light=light, env=env)}
 
     def holding_jobs(self) -> list[Job]:
         """Jobs whose shim may still hold resources, light, from memory."""
@@ -532,11 +536,9 @@ class Store:
         return rows[0]["id"] if rows else None
 
     def existing_ids(self, ids: Iterable[int]) -> set[int]:
-        ids = list(ids)
-        if not ids:
-            return set()
-        rows = self._rows(f"SELECT id FROM jobs WHERE id IN ({','.join('?' * len(ids))})", ids)
-        return {r["id"] for r in rows}
+        """Which of these ids are jobs', however many."""
+        return {r["id"] for part in _chunks(list(ids)) for r in self._rows(
+            f"SELECT id FROM jobs WHERE id IN ({','.join('?' * len(part))})", part)}
 
     def transition(
         self,
@@ -578,8 +580,7 @@ class Store:
     def with_notify(self, ids: list[int]) -> list[int]:
         """Those of the jobs that have a --notify or --mail."""
         out = []
-        for first in range(0, len(ids), 10_000):  # SQLite's limit of bound variables
-            part = ids[first:first + 10_000]
+        for part in _chunks(ids):
             out += [r[0] for r in self.db.execute(
                 f"SELECT id FROM jobs WHERE notify IS NOT NULL AND id IN "
                 f"({','.join('?' * len(part))})", part)]
@@ -741,6 +742,12 @@ def _array_row(part: ArrayPart | None) -> dict[str, Any]:
         return {}
     return {"array_id": part.id, "array_index": part.index, "array_size": part.size,
             "array_limit": part.limit, "array_params": json.dumps(part.params)}
+
+
+def _chunks(ids: list[int], size: int = 10_000) -> Iterator[list[int]]:
+    """`ids` a part at a time: SQLite binds at most so many variables a statement."""
+    for first in range(0, len(ids), size):
+        yield ids[first:first + size]
 
 
 def _affinity(declared: str) -> str:

@@ -15,7 +15,7 @@ from textual.widgets import Footer, Log, Static
 
 from gq.tui.render import job_style, sparkline
 from gq.tui.snapshot import JobRow, epoch
-from gq.tui.source import JobDetail, LogChunk
+from gq.tui.source import NO_OUTPUT_YET, JobDetail, LogChunk
 from gq.units import format_duration, format_size
 
 
@@ -206,7 +206,7 @@ class JobScreen(Screen):
             self.log_path = path
         title = f" {self.stream}: {path or '-'}"
         note = chunk.note
-        if note == "no output yet" and self.detail is not None \
+        if note == NO_OUTPUT_YET and self.detail is not None \
                 and self.detail.job.get("ended_at"):  # it wrote nothing, and will not
             note = "no output"
         if note and not chunk.text and self.log_offset <= 0:

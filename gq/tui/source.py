@@ -19,6 +19,7 @@ HISTORY_SPAN = 300.0  # seconds of utilisation history behind each card's sparkl
 JOB_HISTORY_SPAN = 1800.0  # ... and behind the job screen's charts
 LOG_TAIL = 64 << 10  # bytes of a log shown when the job screen opens
 NOT_RUNNING = "daemon not running (start it: gq daemon start)"
+NO_OUTPUT_YET = "no output yet"  # no log (yet): the job screen says "no output" once it ended
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def read_log_file(path: str, offset: int) -> LogChunk:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
-        return LogChunk("", max(offset, 0), "no output yet")
+        return LogChunk("", max(offset, 0), NO_OUTPUT_YET)
     except OSError as e:
         return LogChunk("", max(offset, 0), f"cannot read {path}: {e.strerror}")
     try:
@@ -206,5 +207,5 @@ class StaticSource:
     def read_log(self, path: str, offset: int) -> LogChunk:
         text = self.logs.get(path)
         if text is None:
-            return LogChunk("", 0, "no output yet")
+            return LogChunk("", 0, NO_OUTPUT_YET)
         return LogChunk(text[max(offset, 0):], len(text))

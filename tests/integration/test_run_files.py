@@ -129,7 +129,7 @@ def test_an_exit_record_of_an_older_gq_is_read(supervisor, tmp_path):
     (run / "7.exit").write_text(json.dumps({"exit_code": 4, "run": 0}))
     assert supervisor.status(7) is RunStatus.EXITED
     assert supervisor.exit_record(7)["exit_code"] == 4
-    supervisor.forget(7)
+    supervisor.forget(7, looked=True)  # as after a run's end: it looked, and found the file
     assert sorted(os.listdir(run)) == ["spare"] and os.listdir(run / "spare") == ["7"]
 
 

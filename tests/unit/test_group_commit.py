@@ -91,16 +91,17 @@ def test_quick_flushes_run_on_the_loops_thread_and_a_slow_one_sends_them_back():
     is (no worker thread, no wake-up of the loop); one slow flush sends the next two back to
     the worker, and every answer still waits for its own commit's flush."""
     threads: list[bool] = []
-    delays = [0.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0, 0.0]
+    delays = [0.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0, 0.0]  # what each flush takes
+    now = [0.0]  # the clock the group commit times flushes with
     disk = Disk()
 
     def flush() -> None:
         threads.append(threading.current_thread() is threading.main_thread())
-        time.sleep(delays[len(threads) - 1])
+        now[0] += delays[len(threads) - 1]
         with disk.lock:
             disk.durable = disk.made
 
-    group = GroupCommit(lambda: disk.made, flush, inline_below=0.02)
+    group = GroupCommit(lambda: disk.made, flush, inline_below=0.02, clock=lambda: now[0])
 
     async def main() -> None:
         for _ in range(len(delays)):
