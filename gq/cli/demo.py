@@ -158,7 +158,10 @@ class Demo:
             pass  # the daemon is gone already: the sweep below ends what is left
         if self.stray is not None and self.stray.poll() is None:
             self.stray.terminate()
-            self.stray.wait(timeout=10)
+            try:
+                self.stray.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.stray.kill()
         _wait_gone(self.daemon_pid)
         ended = _end_processes_of(self.home)
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -207,14 +210,20 @@ def _end_processes_of(home: Path) -> str:
     return f", {ended} leftover process(es) killed" if ended else ""
 
 
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, kill, a closed terminal
+
+
 def run_demo(tui: bool, seconds: float) -> int:
     interrupted_by = [signal.SIGINT]
 
-    def on_sigterm(signum: int, frame: object) -> None:
-        interrupted_by[0] = signal.SIGTERM
+    def on_signal(signum: int, frame: object) -> None:
+        interrupted_by[0] = signum
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    for sig in STOPPING[1:]:
+        signal.signal(sig, on_signal)
+    if hasattr(sys.stdout, "reconfigure"):  # each line as it happens, into a pipe too (| tee)
+        sys.stdout.reconfigure(line_buffering=True)
     demo = Demo(say=print if not tui else _quiet)
     code = 0
     try:
@@ -231,11 +240,26 @@ def run_demo(tui: bool, seconds: float) -> int:
             player.start()
             watch(demo, seconds)
     except KeyboardInterrupt:
-        code = 128 + interrupted_by[0]  # as a shell reports it: 130 for Ctrl-C, 143 for TERM
+        code = 128 + interrupted_by[0]  # as a shell reports it: 130 Ctrl-C, 129 HUP, 143 TERM
     finally:
-        demo.say = print
-        demo.close()
+        # A second Ctrl-C (or the HUP that follows a closed pane's TERM) must not stop the
+        # cleanup half-way, leaving the daemon and its jobs behind: it is bounded (close).
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOPPING}
+        try:
+            demo.say = _said_anyway
+            demo.close()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     return code
+
+
+def _said_anyway(line: str) -> None:
+    """The cleanup's line, also where the terminal has gone (SIGHUP): nothing to print to."""
+    try:
+        print(line)
+    except OSError:
+        pass
 
 
 def _quiet(line: str) -> None:

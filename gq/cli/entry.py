@@ -5,7 +5,28 @@ from __future__ import annotations
 
 import sys
 
-from gq.protocol import GqError
+# Python's builtin beneath `signal`, without the enums that cost a millisecond on every command.
+import _signal
+
+
+def _exit_interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C while gq loads or once its command has ended: nothing is left to undo, so end
+    at once as a shell reports an interrupt (130), not by a KeyboardInterrupt escaping every
+    handler (a traceback, and death by SIGINT: -2 to the caller)."""
+    import os
+
+    try:
+        sys.stdout.flush()
+    except Exception:  # interrupted in the middle of a flush, or a reader that has gone
+        pass
+    os._exit(128 + signum)
+
+
+def _on_interrupt(handler) -> None:
+    """SIGINT's handler from now on, unless SIGINT is ignored (started in the background:
+    `gq ... &` leaves Ctrl-C to the foreground job, as any program should)."""
+    if _signal.getsignal(_signal.SIGINT) != _signal.SIG_IGN:
+        _signal.signal(_signal.SIGINT, handler)
 
 
 def fail(message: str, code: int) -> int:
@@ -41,12 +62,18 @@ def main(argv: list[str] | None = None, light: bool = True) -> None:
     Without argv, as the console script: a command served on the light path ends the process
     at once (_exit_now)."""
     process = argv is None
+    if process:  # first of all: a Ctrl-C from here on ends gq with 130, whenever it lands
+        _on_interrupt(_exit_interrupted)
+    from gq.protocol import GqError
+
     argv = sys.argv[1:] if argv is None else argv
     served_light = True
     # Arguments that were not UTF-8 arrive as lone surrogates (PEP 383), and are printed back
     # as the bytes they were, as `ls` prints such names; JSON output escapes them (\udcff).
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="surrogateescape")
+    if process:  # while the command runs, it may undo what it began (KeyboardInterrupt)
+        _on_interrupt(_signal.default_int_handler)
     try:
         if argv[:1] == ["__complete"]:  # the shell completion scripts, at every Tab: light
             from gq.cli.complete_fast import complete
@@ -81,6 +108,8 @@ def main(argv: list[str] | None = None, light: bool = True) -> None:
         code = 130
     except BrokenPipeError:
         code = 0
+    if process:  # what it began is undone or ended: an interrupt now only ends it sooner
+        _on_interrupt(_exit_interrupted)
     if process and served_light:
         _exit_now(code)
     if process:
@@ -93,7 +122,7 @@ def _flush_stdout() -> None:
     exit, that flush would print 'Exception ignored' and exit 120 (`gq config show | head`)."""
     try:
         sys.stdout.flush()
-    except BrokenPipeError:
+    except OSError:  # a reader that has gone (EPIPE), or a terminal (EIO after a hang-up)
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

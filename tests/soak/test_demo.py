@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.hosts import kill_processes_mentioning
 
 
@@ -38,8 +40,28 @@ def test_the_demo_shows_sharing_preemption_an_idle_notebook_and_a_stray_then_cle
     assert not home.exists()
 
 
-def test_ctrl_c_cleans_up_and_exits_130():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")}
+def _processes_of(home: str) -> list[int]:
+    """The demo's daemon, spawners, shims and burn processes: all run with its GQ_HOME."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("GQ_HOME", "").startswith(home):
+                found.append(proc.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGHUP, 129),
+                                      (signal.SIGTERM, 143)])
+def test_a_stopped_demo_cleans_up_and_exits_as_a_shell_reports_it(sig, code):
+    # Without PYTHONUNBUFFERED, as from a newcomer's shell: the demo's lines must reach a pipe
+    # as they happen (they came only at exit, and the Ctrl-C sent after the first one landed
+    # in the interpreter's exit: death by SIGINT, -2).
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GQ_") and k != "PYTHONUNBUFFERED"}
     # As from a terminal: a suite started in the background (`pytest &`, nohup) ignores
     # SIGINT, and an ignored SIGINT is inherited through exec; Python then leaves Ctrl-C
     # ignored, as any program run in the background should.
@@ -52,14 +74,17 @@ def test_ctrl_c_cleans_up_and_exits_130():
     try:
         for line in proc.stdout:
             home = home or next((w for w in line.split() if w.startswith("/tmp/gq-demo-")), None)
-            if "submitted job" in line:
+            if "started a stray process" in line:  # the daemon, jobs and the stray all run
                 break
-        proc.send_signal(signal.SIGINT)
+        assert home is not None and _processes_of(home)
+        proc.send_signal(sig)  # Ctrl-C, a closed terminal (tmux kill-pane), kill
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:  # it did not clean up: its daemon and jobs must not outlive it
             proc.kill()
             if home is not None:
                 kill_processes_mentioning(home)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert out.rstrip().endswith("removed)")
+    assert _processes_of(home) == []
+    assert not Path(home).exists()
