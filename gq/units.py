@@ -111,6 +111,12 @@ def format_duration(seconds: float | None) -> str:
     return f"{s}s"
 
 
+def format_measured(seconds: float | None) -> str:
+    """A measured figure (a mean wait, an error): rounded to the second, where an elapsed
+    time (format_duration) counts whole seconds as a clock does: 7.98 s is '8s', not '7s'."""
+    return format_duration(None if seconds is None else round(seconds))
+
+
 def iso(ts: float | None) -> str | None:
     """Epoch seconds -> '2026-11-29T16:32:35Z', the form every JSON time takes."""
     if ts is None:

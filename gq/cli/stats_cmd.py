@@ -6,7 +6,7 @@ from typing import Any
 
 from gq.cli.output import table
 from gq.stats.health import NO_ACCOUNT
-from gq.units import format_duration, parse_iso
+from gq.units import format_duration, format_measured, parse_iso
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -39,7 +39,7 @@ def _pct(value: float | None) -> str:
 
 
 def _secs(value: float | None) -> str:
-    return "-" if value is None else format_duration(value)
+    return "-" if value is None else format_measured(value)
 
 
 def _learned(p: dict[str, Any] | None, m: dict[str, Any] | None) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gq.units import format_duration
+from gq.units import format_measured
 
 UTILIZATION_TARGET = 70.0  # percent, more than
 WAIT_PERCENTILE, WAIT_TARGET = 80, 600.0  # seconds, at most
@@ -75,7 +75,7 @@ def shown(ind: dict[str, Any]) -> str:
     value = ind["value"]
     if value is None:
         return "N/A"
-    return format_duration(value) if ind["unit"] == "s" else f"{value:.1f}%"
+    return format_measured(value) if ind["unit"] == "s" else f"{value:.1f}%"
 
 
 def print_health(indicators: list[dict[str, Any]]) -> list[str]:

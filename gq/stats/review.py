@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from gq.stats.health import shown
-from gq.units import format_duration
+from gq.units import format_measured
 
 TOP = 5  # offenders listed
 
@@ -43,7 +43,7 @@ def _change(now: float | None, then: float | None, unit: str) -> str:
         return "-"
     delta = now - then
     if unit == "s":
-        return ("+" if delta >= 0 else "-") + format_duration(abs(delta))
+        return ("+" if delta >= 0 else "-") + format_measured(abs(delta))
     return f"{delta:+.1f} pts" if unit == "%" else f"{delta:+.1f}"
 
 

@@ -55,3 +55,19 @@ def test_failures_by_class_user_and_month_and_the_resource_indicator(tmp_path, c
             in text.splitlines())
     print_stats(got)
     assert "2026-05  ann   host_oom" in capsys.readouterr().out
+
+
+def test_a_mean_wait_is_rounded_not_truncated(tmp_path, capsys):
+    store = Store(tmp_path / "gq.db")
+    job = Job(id=0, user="ann", command=["train"], cwd="/", priority=Tier.NORMAL, gpus=1,
+              submitted_at=MAY + 86400)
+    job.id = store.insert_job(job, MAY + 86400)
+    started = MAY + 86400 + 7.98  # waited 7.98 s
+    store.transition(job.id, JobState.RUNNING, started, started_at=started, gpu_ids=[0],
+                     holding=1)
+    got = stats(store)
+    assert got["wait_seconds"]["normal"]["mean"] == 7.98
+    print_stats(got)
+    (row,) = [line for line in capsys.readouterr().out.splitlines()
+              if line.startswith("normal")]
+    assert row.split()[1:] == ["1", "8s", "8s", "8s"]
