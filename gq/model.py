@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gq import states
+
 
 class JobState(StrEnum):
     PENDING = "pending"
@@ -28,10 +30,11 @@ class JobState(StrEnum):
         return self in ENDED_STATES
 
 
-WAITING_STATES = frozenset({JobState.PENDING, JobState.HELD})
-RUNNING_STATES = frozenset({JobState.RUNNING, JobState.PREEMPTING})
+# The groups, named once in gq/states.py (which the light commands read).
+WAITING_STATES = frozenset(map(JobState, states.WAITING))
+RUNNING_STATES = frozenset(map(JobState, states.RUNNING))
 # Its process lives on, holding host memory but no card or core, until it is thawed.
-FROZEN_STATES = frozenset({JobState.FROZEN})
+FROZEN_STATES = frozenset(map(JobState, states.FROZEN))
 ACTIVE_STATES = WAITING_STATES | RUNNING_STATES | FROZEN_STATES
 ENDED_STATES = frozenset(JobState) - ACTIVE_STATES
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gq.wording.arrays import label
 from gq.protocol import GqError
+from gq.states import RUNNING, WAITING
+from gq.wording.arrays import label
+
+# A running job back in the queue, or being stopped for another: what preemption does.
+PREEMPTED = frozenset({"pending", "preempting"})
 
 POLL = 0.25  # seconds between looks
 
@@ -25,15 +29,15 @@ def _change(job: dict[str, Any], before: dict[str, Any] | None) -> str | None:
     state, reason = job["state"], job["reason"]
     if before is not None and (before["state"], before["reason"]) == (state, reason):
         return None
-    if before is not None and state == before["state"] and state not in ("pending", "held"):
+    if before is not None and state == before["state"] and state not in WAITING:
         return None
     name = f"job {label(job)} {job['name']}"  # 4_1, as gq ls names an element
     if state == "running":
         cards = ",".join(map(str, job["gpu_ids"])) or "no GPU"
         share = "whole cards" if job["mem"] is None else f"{job['mem'] >> 30}G per card"
         return f"{name}: running on GPU {cards} ({share}, {job['priority']} tier)"
-    if state in ("pending", "held"):
-        was = "" if before is None or before["state"] in ("pending", "held") else (
+    if state in WAITING:
+        was = "" if before is None or before["state"] in WAITING else (
             f" (back in the queue after {before['state']})")
         return f"{name}: {state}, {reason}{was}"
     why = f" ({reason})" if reason else ""
@@ -56,8 +60,8 @@ def watch(demo, seconds: float) -> None:
         for job in jobs:
             before = seen.get(job["id"])
             line = _change(job, before)
-            if line and before and before["state"] in ("running", "preempting") and (
-                    job["state"] in ("pending", "preempting")):
+            if line and before and before["state"] in RUNNING and (
+                    job["state"] in PREEMPTED):
                 why = _preempted_by(demo, job["id"])
                 line += "" if why[2:] in line else why  # said once, not twice
             if line:

@@ -19,6 +19,19 @@ MAX_HEADER = 64 * 1024  # bytes of the script read for directives
 _MERGED_BY_NAME = ("env", "sweep")
 
 
+def working_dir(given: str | None) -> str:
+    """The job's directory: --cwd made absolute, or the caller's current one; one line (bad
+    input) when the current directory was removed, as `mkdir d && cd d && rmdir "$PWD"` does."""
+    try:
+        here = os.getcwd()
+    except FileNotFoundError:
+        if given and os.path.isabs(given):
+            return os.path.normpath(given)
+        raise BadInput("the current directory no longer exists (removed after the shell "
+                       "entered it): cd to one that does, or give --cwd DIR") from None
+    return os.path.normpath(os.path.join(here, given or "."))
+
+
 def find_script(command: list[str], cwd: str) -> str | None:
     """The script the command runs, when its first word is a file by path: `train.sh`,
     `./train.sh`, `/abs/train.sh`. A bare word that is a program on PATH is not a script."""
@@ -111,7 +124,7 @@ def script_command(path: str, command: list[str], header: list[str] | None) -> l
 
 def apply_directives(values: dict[str, Any], command: list[str]) -> tuple[dict, list[str]]:
     """(values, command) of a submit, with the script's directives merged in."""
-    cwd = os.path.abspath(values.get("cwd") or os.getcwd())
+    cwd = working_dir(values.get("cwd"))
     path = find_script(command, cwd)
     if path is None:
         return values, command

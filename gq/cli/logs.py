@@ -8,6 +8,7 @@ import time
 
 from gq.cli.client import call
 from gq.protocol import GqError
+from gq.states import ACTIVE, WAITING
 
 FOLLOW_POLL = 0.2  # seconds between looks at a growing log
 # A Slurm job's log on a login node is read by a command run there: look less often
@@ -50,8 +51,8 @@ def _remote_log(job: dict, follow: bool, stderr: bool) -> None:
         offset = part["offset"]
         if data:
             continue
-        if not follow or part["state"] not in ("pending", "held", "running", "preempting"):
-            if not follow and part["state"] in ("pending", "held") and not offset:
+        if not follow or part["state"] not in ACTIVE:
+            if not follow and part["state"] in WAITING and not offset:
                 raise GqError(f"job {job['id']} has not started yet: no output")
             return
         time.sleep(SLURM_FOLLOW_POLL if "slurm" in job else FOLLOW_POLL)
@@ -89,7 +90,7 @@ def _one_log(job: dict, follow: bool, stderr: bool, header: bool = False) -> Non
     if header:  # as `tail` heads each of several files
         array = job["array"]
         print(f"==> {array['id']}_{array['index']} ({job['state']}) <==", flush=True)
-        if job["state"] in ("pending", "held") and not follow:
+        if job["state"] in WAITING and not follow:
             return
     job = _print_log(job, follow, stderr)
     if job.get("output_truncated"):  # said after the output, where the reader looks
@@ -108,12 +109,12 @@ def _print_log(job: dict, follow: bool, stderr: bool) -> dict:
     path = job["stderr" if stderr else "stdout"]
     fd = _open(path, job)
     if fd is None and not follow:
-        if job["state"] in ("pending", "held"):
+        if job["state"] in WAITING:
             raise GqError(f"job {_label(job)} has not started yet: no output")
         return job
     said_waiting = False
     while True:
-        if fd is None and not said_waiting and job["state"] in ("pending", "held"):
+        if fd is None and not said_waiting and job["state"] in WAITING:
             print(f"gq: job {_label(job)} is {job['state']} ({job['reason']}); waiting for it "
                   "to start", file=sys.stderr)
             said_waiting = True
@@ -127,7 +128,7 @@ def _print_log(job: dict, follow: bool, stderr: bool) -> dict:
             return job
         if not copied:
             job = call("show", id=str(job["id"]))
-            if job["state"] not in ("pending", "held", "running", "preempting"):
+            if job["state"] not in ACTIVE:  # a frozen job is thawed again: keep following
                 if fd is None:
                     fd = _open(path, job)
                 if fd is not None:

@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from gq.cli.commands import SUBMIT_OPTIONS
+from gq.cli.directives import working_dir
 from gq.protocol import BadInput
 from gq.units import parse_duration, parse_mem, parse_signal, parse_size
 
@@ -147,7 +148,7 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
             raise BadInput("the command contains a NUL byte")
     if not command:
         raise BadInput("no command given: gq submit [OPTIONS] -- COMMAND [ARGS...]")
-    cwd = os.path.abspath(values.get("cwd") or os.getcwd())
+    cwd = working_dir(values.get("cwd"))
     if not values.get("host") and not os.path.isdir(cwd):  # else the host that runs it checks
         raise BadInput(f"--cwd {values.get('cwd')!r}: no such directory")
     env = dict(os.environ)  # as sbatch --export=ALL

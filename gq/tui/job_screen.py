@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 
+from gq.states import RUNNING, WAITING
 from gq.tui.render import job_style, sparkline
 from gq.tui.snapshot import JobRow, epoch
 from gq.tui.source import NO_OUTPUT_YET, JobDetail, LogChunk
@@ -59,7 +60,7 @@ def detail_rows(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
     if job.get("restarts"):
         rows.append(("restarts", str(job["restarts"])))
     prediction = job.get("prediction")
-    if prediction and job["state"] in ("pending", "held", "running", "preempting"):
+    if prediction and job["state"] in WAITING | RUNNING:
         seconds = prediction["seconds"]
         rows.append(("run time", prediction["basis"] if seconds is None else
                      f"~{format_duration(seconds)}, {prediction['basis']}"))
@@ -119,7 +120,7 @@ def history_renderable(points: tuple[dict[str, Any], ...], job: dict[str, Any],
 def processes_renderable(job: dict[str, Any]) -> Text | Table:
     """What the job really runs on its cards, as nvitop lists it: pid, card, memory, command."""
     procs = job.get("processes")
-    if job.get("state") not in ("running", "preempting") or procs is None:
+    if job.get("state") not in RUNNING or procs is None:
         return Text("")
     if not procs:
         return Text("no processes of it on the cards (yet)", "dim")

@@ -11,10 +11,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-RUNNING = ("running", "preempting")
-WAITING = ("pending", "held")
-FROZEN = ("frozen",)  # its GPU state in host memory: no card, no core, waiting to be thawed
-STATE_ORDER = {"running": 0, "preempting": 1, "frozen": 2, "pending": 3, "held": 4}
+from gq.states import ACTIVE, FROZEN, ORDER, RUNNING, WAITING
+
+STATE_ORDER = {state: n for n, state in enumerate(ORDER) if state in ACTIVE}  # ended ones last
 TIER_ORDER = {"high": 0, "normal": 1, "low": 2}
 
 

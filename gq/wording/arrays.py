@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from gq.states import ENDED, ORDER, RUNNING, WAITING
 from gq.wording.jobs import job_rows
-
-ORDER = ("running", "preempting", "frozen", "pending", "held", "completed", "failed", "cancelled",
-         "timeout", "oom", "lost")
 
 
 def label(job: dict[str, Any]) -> str:
@@ -58,9 +56,9 @@ def _array_row(group: list[dict[str, Any]], first_row: list[str], listed_all: bo
     row[0] = f"{array['id']}_{ranges([j['array']['index'] for j in group], array['limit'])}"
     row[3] = counts([j["state"] for j in group], None if listed_all else array["size"],
                     array.get("ended"))
-    gpus = sorted({i for j in group if j["state"] in ("running", "preempting")
+    gpus = sorted({i for j in group if j["state"] in RUNNING
                    for i in j["gpu_ids"]})
-    reasons = sorted({j["reason"] for j in group if j["state"] in ("pending", "held")
+    reasons = sorted({j["reason"] for j in group if j["state"] in WAITING
                       and j["reason"]})
     where = ([f"gpu {','.join(map(str, gpus))}"] if gpus else []) + reasons
     row[-1] = "; ".join(where)
@@ -146,9 +144,6 @@ def fold_waited(jobs: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-# gq.model's ENDED_STATES, spelled out: importing the model (dataclasses) would cost every
-# `gq cancel` and `gq wait` ~10 ms. tests/integration/test_light_path.py keeps the two equal.
-ENDED = {"completed", "failed", "cancelled", "timeout", "oom", "lost"}
 EXIT_NEVER_STARTS, EXIT_TIMED_OUT = 3, 124
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gq.states import RUNNING, WAITING
 from gq.units import format_duration, format_size, parse_iso
 
 
@@ -18,7 +19,7 @@ def _gpus(gpus: int, gpus_max: int | None, state: str, gpu_ids: list[int] | None
     if not gpus_max:
         return str(gpus)
     asked = f"{gpus}-{gpus_max}"
-    held = gpu_ids if state in ("running", "preempting") else None
+    held = gpu_ids if state in RUNNING else None
     return f"{len(held)} ({asked})" if held else asked
 
 
@@ -60,9 +61,9 @@ def cells(id: int, name: str, user: str, state: str, reason: str | None, priorit
           gpu_ids: list[int] | None, failure: str | None, now: float,
           nodes: str | None = None) -> list[str]:
     """A job's row of `gq ls` (HEADERS) from its CELL_FIELDS; `nodes`: a Slurm job's."""
-    if state in ("pending", "held"):
+    if state in WAITING:
         where = reason or ""
-    elif state in ("running", "preempting"):
+    elif state in RUNNING:
         # a Slurm job's cards are Slurm's to know: its node(s), as squeue's NODELIST
         where = ",".join(str(i) for i in gpu_ids or ()) or nodes or "cpu"
     else:

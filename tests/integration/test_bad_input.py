@@ -155,3 +155,21 @@ def test_per_tier_default_times_are_read_and_checked(make_host):
         config.write('\n[scheduler]\ndefault_time = { low = "3d", urgent = "1h" }\n')
     proc = host.gq("ls", check=False)
     assert proc.returncode == 1 and "default_time.urgent: expected high, normal or low" in proc.stderr
+
+
+def test_a_removed_working_directory_is_refused_in_one_line(shared_host, tmp_path):
+    """#34 item 8: `mkdir d && cd d && rmdir "$PWD" && gq submit -- pwd` ended in a
+    FileNotFoundError traceback; also with a relative --cwd. A script's too (directives)."""
+    import subprocess
+    import sys
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    before = shared_host.count_jobs()
+    for argv in (["submit", "--", "pwd"], ["submit", "--cwd", "rel", "--", "pwd"],
+                 ["submit", "./train.sh"]):
+        proc = subprocess.run(["sh", "-c", 'cd "$0" && rmdir "$PWD" && exec "$@"', str(gone),
+                               sys.executable, "-m", "gq", *argv], env=shared_host.env,
+                              capture_output=True, text=True, timeout=60)
+        assert_refused(shared_host, proc, "the current directory no longer exists", before)
+        gone.mkdir()

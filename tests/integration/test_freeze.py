@@ -128,6 +128,34 @@ def test_a_low_job_is_frozen_for_a_high_one_and_continues_exactly_where_it_was(m
                             r"\d+\.\ds\)", d) for d in details), details
 
 
+def test_gq_logs_f_keeps_following_a_job_while_it_is_frozen(make_host):
+    """#34 item 9: `gq logs -f` took `frozen` for an end and exited while the job waited to be
+    thawed; it follows until the job ends, and prints every step once."""
+    host = host_with(make_host)
+    low = host.submit(*trainer(steps=40))
+    past_step(host, low, 5)
+    seen = host.work / "followed.out"
+    with open(seen, "wb") as out:
+        follower = subprocess.Popen([sys.executable, "-m", "gq", "logs", "-f", str(low)],
+                                    env=host.env, stdout=out, stderr=subprocess.PIPE)
+    try:
+        gate = host.work / "gate"
+        host.submit("-p", "high", *gated(gate))
+        host.wait_state(low, "frozen")
+        # Caught up with a log that no longer grows: its next looks find the job frozen.
+        wait_for(lambda: seen.read_text() == host.log(low), what="the follower to catch up")
+        wait_for(lambda: any(c["memory_used"] == 0 for c in host.call("gpus")),
+                 what="the card read free")
+        assert follower.poll() is None, follower.stderr.read()
+        gate.touch()
+        assert host.wait_ended(low, timeout=60)["state"] == "completed"
+        assert follower.wait(timeout=30) == 0
+    finally:
+        follower.kill()
+    assert seen.read_text() == host.log(low)
+    assert [step for step, _ in losses(host.log(low))] == list(range(1, 41))
+
+
 def test_a_frozen_job_is_thawed_on_another_card_of_its_model(make_host):
     host = host_with(make_host, "2x80G")
     low = host.submit(*trainer())

@@ -60,11 +60,16 @@ def test_the_typer_command_is_the_table(name):
             assert p.metavar == o.metavar and p.min == o.min
 
 
-def test_arrays_view_knows_the_ended_states():
-    from gq.wording.arrays import ENDED
-    from gq.model import ENDED_STATES
+def test_the_light_state_groups_are_the_models():
+    from gq import model, states
 
-    assert ENDED == {str(s) for s in ENDED_STATES}
+    assert set(states.ORDER) == {str(s) for s in model.JobState} and len(states.ORDER) == len(
+        model.JobState)
+    for light, groups in [(states.WAITING, model.WAITING_STATES),
+                          (states.RUNNING, model.RUNNING_STATES),
+                          (states.FROZEN, model.FROZEN_STATES),
+                          (states.ACTIVE, model.ACTIVE_STATES), (states.ENDED, model.ENDED_STATES)]:
+        assert light == {str(s) for s in groups}
 
 
 # ---- the light parser reads argv as click does -------------------------------------------
