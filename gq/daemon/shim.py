@@ -230,6 +230,7 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
             {"exit_code": code, "signal": sig, "ended_at": time.time(),
              "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
              "warned": bool(job.get("warned")),
+             "signalled_at": job.get("signalled_at"), "killed_at": job.get("killed_at"),
              "stderr_offset": err_offset, "stdout_offset": out_offset, "pid": job.get("pid"),
              "error": error and error[:ERROR_ROOM],
              "log_full": disk_is_full(os.path.dirname(spec["stdout"]))},
@@ -286,6 +287,7 @@ def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool]
             info = signal.sigwaitinfo(WATCHED)
         else:
             info = signal.sigtimedwait(WATCHED, max(0.0, wake - now))
+        now = time.monotonic()  # the wait may have lasted: a grace counts from the request
         request = REQUESTS.get(info.si_signo) if info is not None else None
         if request is not None and not asked(info.si_signo):  # one for an earlier run
             request = None
@@ -297,6 +299,7 @@ def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool]
             stop, deadline = request, now + spec["grace"]
             _signal_all(_descendants(), signal.SIGCONT)  # a stopped job could not checkpoint
             _checkpoint_signal(spec, job)
+            job["signalled_at"] = time.time()  # for the history: when, and the kill how late
 
 
 def _stop_change(pid: int) -> int | None:
@@ -667,6 +670,8 @@ def _kill_tree(grace: float, job: dict[str, int]) -> bool:
     # Kill until nothing is left: a process may fork while we look.
     killed = False
     while procs := _descendants():
+        if not killed:
+            job["killed_at"] = time.time()
         killed = True
         _signal_all(procs, signal.SIGKILL)
         time.sleep(0.01)
