@@ -20,6 +20,7 @@ from typing import Callable, TypedDict
 
 from gq.daemon.diskfull import disk_is_full
 from gq.daemon.fdpass import receive
+from gq.daemon.jobfiles import open_log
 
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
@@ -365,18 +366,6 @@ def _set_name(name: str) -> None:
     _prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]))
 
 
-def _open_log(path: str) -> int:
-    # O_NOFOLLOW: a link planted at the log path must not redirect our writes. Opened by the
-    # job's own process, as the job's user: the log is theirs, and no file they could not
-    # write themselves can be reached through it.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        return os.open(path, flags, 0o600)
-    except FileNotFoundError:  # no logs directory yet
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        return os.open(path, flags, 0o600)
-
-
 SPARE = ".gq-spare-"  # the name of a file kept for a shim's next run: SPARE, its pid, the suffix
 
 
@@ -482,8 +471,8 @@ def _spawn_job(spec: ShimSpec) -> tuple[int | None, str | None, int]:
     fds: list[int] = []
     try:
         try:
-            fds.append(_open_log(spec["stderr"]))
-            fds.append(_open_log(spec["stdout"]))
+            fds.append(open_log(spec["stderr"]))
+            fds.append(open_log(spec["stdout"]))
             os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
         except OSError as e:
             return None, _said(fds, f"could not start the job: {e}"), 127
@@ -558,14 +547,20 @@ def _fork_job(spec: ShimSpec) -> tuple[int, str | None]:
 def _become_job(spec: ShimSpec, report: int) -> None:
     """In the forked child: take on the job's identity, open its logs, exec its command."""
     err = None
+    # First the signals: the shim's mask and ignored signals must not make a child that
+    # blocks in anything below one that a SIGTERM cannot end. (Handled signals reset
+    # themselves at exec; ignored ones would stay ignored.)
+    for sig in IGNORED_BY_US:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     try:
         os.setpgid(0, 0)
         if spec.get("uid") is not None:
             _drop_privileges(spec["uid"], spec["gid"], spec["groups"])
         if spec.get("umask") is not None:
             os.umask(spec["umask"])
-        err = _open_log(spec["stderr"])
-        out = _open_log(spec["stdout"])
+        err = open_log(spec["stderr"])
+        out = open_log(spec["stdout"])
         os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
     except OSError as e:
         _fail(report, err, f"could not start the job: {e}", 127)
@@ -573,10 +568,6 @@ def _become_job(spec: ShimSpec, report: int) -> None:
     os.dup2(devnull, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
-    # Handled signals reset themselves at exec; ignored ones would stay ignored.
-    for sig in IGNORED_BY_US:
-        signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     try:
         os.chdir(spec["cwd"])
     except OSError as e:  # as the user: a directory of someone else's may be closed to them
