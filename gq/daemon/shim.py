@@ -658,13 +658,17 @@ def _kill_tree(grace: float, job: dict[str, int]) -> bool:
         if not _descendants():
             break
         time.sleep(0.02)
-    # Kill until nothing is left: a process may fork while we look.
+    # Kill until nothing is left: a process may fork while we look. Each round stops the
+    # whole tree first (SIGSTOP), then kills it: a stopped process forks no more, so a fork
+    # bomb cannot outrun the walk over its tree.
     killed = False
     while procs := _descendants():
         if not killed:
             job["killed_at"] = time.time()
         killed = True
-        _signal_all(procs, signal.SIGKILL)
+        _signal_all(procs, signal.SIGSTOP)
+        _signal_all(_descendants(), signal.SIGSTOP)  # those forked while the first were
+        _signal_all(_descendants(), signal.SIGKILL)
         time.sleep(0.01)
         _reap(job)
     _reap(job)

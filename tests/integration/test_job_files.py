@@ -67,3 +67,23 @@ def test_open_log_makes_a_regular_file_that_blocks(tmp_path):
         assert not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK
     finally:
         os.close(fd)
+
+
+@pytest.mark.soak  # 200 processes forked and killed: seconds on a loaded machine
+def test_a_bounded_fork_bomb_is_stopped_and_killed_whole_on_cancel(make_host):
+    """Without a cgroup (none is delegated here) the shim stops the whole tree, then kills it:
+    nothing of a job that forks as fast as it can survives a cancel."""
+    host = make_host("1x80G", kill_wait="1s")
+    bomb = ("import os, signal, time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "print('forking', flush=True)\n"
+            "for _ in range(200):\n"  # bounded: at most 200 forks in all, each child sleeps
+            "    if os.fork() == 0:\n"
+            "        signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600); os._exit(0)\n"
+            "time.sleep(600)\n")
+    job = host.submit("--", sys.executable, "-c", bomb)
+    wait_for(lambda: "forking" in host.log(job), what="the bomb to start")
+    host.gq("cancel", str(job))
+    assert host.wait_ended(job, timeout=20)["state"] == "cancelled"
+    after = host.submit("--", "true")  # the card is free
+    assert host.wait_ended(after, timeout=15)["state"] == "completed"
