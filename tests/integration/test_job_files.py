@@ -34,10 +34,16 @@ def test_a_job_that_masks_every_signal_is_gone_after_a_cancel(make_host):
               "{signal.SIGKILL, signal.SIGSTOP})\n"
               "print('masked', flush=True)\n"
               "time.sleep(600)")
-    job = host.submit("--", sys.executable, "-c", masked)
-    wait_for(lambda: "masked" in host.log(job), what="the job to mask its signals")
+    cancel_frees_the_card(host, masked, "masked")
+
+
+def cancel_frees_the_card(host, script: str, ready: str) -> None:
+    """Run `script` on the host's one card until it prints `ready`, cancel it: it ends
+    cancelled and the next job gets the card."""
+    job = host.submit("--", sys.executable, "-c", script)
+    wait_for(lambda: ready in host.log(job), what=f"the job to say {ready}")
     host.gq("cancel", str(job))
-    assert host.wait_ended(job, timeout=15)["state"] == "cancelled"
+    assert host.wait_ended(job, timeout=20)["state"] == "cancelled"
     after = host.submit("--", "true")
     assert host.wait_ended(after, timeout=15)["state"] == "completed"
 
@@ -81,9 +87,4 @@ def test_a_bounded_fork_bomb_is_stopped_and_killed_whole_on_cancel(make_host):
             "    if os.fork() == 0:\n"
             "        signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600); os._exit(0)\n"
             "time.sleep(600)\n")
-    job = host.submit("--", sys.executable, "-c", bomb)
-    wait_for(lambda: "forking" in host.log(job), what="the bomb to start")
-    host.gq("cancel", str(job))
-    assert host.wait_ended(job, timeout=20)["state"] == "cancelled"
-    after = host.submit("--", "true")  # the card is free
-    assert host.wait_ended(after, timeout=15)["state"] == "completed"
+    cancel_frees_the_card(host, bomb, "forking")
