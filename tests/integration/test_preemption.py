@@ -244,7 +244,7 @@ def test_kill_9_while_preempting_loses_no_requeue(make_host):
         again = host.job(job)
         assert (again["state"], again["restarts"], again["preemptions"]) == ("pending", 1, 1)
         assert [e["new_state"] for e in again["events"]].count("preempting") == 1
-        assert "killed, still running" in requeue_event(host, job)["detail"]
+        assert "still running, SIGKILL" in requeue_event(host, job)["detail"]
     gate.touch()
     assert host.wait_ended(high)["state"] == "completed"
     host.wait_state(still_stopping, "running")
@@ -266,7 +266,8 @@ def test_a_preemption_recorded_but_not_yet_sent_is_sent_by_the_next_daemon(make_
     host.wait_state(job, "running")  # requeued after its grace, and started again
     again = host.job(job)
     assert (again["restarts"], again["preemptions"]) == (1, 1)
-    assert requeue_event(host, job)["detail"] == "requeued: killed, still running 1s after SIGTERM"
+    assert re.fullmatch(r"requeued: killed: SIGTERM at \S+ UTC, still running, SIGKILL "
+                        r"\d\.\ds later", requeue_event(host, job)["detail"])
 
 
 def test_a_shim_of_an_older_gq_is_asked_with_sigterm(tmp_path):
