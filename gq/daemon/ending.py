@@ -5,6 +5,7 @@ requeued or held."""
 from __future__ import annotations
 
 import signal
+import time
 from typing import Callable
 
 from gq.config import Config
@@ -165,9 +166,21 @@ class Ending:
         if record is None:
             return "its shim died without recording an exit status"
         if record.get("killed"):
-            return (f"killed, still running {format_duration(self.stopping.grace_of(job))} after "
-                    f"{job.signal}")
+            return killed_words(job.signal, record, self.stopping.grace_of(job))
         return f"it exited (exit code {record.get('exit_code')}) after {job.signal}"
+
+
+def killed_words(sent: str, record: dict, grace: float) -> str:
+    """What happened when to a run killed at the end of its grace, from its shim's own
+    times: "killed: SIGTERM at 12:00:01, SIGKILL 4s later". A record of an older shim, without
+    them, says the grace it had."""
+    signalled, killed = record.get("signalled_at"), record.get("killed_at")
+    if signalled is None or killed is None:
+        return f"killed, still running {format_duration(grace)} after {sent}"
+    at = time.strftime("%H:%M:%S", time.gmtime(signalled))
+    late = max(0.0, killed - signalled)
+    return (f"killed: {sent} at {at} UTC, still running, SIGKILL "
+            f"{f'{late:.1f}s' if late < 60 else format_duration(late)} later")
 
 
 def _oom_reason(job: Job) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Callable
 from gq.config import NotifyConfig
 from gq.daemon.context import Context
 from gq.daemon.identity import identity_of, prepare_user_dir
+from gq.daemon.jobfiles import open_job_file
 from gq.daemon.oom import run_log
 from gq.daemon.userfiles import job_file_owner
 from gq.daemon.views import failure_json
@@ -242,7 +243,7 @@ class Notifier:
                        stdin: bytes | None, run_as: dict) -> str:
         try:
             fd = (os.open(os.devnull, os.O_WRONLY) if run_as else
-                  os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
+                  open_job_file(str(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND))
         except OSError as e:
             return f"could not open {path}: {e.strerror or e}"
         try:

@@ -20,6 +20,7 @@ from typing import Callable, TypedDict
 
 from gq.daemon.diskfull import disk_is_full
 from gq.daemon.fdpass import receive
+from gq.daemon.jobfiles import open_log
 
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
@@ -230,6 +231,7 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
             {"exit_code": code, "signal": sig, "ended_at": time.time(),
              "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
              "warned": bool(job.get("warned")),
+             "signalled_at": job.get("signalled_at"), "killed_at": job.get("killed_at"),
              "stderr_offset": err_offset, "stdout_offset": out_offset, "pid": job.get("pid"),
              "error": error and error[:ERROR_ROOM],
              "log_full": disk_is_full(os.path.dirname(spec["stdout"]))},
@@ -286,6 +288,7 @@ def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool]
             info = signal.sigwaitinfo(WATCHED)
         else:
             info = signal.sigtimedwait(WATCHED, max(0.0, wake - now))
+        now = time.monotonic()  # the wait may have lasted: a grace counts from the request
         request = REQUESTS.get(info.si_signo) if info is not None else None
         if request is not None and not asked(info.si_signo):  # one for an earlier run
             request = None
@@ -297,6 +300,7 @@ def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool]
             stop, deadline = request, now + spec["grace"]
             _signal_all(_descendants(), signal.SIGCONT)  # a stopped job could not checkpoint
             _checkpoint_signal(spec, job)
+            job["signalled_at"] = time.time()  # for the history: when, and the kill how late
 
 
 def _stop_change(pid: int) -> int | None:
@@ -360,18 +364,6 @@ def _prctl(option: int, arg) -> None:
 
 def _set_name(name: str) -> None:
     _prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]))
-
-
-def _open_log(path: str) -> int:
-    # O_NOFOLLOW: a link planted at the log path must not redirect our writes. Opened by the
-    # job's own process, as the job's user: the log is theirs, and no file they could not
-    # write themselves can be reached through it.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        return os.open(path, flags, 0o600)
-    except FileNotFoundError:  # no logs directory yet
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        return os.open(path, flags, 0o600)
 
 
 SPARE = ".gq-spare-"  # the name of a file kept for a shim's next run: SPARE, its pid, the suffix
@@ -479,8 +471,8 @@ def _spawn_job(spec: ShimSpec) -> tuple[int | None, str | None, int]:
     fds: list[int] = []
     try:
         try:
-            fds.append(_open_log(spec["stderr"]))
-            fds.append(_open_log(spec["stdout"]))
+            fds.append(open_log(spec["stderr"]))
+            fds.append(open_log(spec["stdout"]))
             os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
         except OSError as e:
             return None, _said(fds, f"could not start the job: {e}"), 127
@@ -555,14 +547,20 @@ def _fork_job(spec: ShimSpec) -> tuple[int, str | None]:
 def _become_job(spec: ShimSpec, report: int) -> None:
     """In the forked child: take on the job's identity, open its logs, exec its command."""
     err = None
+    # First the signals: the shim's mask and ignored signals must not make a child that
+    # blocks in anything below one that a SIGTERM cannot end. (Handled signals reset
+    # themselves at exec; ignored ones would stay ignored.)
+    for sig in IGNORED_BY_US:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     try:
         os.setpgid(0, 0)
         if spec.get("uid") is not None:
             _drop_privileges(spec["uid"], spec["gid"], spec["groups"])
         if spec.get("umask") is not None:
             os.umask(spec["umask"])
-        err = _open_log(spec["stderr"])
-        out = _open_log(spec["stdout"])
+        err = open_log(spec["stderr"])
+        out = open_log(spec["stdout"])
         os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
     except OSError as e:
         _fail(report, err, f"could not start the job: {e}", 127)
@@ -570,10 +568,6 @@ def _become_job(spec: ShimSpec, report: int) -> None:
     os.dup2(devnull, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
-    # Handled signals reset themselves at exec; ignored ones would stay ignored.
-    for sig in IGNORED_BY_US:
-        signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     try:
         os.chdir(spec["cwd"])
     except OSError as e:  # as the user: a directory of someone else's may be closed to them
@@ -664,11 +658,17 @@ def _kill_tree(grace: float, job: dict[str, int]) -> bool:
         if not _descendants():
             break
         time.sleep(0.02)
-    # Kill until nothing is left: a process may fork while we look.
+    # Kill until nothing is left: a process may fork while we look. Each round stops the
+    # whole tree first (SIGSTOP), then kills it: a stopped process forks no more, so a fork
+    # bomb cannot outrun the walk over its tree.
     killed = False
     while procs := _descendants():
+        if not killed:
+            job["killed_at"] = time.time()
         killed = True
-        _signal_all(procs, signal.SIGKILL)
+        _signal_all(procs, signal.SIGSTOP)
+        _signal_all(_descendants(), signal.SIGSTOP)  # those forked while the first were
+        _signal_all(_descendants(), signal.SIGKILL)
         time.sleep(0.01)
         _reap(job)
     _reap(job)

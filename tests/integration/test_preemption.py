@@ -106,7 +106,37 @@ def test_a_job_that_ignores_the_signal_is_killed_at_grace(make_host):
     (asked,) = entered(host, low, "preempting")
     requeued = requeue_event(host, low)
     assert requeued["at"] - asked >= 2.0  # the grace, SIGTERM, a second, SIGKILL
-    assert requeued["detail"] == "requeued: killed, still running 2s after SIGTERM"
+    assert re.fullmatch(r"requeued: killed: SIGTERM at \d\d:\d\d:\d\d UTC, still running, "
+                        r"SIGKILL \d\.\ds later", requeued["detail"]), requeued["detail"]
+
+
+# A job that ignores SIGTERM and says when each came, and beats until it is killed.
+HEARTBEAT = ["--", sys.executable, "-c", "import signal, time\n"
+             "signal.signal(signal.SIGTERM, lambda *a: print('term', time.time(), flush=True))\n"
+             "while True: print('beat', time.time(), flush=True); time.sleep(0.05)"]
+
+
+def _times(host, job_id: int, word: str) -> list[float]:
+    return [float(line.split()[1]) for line in host.log(job_id).splitlines()
+            if line.startswith(word + " ")]
+
+
+def test_the_kill_comes_no_earlier_than_the_grace_however_long_the_job_ran(make_host):
+    """The shim counted the grace from its last wake-up before the request, not from the
+    request: a job that had run quietly for a while was killed that much early (issue #34)."""
+    host = host_with(make_host, "1x80G")
+    job = host.submit("--grace", "2s", *HEARTBEAT)
+    # The shim sleeps while the job runs: the longer before the request, the earlier the kill.
+    wait_for(lambda: (beats := _times(host, job, "beat")) and beats[-1] - beats[0] >= 2.5,
+             what="the job to have run a while")
+    host.gq("requeue", str(job))
+    requeued = wait_for(lambda: next((e for e in events(host, job)
+                                      if e["old_state"] == "preempting"), None),
+                        what="the requeue")
+    first_term = _times(host, job, "term")[0]
+    last_beat = max(t for t in _times(host, job, "beat"))
+    assert last_beat - first_term >= 2.0 - 0.15, (first_term, last_beat)
+    assert "SIGTERM at " in requeued["detail"], requeued["detail"]
 
 
 def test_a_stopped_job_is_continued_to_checkpoint(make_host):
@@ -214,7 +244,7 @@ def test_kill_9_while_preempting_loses_no_requeue(make_host):
         again = host.job(job)
         assert (again["state"], again["restarts"], again["preemptions"]) == ("pending", 1, 1)
         assert [e["new_state"] for e in again["events"]].count("preempting") == 1
-        assert "killed, still running" in requeue_event(host, job)["detail"]
+        assert "still running, SIGKILL" in requeue_event(host, job)["detail"]
     gate.touch()
     assert host.wait_ended(high)["state"] == "completed"
     host.wait_state(still_stopping, "running")
@@ -236,7 +266,8 @@ def test_a_preemption_recorded_but_not_yet_sent_is_sent_by_the_next_daemon(make_
     host.wait_state(job, "running")  # requeued after its grace, and started again
     again = host.job(job)
     assert (again["restarts"], again["preemptions"]) == (1, 1)
-    assert requeue_event(host, job)["detail"] == "requeued: killed, still running 1s after SIGTERM"
+    assert re.fullmatch(r"requeued: killed: SIGTERM at \S+ UTC, still running, SIGKILL "
+                        r"\d\.\ds later", requeue_event(host, job)["detail"])
 
 
 def test_a_shim_of_an_older_gq_is_asked_with_sigterm(tmp_path):

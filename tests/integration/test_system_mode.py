@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -147,12 +148,21 @@ def test_a_user_field_in_a_raw_request_is_ignored(host, users):
     assert host.job(theirs)["state"] == "held"
 
 
+def user_logs(host: SystemHost, user: User) -> Path:
+    """The user's logs directory, made by a first job of theirs if there is none yet."""
+    logs = host.user_file(user, "logs")
+    if not logs.is_dir():
+        host.wait_ended(host.submit(user, "-g", "0", "--", "true"))
+    return logs
+
+
 @pytest.mark.parametrize("log", ["out", "err"])
 def test_a_link_planted_at_a_log_path_is_not_followed(host, users, log):
     ann = users.ann
     victim = host.root / f"victim-{log}"  # root's, readable by all: root must not write it
     victim.write_text("precious\n")
     victim.chmod(0o644)
+    user_logs(host, ann)
     job = host.submit(ann, "--hold", "-g", "0", "--", "echo", "overwritten")
     logs = host.user_file(ann, "logs")
     planted = logs / f"{job}.{log}"
@@ -163,10 +173,27 @@ def test_a_link_planted_at_a_log_path_is_not_followed(host, users, log):
     ended = host.wait_ended(job)
     assert (ended["state"], ended["exit_code"]) == ("failed", 127)
     assert victim.read_text() == "precious\n"
-    assert ended["reason"].startswith("could not start the job: [Errno 40] Too many levels of "
-                                      "symbolic links")
+    assert ended["reason"] == (f"could not start the job: {planted}: not a regular file (a "
+                               "symbolic link); remove it and submit again")
     if log == "out":  # the other log was opened (as ann), and says why
         assert "could not start the job" in (logs / f"{job}.err").read_text()
+
+
+def test_a_fifo_planted_at_a_log_path_fails_the_run_and_frees_its_cards(host, users):
+    """Before #34 the job's process blocked in open() of the FIFO, and its shim waiting for
+    it: the job showed running and its four cards stayed held, also after `gq cancel`."""
+    ann = users.ann
+    logs = user_logs(host, ann)
+    job = host.submit(ann, "--hold", "-g", "4", "--", "true")
+    planted = logs / f"{job}.out"
+    code = f"import os; os.mkfifo({str(planted)!r})"
+    assert host.run_as(ann, [host.python, "-c", code]).returncode == 0
+    host.gq(ann, "release", str(job))
+    ended = host.wait_ended(job)
+    assert ended["state"] == "failed", ended
+    assert "not a regular file (a FIFO or a device)" in ended["reason"], ended["reason"]
+    after = host.submit(ann, "-g", "4", "--", "true")  # the four cards are free
+    assert host.wait_ended(after)["state"] == "completed"
 
 
 def test_notifications_of_a_user_run_as_that_user(host, users):
