@@ -32,6 +32,7 @@ class Resident:
         self._listed: dict[str | None, SortedList] = {}
         self._lines: dict[str | None, SortedList] = {}
         self.array_states: dict[int, Counter[str]] = {}  # array id -> its listed elements' states
+        self.read = 0  # ids handed out by listed() and lines(): what listings cost (tests)
 
     def __contains__(self, job_id: int) -> bool:
         return job_id in self.jobs
@@ -97,12 +98,17 @@ class Resident:
     def listed(self, user: str | None = ANYONE, after: int | None = None) -> Iterator[int]:
         """The ids of the listed jobs (active, not moved to a peer), of `user` or anyone's,
         from the one after `after`, in order: read lazily, a page costs the page."""
-        return _from(self._listed.get(user), after)
+        return self._counted(_from(self._listed.get(user), after))
 
     def lines(self, user: str | None = ANYONE, after: int | None = None) -> Iterator[int]:
         """The listing's lines from the one after `after`: ids of listed jobs that are no
         array element, and of arrays with a listed element."""
-        return _from(self._lines.get(user), after)
+        return self._counted(_from(self._lines.get(user), after))
+
+    def _counted(self, ids: Iterator[int]) -> Iterator[int]:
+        for job_id in ids:
+            self.read += 1
+            yield job_id
 
     def listed_count(self, user: str | None = ANYONE) -> int:
         return len(self._listed.get(user, ()))
