@@ -14,6 +14,7 @@ lists everything, as before.
 from __future__ import annotations
 
 import json
+from itertools import islice
 from typing import Any
 
 from gq.daemon.context import Context
@@ -138,11 +139,13 @@ def _add_outcomes(daemon: Context, out: list[dict]) -> None:
             j["array"]["ended"] = outcomes.get(j["array"]["id"], {})
 
 
-def active_jobs(daemon: Context, user: str | None) -> list[Job]:
-    """The active jobs, from the store's memory, by id."""
-    active = daemon.store.queue() + daemon.store.holding_jobs()
-    return sorted({j.id: j for j in active if j.state in ACTIVE_STATES and j.moved_to is None
-                   and (user is None or j.user == user)}.values(), key=lambda j: j.id)
+def active_jobs(daemon: Context, user: str | None, after: int | None = None,
+                page: int | None = None) -> list[Job]:
+    """The active jobs (not moved to a peer), from the store's memory, by id: those after
+    `after`, at most `page` of them, read from its sorted index (gq/store/resident.py), so
+    that a page costs the page whatever the queue holds."""
+    resident = daemon.store.resident
+    return [resident.jobs[i] for i in islice(resident.listed(user, after), page)]
 
 
 def _ended_after(daemon: Context, query: Query) -> float | None:
@@ -162,8 +165,7 @@ def _start_after(daemon: Context, query: Query, after: int | None) -> int | None
 def _jobs_page(daemon: Context, query: Query, after: int | None, page: int) -> list[Job]:
     """Up to page + 1 whole jobs (one more tells whether there is a next page)."""
     if query.active_only:
-        jobs = [j for j in active_jobs(daemon, query.user) if after is None or j.id > after]
-        ids = [j.id for j in jobs[:page + 1]]
+        ids = [j.id for j in active_jobs(daemon, query.user, after, page + 1)]
         full = {j.id: j for j in daemon.store.jobs(ids=ids, env=False)} if ids else {}
         return [full[i] for i in ids if i in full]
     return daemon.store.jobs(states=query.states, user=query.user, env=False,
@@ -183,11 +185,12 @@ def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | N
         more, raw = len(raw) > page, raw[:page]
         return (RawJSON(f"[{','.join([r[2] for r in raw])}]"), more, [r[0] for r in raw],
                 {r[1] for r in raw if r[1] is not None})
-    rows = [[job_field(j, c) for c in columns] for j in active_jobs(daemon, query.user)
-            if after is None or j.id > after]
+    rows = [[job_field(j, c) for c in columns]
+            for j in active_jobs(daemon, query.user, after, page + 1)]
     since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
     if since is not None:
-        recent = daemon.store.listing(columns, ENDED_STATES, query.recent_of, since, after)
+        recent = daemon.store.listing(columns, ENDED_STATES, query.recent_of, since, after,
+                                      page + 1)
         if "gpu_ids" in columns:
             at = columns.index("gpu_ids")
             recent = [[*r[:at], json.loads(r[at]), *r[at + 1:]] for r in recent]

@@ -187,6 +187,9 @@ def _requeue(daemon: Context, caller: Caller, job: Job) -> tuple[bool, str]:
         grace = format_duration(daemon.stopping.grace_of(job))
         return True, (f"sent {job.signal}; requeued once it exits (SIGKILL if it still runs "
                       f"after {grace})")
+    if job.state in ENDED_STATES and daemon.store.is_holding(job.id):
+        # Its last run still stops: a new one would share its cards and run directory.
+        return False, f"is {job.state} but its run is still stopping; requeue it once it has"
     if job.state in ENDED_STATES:
         daemon.store.transition(
             job.id, JobState.PENDING, now, detail=detail, restarts=job.restarts + 1,

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import os
 import sys
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from copy import copy
@@ -21,6 +20,7 @@ from gq.store.cleared import Cleared
 from gq.store.connection import Connection
 from gq.store.offences import Offences
 from gq.store.reservations import Reservations
+from gq.store.resident import Resident
 from gq.store.samples import Samples
 from gq.store.slurm_jobs import SlurmJobs
 from gq.store.schema import migrations, record_writer
@@ -95,8 +95,8 @@ class Store:
         self._load_cache()
 
     def _load_cache(self) -> None:
-        self._queue: dict[int, Job] = {}
-        self._holding: dict[int, Job] = {}
+        # The jobs waiting or holding resources, one copy of each (gq/store/resident.py).
+        self.resident = Resident()
         # gq top's cursor (changes_since): every change to a job in memory takes the next
         # version; _changed holds each such job's last, oldest first. A reload (start, a
         # rolled-back transaction) makes every earlier cursor start over.
@@ -106,7 +106,6 @@ class Store:
         # The kept queue's (gq/daemon/kept_queue.py): jobs changed since it last took them;
         # None: everything.
         self._kept_changes: set[int] | None = None  # see take_changes
-        self._waiting_of: Counter[int] = Counter()  # uid -> jobs in _queue
         # The command, directory, environment and notification of jobs submitted here lately
         # and still waiting or holding resources (see get_job): a start read and decoded them
         # (the environment a few KB of JSON), and an end read them again.
@@ -124,19 +123,13 @@ class Store:
     def _cache_job(self, job: Job, holding: bool) -> None:
         if self._kept_changes is not None:
             self._kept_changes.add(job.id)
-        self._unqueue(job.id)
-        self._holding.pop(job.id, None)
-        if job.state in (JobState.PENDING, JobState.HELD):
-            self._queue[job.id] = job
-            self._waiting_of[job.uid] += 1
-        if holding:
-            self._holding[job.id] = job
+        self.resident.put(job, holding)
         self._touch(job.id)
 
     def _touch(self, job_id: int) -> None:
         self.version += 1
         self._changed.pop(job_id, None)
-        if job_id in self._queue or job_id in self._holding:
+        if job_id in self.resident:
             self._changed[job_id] = self.version
         else:  # ended: read from its row from now on
             self._heavy.pop(job_id, None)
@@ -151,18 +144,18 @@ class Store:
         for job_id, at in reversed(self._changed.items()):
             if at <= version:
                 break
-            changed.append(self._queue.get(job_id) or self._holding[job_id])
+            changed.append(self.resident.jobs[job_id])
         return changed
 
     def _recache(self, job_id: int, **changes: Any) -> None:
         """After an UPDATE that set `changes` (as given to _update): the cached job with them,
         where the job is cached and they are columns whose value is the job's attribute as it
         is; else its row read back. A start and an end each save a read and a decode."""
-        cached = self._queue.get(job_id) or self._holding.get(job_id)
+        cached = self.resident.get(job_id)
         if cached is None or not changes.keys() <= _AS_THEY_ARE:
             self._refresh(job_id)
             return
-        holding = changes.pop("holding", job_id in self._holding)
+        holding = changes.pop("holding", job_id in self.resident.holding)
         job = clone(cached)  # dataclasses.replace, at a fifth of its cost
         job.__dict__.update(changes)
         self._cache_job(job, bool(holding))
@@ -183,21 +176,14 @@ class Store:
         changed, self._kept_changes = self._kept_changes, set()
         return changed
 
-    def _unqueue(self, job_id: int) -> None:
-        job = self._queue.pop(job_id, None)
-        if job is not None:
-            self._waiting_of[job.uid] -= 1
-            if not self._waiting_of[job.uid]:
-                del self._waiting_of[job.uid]
-
     def waiting_count(self, uid: int) -> int:
         """How many pending and held jobs the user has (the submit limits count them)."""
-        return self._waiting_of.get(uid, 0)
+        return self.resident.waiting_of.get(uid, 0)
 
     def cached_job(self, job_id: int) -> Job | None:
         """A job waiting or holding resources, light, from memory (not to be mutated); None
         otherwise."""
-        return self._queue.get(job_id) or self._holding.get(job_id)
+        return self.resident.get(job_id)
 
     def state(self, job_id: int) -> JobState | None:
         """A job's state (from memory when it is cached); None: no such job."""
@@ -209,7 +195,7 @@ class Store:
 
     def waiting_job(self, job_id: int) -> Job | None:
         """A pending or held job, light, from memory (not to be mutated); None otherwise."""
-        return self._queue.get(job_id)
+        return self.resident.get(job_id) if job_id in self.resident.waiting else None
 
     def close(self) -> None:
         self.db.close()
@@ -447,11 +433,12 @@ class Store:
         return first
 
     def is_holding(self, job_id: int) -> bool:
-        return job_id in self._holding
+        return job_id in self.resident.holding
 
     def queue(self) -> list[Job]:
         """Pending and held jobs, light, from memory."""
-        return list(self._queue.values())
+        jobs = self.resident.jobs
+        return [jobs[i] for i in self.resident.waiting]
 
     def jobs(
         self,
@@ -517,7 +504,7 @@ class Store:
     def light_jobs(self, ids: list[int]) -> dict[int, Job]:
         """Light jobs by id: waiting and holding ones from memory (not to be mutated), the
         rest read."""
-        out = {i: j for i in ids if (j := self._queue.get(i) or self._holding.get(i))}
+        out = {i: j for i in ids if (j := self.resident.get(i))}
         out.update(self.jobs_by_id([i for i in ids if i not in out], light=True))
         return out
 
@@ -529,7 +516,8 @@ class Store:
 
     def holding_jobs(self) -> list[Job]:
         """Jobs whose shim may still hold resources, light, from memory."""
-        return list(self._holding.values())
+        jobs = self.resident.jobs
+        return [jobs[i] for i in self.resident.holding]
 
     def last_job_id(self, user: str) -> int | None:
         rows = list(self.db.query("SELECT max(id) AS id FROM jobs WHERE user = ?", [user]))
@@ -559,9 +547,11 @@ class Store:
 
     def end_waiting(self, jobs: list[Job], new: JobState, at: float, reason: str) -> None:
         """End pending or held jobs at once (gq cancel of an array): one statement for all,
-        checked against the allowed transitions as transition() checks each."""
+        checked against the allowed transitions as transition() checks each, from the state
+        the store holds (not the caller's copy)."""
+        old = {job.id: self.state(job.id) for job in jobs}
         for job in jobs:
-            check_transition(self._queue[job.id].state, new)
+            check_transition(old[job.id], new)
         with self.db.atomic():
             self.db.conn.executemany(
                 "UPDATE jobs SET state = ?, reason = ?, ended_at = ? WHERE id = ?",
@@ -569,13 +559,9 @@ class Store:
             self.db.conn.executemany(
                 "INSERT INTO events (job_id, at, old_state, new_state, reason, detail) "
                 "VALUES (?, ?, ?, ?, ?, NULL)",
-                [(job.id, at, str(self._queue[job.id].state), str(new), reason)
-                 for job in jobs])
+                [(job.id, at, str(old[job.id]), str(new), reason) for job in jobs])
         for job in jobs:
-            self._unqueue(job.id)  # ended, and never held resources while waiting
-            self._touch(job.id)
-            if self._kept_changes is not None:
-                self._kept_changes.add(job.id)
+            self._recache(job.id, state=new, reason=reason, ended_at=at)
 
     def with_notify(self, ids: list[int]) -> list[int]:
         """Those of the jobs that have a --notify or --mail."""
@@ -594,13 +580,14 @@ class Store:
 
     def set_reasons(self, reasons: dict[int, str]) -> None:
         """Store the reasons of queued jobs that changed."""
-        changed = [(r, i) for i, r in reasons.items() if self._queue[i].reason != r]
+        jobs = self.resident.jobs
+        changed = [(r, i) for i, r in reasons.items() if jobs[i].reason != r]
         if not changed:
             return
         with self.db.atomic():
             self.db.conn.executemany("UPDATE jobs SET reason = ? WHERE id = ?", changed)
         for reason, job_id in changed:
-            self._queue[job_id].reason = reason
+            jobs[job_id].reason = reason  # the one copy: queue and holding views alike
             self._touch(job_id)
 
     def note(self, job_id: int, at: float, detail: str) -> None:

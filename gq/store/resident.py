@@ -1,0 +1,121 @@
+"""The jobs the store keeps in memory: those waiting (pending, held) and those whose run may
+still hold resources. One copy of each (a job requeued while its last run still stops is both
+waiting and holding: the same Job in both views), so that what any reader sees of a job is what
+its row says; and the sorted indexes that let a listing read a page without sorting, or even
+looking at, the rest of the queue.
+
+`gq ls` prints one line per job, but one line per array: its elements' states counted here as
+they change (`lines`, `array_states`). Each index is kept per user too: one user's listing costs
+the same whoever else has 100,000 jobs waiting.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from sortedcontainers import SortedList
+
+from gq.model import ACTIVE_STATES, WAITING_STATES, Job
+
+ANYONE = None  # the key of the indexes over every user's jobs
+
+
+class Resident:
+    def __init__(self) -> None:
+        self.jobs: dict[int, Job] = {}  # the one copy of each job in memory
+        self.waiting: dict[int, None] = {}  # ids of the pending and held ones, in arrival order
+        self.holding: dict[int, None] = {}  # ids of those whose run may hold resources
+        self.waiting_of: Counter[int] = Counter()  # uid -> waiting jobs
+        # Listed jobs (active, not moved to a peer), by id; and the listing's lines: a job
+        # that is no array element, or an array (by its id) with a listed element.
+        self._listed: dict[str | None, SortedList] = {}
+        self._lines: dict[str | None, SortedList] = {}
+        self.array_states: dict[int, Counter[str]] = {}  # array id -> its listed elements' states
+        self.read = 0  # ids handed out by listed() and lines(): what listings cost (tests)
+
+    def __contains__(self, job_id: int) -> bool:
+        return job_id in self.jobs
+
+    def get(self, job_id: int) -> Job | None:
+        return self.jobs.get(job_id)
+
+    def put(self, job: Job, holding: bool) -> None:
+        """The job as it is now (replacing any earlier copy); held only while it waits or may
+        hold resources."""
+        self.drop(job.id)
+        waiting = job.state in WAITING_STATES
+        if not (waiting or holding):
+            return
+        self.jobs[job.id] = job
+        if waiting:
+            self.waiting[job.id] = None
+            self.waiting_of[job.uid] += 1
+        if holding:
+            self.holding[job.id] = None
+        if job.state in ACTIVE_STATES and job.moved_to is None:
+            self._index(job, add=True)
+
+    def drop(self, job_id: int) -> Job | None:
+        job = self.jobs.pop(job_id, None)
+        if job is None:
+            return None
+        if self.waiting.pop(job_id, 0) is None:
+            self.waiting_of[job.uid] -= 1
+            if not self.waiting_of[job.uid]:
+                del self.waiting_of[job.uid]
+        self.holding.pop(job_id, None)
+        if job.state in ACTIVE_STATES and job.moved_to is None:
+            self._index(job, add=False)
+        return job
+
+    def _index(self, job: Job, add: bool) -> None:
+        line = job.id if job.array is None else job.array.id
+        counts = None if job.array is None else self.array_states.setdefault(line, Counter())
+        # A line comes with an array's first listed element and goes with its last.
+        first_or_last = counts is None or counts.total() == (0 if add else 1)
+        for who in (ANYONE, job.user):
+            listed = self._listed.setdefault(who, SortedList())
+            lines = self._lines.setdefault(who, SortedList())
+            if add:
+                listed.add(job.id)
+                if first_or_last:
+                    lines.add(line)
+                continue
+            listed.remove(job.id)
+            if first_or_last:
+                lines.remove(line)
+            if not listed:
+                del self._listed[who], self._lines[who]
+        if counts is not None:
+            state = str(job.state)
+            counts[state] += 1 if add else -1
+            if not counts[state]:
+                del counts[state]
+            if not counts:
+                del self.array_states[line]
+
+    def listed(self, user: str | None = ANYONE, after: int | None = None) -> Iterator[int]:
+        """The ids of the listed jobs (active, not moved to a peer), of `user` or anyone's,
+        from the one after `after`, in order: read lazily, a page costs the page."""
+        return self._counted(_from(self._listed.get(user), after))
+
+    def lines(self, user: str | None = ANYONE, after: int | None = None) -> Iterator[int]:
+        """The listing's lines from the one after `after`: ids of listed jobs that are no
+        array element, and of arrays with a listed element."""
+        return self._counted(_from(self._lines.get(user), after))
+
+    def _counted(self, ids: Iterator[int]) -> Iterator[int]:
+        for job_id in ids:
+            self.read += 1
+            yield job_id
+
+    def listed_count(self, user: str | None = ANYONE) -> int:
+        return len(self._listed.get(user, ()))
+
+
+def _from(ids: SortedList | None, after: int | None) -> Iterator[int]:
+    if not ids:
+        return iter(())
+    return ids.irange(minimum=after, inclusive=(False, False)) if after is not None \
+        else iter(ids)
