@@ -13,6 +13,7 @@ from typing import Callable, Protocol
 
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
+from gq.daemon.slurm_env import set_slurm_env
 from gq.daemon.ending import Ending
 from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.layout import Layout
@@ -90,6 +91,7 @@ class Starting:
             env["GQ_GPU_MEM"] = str(limit)
         env.update(self.backend.job_env())
         set_array_env(env, job)
+        set_slurm_env(env, job, gpu_ids)
         return env
 
     def start(self, job: Job, gpu_ids: list[int]) -> None:

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gq.sbatch.block import Directive, directives
-from gq.sbatch.forms import gpu_request, slurm_mem, slurm_time
 
 ONE_HOST = ("gq runs a job on one host; submit it to a Slurm peer (gq submit --host NAME) or "
             "remove the line")

@@ -1,0 +1,44 @@
+"""The `SLURM_*` variables of a job whose script has `#SBATCH` lines (the CLI marks it with
+GQ_SBATCH in its environment: gq.cli.sbatch_script.job_facts), beside gq's own names; none
+for other jobs. Whatever SLURM_* the submitter's own environment had is replaced."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from gq.model import Job
+
+FACTS = "GQ_SBATCH"
+
+
+def set_slurm_env(env: dict[str, str], job: Job, gpu_ids: list[int]) -> None:
+    raw = env.pop(FACTS, None)
+    if raw is None:
+        return
+    try:
+        facts = json.loads(raw)
+    except ValueError:
+        facts = {}
+    if not isinstance(facts, dict):
+        facts = {}
+    for key in [k for k in env if k.startswith("SLURM_")]:
+        del env[key]
+    node = socket.gethostname().split(".")[0]
+    env.update(
+        SLURM_JOB_ID=str(job.id), SLURM_JOBID=str(job.id), SLURM_JOB_NAME=job.name or "",
+        SLURM_CPUS_PER_TASK=str(job.cpus), SLURM_NTASKS="1", SLURM_NPROCS="1",
+        SLURM_NNODES="1", SLURM_PROCID="0", SLURM_LOCALID="0", SLURM_NODEID="0",
+        SLURM_NODELIST=node, SLURM_JOB_NODELIST=node, SLURMD_NODENAME=node,
+        SLURM_SUBMIT_DIR=str(facts.get("submit_dir") or job.cwd),
+        SLURM_JOB_GPUS=",".join(str(i) for i in gpu_ids),
+        SLURM_GPUS_ON_NODE=str(len(gpu_ids)), SLURM_RESTART_COUNT=str(job.restarts),
+    )
+    if job.array is not None:
+        array = facts.get("array") if isinstance(facts.get("array"), dict) else {}
+        env["SLURM_ARRAY_JOB_ID"] = str(job.array.id)
+        env["SLURM_ARRAY_TASK_ID"] = str(job.array.index)
+        env["SLURM_ARRAY_TASK_COUNT"] = str(array.get("count", job.array.size))
+        for key in ("min", "max", "step"):
+            if array.get(key) is not None:
+                env[f"SLURM_ARRAY_TASK_{key.upper()}"] = str(array[key])
