@@ -5,11 +5,17 @@ for other jobs. Whatever SLURM_* the submitter's own environment had is replaced
 from __future__ import annotations
 
 import json
+import os
 import socket
+import sys
 
 from gq.model import Job
 
 FACTS = "GQ_SBATCH"
+# gq's srun and scontrol, first on the PATH of such a job (also where Slurm is installed:
+# a real srun outside an allocation only fails).
+SHIMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sbatch",
+                     "bin")
 
 
 def set_slurm_env(env: dict[str, str], job: Job, gpu_ids: list[int]) -> None:
@@ -34,6 +40,9 @@ def set_slurm_env(env: dict[str, str], job: Job, gpu_ids: list[int]) -> None:
         SLURM_JOB_GPUS=",".join(str(i) for i in gpu_ids),
         SLURM_GPUS_ON_NODE=str(len(gpu_ids)), SLURM_RESTART_COUNT=str(job.restarts),
     )
+    env["PATH"] = os.pathsep.join([SHIMS, *[p for p in env.get("PATH", "").split(os.pathsep)
+                                            if p and p != SHIMS]])
+    env["GQ_PYTHON"] = sys.executable  # the scontrol shim's gq
     if job.array is not None:
         array = facts.get("array") if isinstance(facts.get("array"), dict) else {}
         env["SLURM_ARRAY_JOB_ID"] = str(job.array.id)

@@ -63,3 +63,13 @@ def test_dry_run_says_each_option_and_queues_nothing(host):
     assert "#SBATCH --constraint=a100: only tunes a Slurm cluster" in proc.stdout
     assert "asks for no GPU" in proc.stdout and "nothing queued" in proc.stdout
     assert host.count_jobs() == 0
+
+
+def test_srun_with_one_task_runs_in_place_and_more_tasks_fail_in_one_line(host):
+    write(host, "#!/bin/bash\n#SBATCH -J s\nsrun -n 1 --label python3 -c 'print(6 * 7)'\n"
+                "srun -N 2 true || echo refused\n")
+    job = host.wait_ended(host.submit("job.sh"))
+    assert host.log(job["id"]).strip().splitlines() == ["42", "refused"]
+    assert host.log(job["id"], err=True).strip() == (
+        "srun (gq): -N 2: gq runs one task on one host; start more processes from the script "
+        "(torchrun, mpirun) or submit it to a Slurm peer")
