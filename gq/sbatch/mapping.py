@@ -256,8 +256,8 @@ class Mapper:
     def _partition(self, v):
         pool = self.compat.partitions.get(v or "")
         if pool is None:
-            raise _Warned("no [slurm_compat] partitions entry maps it to a pool; the default "
-                          "pool")
+            raise _Warned("the default pool: no pool is named for it in config.toml "
+                          "([slurm_compat] partitions = {NAME = \"POOL\"})")
         if pool != "default":
             self.u.values["pool"] = pool
         return f"pool {pool} ([slurm_compat] partitions)"
@@ -265,7 +265,8 @@ class Mapper:
     def _qos(self, v):
         tier = self.compat.qos.get(v or "")
         if tier is None:
-            raise _Warned("no [slurm_compat] qos entry maps it to a tier; tier normal")
+            raise _Warned("tier normal: no tier is named for it in config.toml "
+                          "([slurm_compat] qos = {NAME = \"high\"}), or use gq -p")
         self.u.values["priority"] = tier
         return f"tier {tier} ([slurm_compat] qos)"
 
