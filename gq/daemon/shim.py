@@ -366,12 +366,19 @@ def _open_log(path: str) -> int:
     # O_NOFOLLOW: a link planted at the log path must not redirect our writes. Opened by the
     # job's own process, as the job's user: the log is theirs, and no file they could not
     # write themselves can be reached through it.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    # O_NONBLOCK and a regular file only: a FIFO planted at a path the user names (#SBATCH
+    # -o) must neither block the start nor take the output.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        return os.open(path, flags, 0o600)
+        fd = os.open(path, flags, 0o600)
     except FileNotFoundError:  # no logs directory yet
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        return os.open(path, flags, 0o600)
+        fd = os.open(path, flags, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    os.set_blocking(fd, True)
+    return fd
 
 
 SPARE = ".gq-spare-"  # the name of a file kept for a shim's next run: SPARE, its pid, the suffix

@@ -18,16 +18,41 @@ SHIMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
                      "bin")
 
 
-def set_slurm_env(env: dict[str, str], job: Job, gpu_ids: list[int]) -> None:
-    raw = env.pop(FACTS, None)
+def _facts(raw: str | None) -> dict | None:
     if raw is None:
-        return
+        return None
     try:
         facts = json.loads(raw)
     except ValueError:
-        facts = {}
-    if not isinstance(facts, dict):
-        facts = {}
+        return {}
+    return facts if isinstance(facts, dict) else {}
+
+
+def sbatch_files(job: Job) -> tuple[str, str] | None:
+    """The stdout and stderr files of a job whose #SBATCH lines name them (-o/-e; stderr
+    into the -o file without -e, as sbatch), relative to its working directory."""
+    facts = _facts(job.env.get(FACTS))
+    if not facts or not isinstance(facts.get("output", facts.get("error")), str):
+        return None
+    from gq.sbatch.patterns import expand
+
+    array = job.array
+    names = []
+    for key in ("output", "error"):
+        pattern = facts.get(key) or facts.get("output")
+        if not isinstance(pattern, str) or not pattern or "\0" in pattern:
+            return None
+        path = expand(pattern, job.id, array.id if array else None,
+                      array.index if array else None, job.name or "", job.user or "",
+                      socket.gethostname().split(".")[0])
+        names.append(os.path.join(job.cwd, path))
+    return names[0], names[1]
+
+
+def set_slurm_env(env: dict[str, str], job: Job, gpu_ids: list[int]) -> None:
+    facts = _facts(env.pop(FACTS, None))
+    if facts is None:
+        return
     for key in [k for k in env if k.startswith("SLURM_")]:
         del env[key]
     node = socket.gethostname().split(".")[0]

@@ -175,12 +175,12 @@ class Mapper:
 
     def _output(self, v):
         self.u.job["output"] = v
-        raise _Warned(f"gq does not write {v} yet: the output is in gq logs ID"
-                      + ("" if "error" in self.last else " (standard error: gq logs --err ID)"))
+        return f"standard output to {v} (gq logs ID reads it)" + (
+            "" if "error" in self.last else ", standard error too (no -e), as sbatch")
 
     def _error(self, v):
         self.u.job["error"] = v
-        raise _Warned(f"gq does not write {v} yet: standard error is in gq logs --err ID")
+        return f"standard error to {v}"
 
     def _chdir(self, v):
         self.u.values["cwd"] = v

@@ -27,7 +27,7 @@ def test_an_sbatch_script_gets_its_resources_array_and_slurm_variables(host):
     for i, job in enumerate(jobs):
         assert (job["cpus"], job["ram"], job["time_limit"], job["gpus"], job["name"]) == (
             2, 1 << 30, 600, 1, "sb")
-        assert host.log(first + i).strip() == (
+        assert (host.work / f"sb-{first + i}.out").read_text().strip() == (
             f"task={i} of {first} count=4 id={first + i} cpus=2 gpus=1 ntasks=1")
 
 
@@ -73,3 +73,23 @@ def test_srun_with_one_task_runs_in_place_and_more_tasks_fail_in_one_line(host):
     assert host.log(job["id"], err=True).strip() == (
         "srun (gq): -N 2: gq runs one task on one host; start more processes from the script "
         "(torchrun, mpirun) or submit it to a Slurm peer")
+
+
+def test_output_patterns_name_each_elements_file_with_stderr_in_it(host):
+    write(host, "#!/bin/bash\n#SBATCH -J pat -o logs-%x-%A_%2a.txt\n#SBATCH --array=0-1\n"
+                "echo out $SLURM_ARRAY_TASK_ID; echo err >&2\n")
+    first = host.submit("job.sh")
+    for i in range(2):
+        host.wait_ended(first + i)
+        path = host.work / f"logs-pat-{first}_0{i}.txt"
+        assert sorted(path.read_text().split("\n")) == ["", "err", f"out {i}"]
+        assert f"out {i}" in host.gq("logs", str(first + i)).stdout  # gq logs reads it
+
+
+def test_an_output_path_that_is_a_fifo_fails_the_start_without_blocking(host):
+    import os
+
+    os.mkfifo(host.work / "trap.out")
+    write(host, "#!/bin/sh\n#SBATCH -o trap.out\necho hi\n")
+    job = host.wait_ended(host.submit("job.sh"))
+    assert job["state"] == "failed"
