@@ -176,3 +176,12 @@ def test_bad_compat_tables_are_refused():
 
 def test_a_script_without_sbatch_lines_has_no_block():
     assert not understand("job.sh", ["#!/bin/sh", "#GQ -g 1", "echo"]).has_block
+
+
+def test_output_patterns():
+    from gq.sbatch.patterns import NO_INDEX, expand
+
+    args = dict(job_id=12, array_id=10, index=2, name="tr", user="al", node="ws1")
+    assert expand("%x-%j.out", **args) == "tr-12.out"
+    assert expand("%A_%4a_%J_%u@%N %% %5j", **args) == "10_0002_12_al@ws1 % 00012"
+    assert expand("%A-%a", **{**args, "array_id": None, "index": None}) == f"12-{NO_INDEX}"
