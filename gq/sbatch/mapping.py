@@ -214,9 +214,11 @@ class Mapper:
         before = self._whole(secs, "seconds") if at else 60
         self.u.values["signal"] = f"{sig}@{before}s"
         self.u.job["signal_scope"] = "batch" if batch else "steps"
-        whom = ("the batch shell" if batch else
-                "the job's processes other than the batch shell")
-        return f"{sig} to {whom}, {before}s before the time limit (and on preemption)"
+        says = f"{sig} to the batch shell, {before}s before the time limit (and on preemption)"
+        if not batch:  # sbatch's own would go to the steps; gq's job is the shell
+            raise _Warned(f"{says}, as with B: (gq does not yet signal only the processes "
+                          "under it: trap it in the script and pass it on)")
+        return says
 
     def _requeue(self, v):
         return "gq requeues a job stopped for other work (it is the default)"
