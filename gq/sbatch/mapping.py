@@ -302,7 +302,10 @@ class Mapper:
         if (v or "").lower() not in ("append", "truncate"):
             raise ValueError("expected append or truncate")
         self.u.job["open_mode"] = v.lower()
-        return f"-o/-e files opened to {v.lower()}"
+        if v.lower() == "truncate":
+            raise _Warned("gq appends to the -o/-e files (as sbatch does for a requeued job); "
+                          "remove an old one first to start it afresh")
+        return "-o/-e files appended to"
 
 
 class _Refused(Exception):
