@@ -115,6 +115,8 @@ SUBMIT_OPTIONS = (
     Opt(("--host",), "host", "value", "run on a peer (gq peers ls); any: on the host where it "
         "would start first  [default: this host]", metavar="HOST|any"),
     Opt(("--hold",), "hold", "flag", "queue the job held: it waits for `gq release`"),
+    Opt(("--dry-run",), "dry_run", "flag", "print what gq understood of the command and the "
+        "script's #SBATCH and #GQ lines, option by option; queue nothing"),
     Opt(("--json",), "json", "flag", "print the job as JSON"),
 )
 SUBMIT = Command("submit", "Queue a job and print its id.  gq submit [OPTIONS] -- COMMAND "

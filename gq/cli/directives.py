@@ -124,11 +124,22 @@ def script_command(path: str, command: list[str], header: list[str] | None) -> l
 
 def apply_directives(values: dict[str, Any], command: list[str]) -> tuple[dict, list[str]]:
     """(values, command) of a submit, with the script's directives merged in."""
+    return apply_script(values, command)[:2]
+
+
+def apply_script(values: dict[str, Any], command: list[str]) -> tuple[dict, list[str], Any]:
+    """(values, command, its #SBATCH block understood or None) of a submit, with the
+    script's directives merged in: the command line over #GQ lines over #SBATCH lines."""
     cwd = working_dir(values.get("cwd"))
     path = find_script(command, cwd)
     if path is None:
-        return values, command
+        return values, command, None
     header = read_header(path)
     if header is None:  # a program, not a script
-        return values, command
-    return merge(directives(path, header), values), script_command(path, command, header)
+        return values, command, None
+    from gq.cli.sbatch_script import read_sbatch
+
+    sbatch = read_sbatch(path, header)
+    script = merge(sbatch.values, directives(path, header)) if sbatch else \
+        directives(path, header)
+    return merge(script, values), script_command(path, command, header), sbatch

@@ -15,11 +15,21 @@ from gq.protocol import BAD_INPUT, GqError
 def submit(command: list[str] | None = None, **options) -> None:
     """Queue a job: `options` by their table names, as given (None or False: not given)."""
     from gq.cli.client import submit_job
-    from gq.cli.directives import apply_directives
+    from gq.cli.directives import apply_script
     from gq.cli.submit_args import request_args
 
+    from gq.cli import sbatch_script
+
     values = {k: v for k, v in options.items() if v not in (None, False)}
-    job = submit_job(request_args(*apply_directives(values, list(command or []))))
+    merged, argv, sbatch = apply_script(values, list(command or []))
+    args = request_args(merged, argv)
+    if sbatch is not None:
+        args["env"] = sbatch_script.apply_export(sbatch, args["env"])
+        args["env"]["GQ_SBATCH"] = sbatch_script.job_facts(sbatch, args)
+    if values.get("dry_run"):
+        return sbatch_script.dry_run(sbatch, args)
+    sbatch_script.say_warnings(sbatch)
+    job = submit_job(args)
     for note in job.get("notes", ()):
         print(f"gq: {note}", file=sys.stderr)
     output.print_json(job) if values.get("json") else print(job["id"])

@@ -24,6 +24,7 @@ from gq.model import PREEMPT_MODES
 from gq.policy import FairShareConfig, Limits, UserLimits
 from gq.policy.accounts import Accounts
 from gq.protocol import MAX_LINE, GqError
+from gq.sbatch.compat import SlurmCompat, parse_compat
 from gq.units import parse_duration, parse_size
 
 
@@ -119,6 +120,7 @@ class Config:
     path: str | None = None  # the file read, if there was one
     sources: dict[str, str] = field(default_factory=dict)  # "daemon.tick" -> "FILE:LINE"
     backup: BackupConfig = field(default_factory=BackupConfig)
+    slurm_compat: SlurmCompat = field(default_factory=SlurmCompat)  # read by gq submit
     pools: PoolsConfig = field(default_factory=PoolsConfig)
     accounts: Accounts = field(default_factory=Accounts)
 
@@ -139,6 +141,7 @@ _KNOWN = {
               "submit_retry", "all_hosts"},
     "access": {"admins", "queue"},
     "backup": {"every", "jobs", "keep"},
+    "slurm_compat": {"default_gpus", "partitions", "qos"},  # read by gq submit (gq/sbatch)
 }
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
 
@@ -259,6 +262,8 @@ def _apply(config: Config, data: dict) -> None:
     config.access = _access(data.get("access", {}), daemon)
     if "backup" in data:
         config.backup = _backup(data["backup"])
+    if "slurm_compat" in data:  # gq submit reads it; checked here with the rest of the file
+        config.slurm_compat = parse_compat(data["slurm_compat"])
 
 
 def _preemption(table: dict, base: PreemptionConfig) -> PreemptionConfig:

@@ -74,6 +74,10 @@ _GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
     ("backup", "every"): lambda c: _duration(c.backup.every),
     ("backup", "jobs"): lambda c: c.backup.jobs,
     ("backup", "keep"): lambda c: c.backup.keep,
+    ("slurm_compat", "default_gpus"): lambda c: c.slurm_compat.default_gpus,
+    ("slurm_compat", "partitions"): lambda c: dict(sorted(c.slurm_compat.partitions.items()))
+                                       or None,
+    ("slurm_compat", "qos"): lambda c: dict(sorted(c.slurm_compat.qos.items())) or None,
     ("telemetry", "interval"): lambda c: _duration(c.telemetry.interval),
     ("telemetry", "raw_retention"): lambda c: _duration(c.telemetry.raw_retention),
     ("telemetry", "rollup_retention"): lambda c: _duration(c.telemetry.rollup_retention),

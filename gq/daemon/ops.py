@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from gq import __version__
 from gq.config.show import effective
+from gq.daemon.slurm_env import sbatch_files
 from gq.daemon import arrays
 from gq.daemon.authz import require_owner
 from gq.daemon.complete import op_complete
@@ -92,8 +93,9 @@ def op_show(daemon: Context, caller: Caller, args: dict) -> dict:
     out["usage"] = usage_json(daemon, job)
     out["processes"] = processes_json(daemon, job)
     out["account"] = daemon.config.accounts.members.get(job.user)  # None: in no account
-    out["stdout"] = str(daemon.layout.stdout(job_id, job.user))
-    out["stderr"] = str(daemon.layout.stderr(job_id, job.user))
+    named = sbatch_files(job)  # #SBATCH -o/-e
+    out["stdout"] = named[0] if named else str(daemon.layout.stdout(job_id, job.user))
+    out["stderr"] = named[1] if named else str(daemon.layout.stderr(job_id, job.user))
     out["checkpoint_dir"] = str(daemon.layout.checkpoint_dir(job_id, job.user))
     out["events"] = [
         {k: e[k] for k in ("at", "old_state", "new_state", "reason", "detail")}

@@ -13,6 +13,7 @@ from typing import Callable, Protocol
 
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
+from gq.daemon.slurm_env import sbatch_files, set_slurm_env
 from gq.daemon.ending import Ending
 from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.layout import Layout
@@ -90,6 +91,7 @@ class Starting:
             env["GQ_GPU_MEM"] = str(limit)
         env.update(self.backend.job_env())
         set_array_env(env, job)
+        set_slurm_env(env, job, gpu_ids)
         return env
 
     def start(self, job: Job, gpu_ids: list[int]) -> None:
@@ -178,6 +180,9 @@ class Starting:
         if job.time_limit and job.signal_before:
             warn_after = job.time_limit - job.signal_before
         stdout, stderr, checkpoint_dir = self.layout.job_files(job.id, job.user)
+        named = sbatch_files(job)  # #SBATCH -o/-e: opened by the job's process, as its user
+        if named is not None:
+            stdout, stderr = named
         return ShimSpec(
             job_id=job.id,
             run=job.restarts,
@@ -197,7 +202,7 @@ class Starting:
             token=token,
             # Its empty logs may become another job's (shim.keep_empty): not when a
             # notification reads them after the end, nor as root.
-            recyclable=(not self.layout.system and job.notify is None
+            recyclable=(not self.layout.system and job.notify is None and named is None
                         and not self.config.notify.on_finish),
             **run_as,
         )

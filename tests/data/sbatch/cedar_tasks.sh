@@ -1,0 +1,6 @@
+#!/bin/bash
+#SBATCH --ntasks-per-node=4
+#SBATCH --cpus-per-task=1
+#SBATCH --gpus-per-node=1
+#SBATCH --mem-per-cpu=32G
+python3 main.py
