@@ -199,8 +199,9 @@ def make_server():
         """Queue a job, as `gq submit`: command is the argv list. gpus: cards (default 1, 0
         for CPU-only), or a range '2-4' or {"min": 2, "max": 4} (as many as are free then);
         mem: memory per card like '20G' (without it, whole cards); time: a wall-time limit
-        like '2h'; after: ids it starts after; priority: high, normal or low; retry_oom: retries with 1.5
-        times the memory after running out of GPU memory. Returns the queued job."""
+        like '2h'; after: ids it starts after; priority: high, normal or low; retry_oom:
+        retries with 1.5 times the memory after running out of GPU memory. Returns the queued
+        job."""
         from gq.cli.client import submit_job
         from gq.cli.submit_args import request_args
 
