@@ -23,6 +23,7 @@ from gq.store.reservations import Reservations
 from gq.store.resident import Resident
 from gq.store.samples import Samples
 from gq.store.slurm_jobs import SlurmJobs
+from gq.store import tallies
 from gq.store.schema import migrations, record_writer
 from gq.store.select import select
 
@@ -220,6 +221,10 @@ class Store:
         row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").fetchone()
         return (row[0] if row else 0), self.db.conn.total_changes
 
+    def tallies(self) -> dict[str, dict[str, float]]:
+        """What only grows (gq/store/tallies.py): {counter: {label value: total}}."""
+        return tallies.read(self.db.conn)
+
     def skip_ids(self, highest: int) -> None:
         """Hand out no id up to `highest`: ids whose files outlived their rows (skip_lost_ids)."""
         with self.db.atomic():
@@ -282,6 +287,7 @@ class Store:
             job_id = self.db.conn.execute(sql, list(row.values())).lastrowid
             self._event(job_id, at, None, job.state, None, "submitted")
             self._remember_key(job.uid, key, job_id, at)
+            tallies.add(self.db.conn, "jobs_submitted")
         light = _as_stored({k: row.get(k) for k in _LIGHT_KEYS}, self._affinity)
         if light is None:
             self._refresh(job_id)
@@ -330,6 +336,7 @@ class Store:
                 [(first + offset, at, base["state"]) for offset in range(len(rows))],
             )
             self._remember_key(jobs[0].uid, key, first, at)
+            tallies.add(self.db.conn, "jobs_submitted", len(rows))
         for offset, job in enumerate(jobs):  # light, as _load_cache would read them
             light = clone(job)
             light.id, light.command, light.cwd, light.env = first + offset, [], "", {}
@@ -543,6 +550,11 @@ class Store:
         with self.db.atomic():
             self._update(job_id, state=str(new), reason=reason, **fields)
             self._event(job_id, at, old, new, reason, detail)
+            if new.ended:
+                tallies.add(self.db.conn, "jobs_ended", label=str(new))
+            elif new in (JobState.PREEMPTING, JobState.FROZEN) and old == JobState.RUNNING:
+                tallies.add(self.db.conn, "preemptions",
+                            label="signal" if new == JobState.PREEMPTING else "freeze")
         self._recache(job_id, state=new, reason=reason, **fields)
 
     def end_waiting(self, jobs: list[Job], new: JobState, at: float, reason: str) -> None:
@@ -560,6 +572,7 @@ class Store:
                 "INSERT INTO events (job_id, at, old_state, new_state, reason, detail) "
                 "VALUES (?, ?, ?, ?, ?, NULL)",
                 [(job.id, at, str(old[job.id]), str(new), reason) for job in jobs])
+            tallies.add(self.db.conn, "jobs_ended", len(jobs), label=str(new))
         for job in jobs:
             self._recache(job.id, state=new, reason=reason, ended_at=at)
 
@@ -616,6 +629,12 @@ class Store:
                  max(peaks.values()) if peaks else None, usage.get("util_mean"),
                  usage.get("cmd_key"), share, account, failure],
             )
+            tallies.add(self.db.conn, "gpu_seconds",
+                        job.gpus_held * max(0.0, ended_at - job.started_at), label=job.user)
+            if failure:
+                tallies.add(self.db.conn, "runs_failed", label=failure)
+            if state == str(JobState.OOM):
+                tallies.add(self.db.conn, "oom")
 
     def runs_since(self, since: float) -> Iterator[dict[str, Any]]:
         """Runs that ended since `since`, with what each cost in fair share (`share`; before

@@ -11,6 +11,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from gq.store.tallies import carry_forward, read as read_tallies
+
 BACKUP_DIR = "backups"
 _PREFIX, _SUFFIX = "gq-", ".db"
 
@@ -126,6 +128,8 @@ def restore(db: Path, backup: Path, highest_id: int, now: float | None = None) -
                 copy.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'jobs', ? WHERE NOT "
                              "EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'jobs')",
                              [highest_id])
+                if _has_tallies(copy):  # a backup older than m018 starts them at 0
+                    carry_forward(copy, _tallies_of(db))
         finally:
             copy.close()
     finally:
@@ -140,6 +144,25 @@ def restore(db: Path, backup: Path, highest_id: int, now: float | None = None) -
     os.replace(tmp, db)
     _fsync(db.parent)
     return moved
+
+
+def _has_tallies(conn: sqlite3.Connection) -> bool:
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tallies'").fetchone()
+    return found is not None
+
+
+def _tallies_of(db: Path) -> dict[str, dict[str, float]]:
+    """The counters of the database being replaced, as far as it can still be read."""
+    if not db.exists():
+        return {}
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return read_tallies(conn) if _has_tallies(conn) else {}
+        finally:
+            conn.close()
+    except sqlite3.Error:  # damaged beyond reading: the counters go back with it
+        return {}
 
 
 def _fsync(path: Path) -> None:

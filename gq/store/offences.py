@@ -7,6 +7,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from gq.store.tallies import add as tally
+
 
 class Offences:
     def __init__(self, db: Database):
@@ -20,6 +22,7 @@ class Offences:
                 "INSERT INTO offences (kind, job_id, pid, card, user, first_seen, last_seen, "
                 "evidence, figures, action) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [kind, job_id, pid, card, user, at, at, evidence, json.dumps(figures), action])
+            tally(self.db.conn, "offences", label=kind)
         return int(cursor.lastrowid)
 
     def seen(self, offence_id: int, at: float, evidence: str, figures: dict[str, Any]) -> None:

@@ -389,3 +389,11 @@ def m017_freeze(db: Database) -> None:
                    "frozen_cards TEXT NOT NULL DEFAULT '[]'", "frozen_at REAL",
                    "freeze_op TEXT", "freeze_note TEXT"):
         db.execute(f"ALTER TABLE jobs ADD COLUMN {column}")
+
+
+@migrations()
+def m018_counters(db: Database) -> None:
+    # Prometheus's counters (gq/store/tallies.py, docs/telemetry.md): what only grows, by name
+    # and the value of its one label, kept apart from the jobs that `gq clean` forgets.
+    db.execute("CREATE TABLE tallies (name TEXT NOT NULL, label TEXT NOT NULL DEFAULT '', "
+               "value REAL NOT NULL DEFAULT 0, PRIMARY KEY (name, label))")

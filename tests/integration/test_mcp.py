@@ -1,5 +1,6 @@
 """`gq mcp` with the MCP SDK's own stdio client, against real daemons: the tools and their
-annotations, submit, why, logs, cancel, and another user's job refused (system mode)."""
+annotations, submit, why, logs, cancel, every tool with the integers an agent sends, refusals
+in gq's words, and another user's job refused (system mode)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ def run_session(params: StdioServerParameters, body) -> object:
                     await session.initialize()
                     return await body(session)
     return anyio.run(main)
+
+
+def server_of(host) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "gq", "mcp"],
+                                 env=host.env, cwd=str(host.work))
 
 
 async def tool(session, tool_name: str, **args) -> dict:
@@ -119,3 +125,53 @@ def test_an_agent_cannot_touch_another_users_job(system_host):
 
     run_session(params, body)
     assert host.job(theirs)["state"] == "running"
+
+
+def test_every_tool_takes_the_integers_an_agent_sends(host):
+    import gq
+
+    async def body(session):
+        assert session.server_info.name == "gq" and session.server_info.version == gq.__version__
+        ran = await tool(session, "submit", command=["true"], gpus=1, cpus=1, retry_oom=1)
+        ranged = await tool(session, "submit", command=["sleep", "60"],
+                            gpus={"min": 1, "max": 2}, after=[ran["id"]], hold=True)
+        assert (ranged["gpus"], ranged["gpus_max"]) == (1, 2)
+        texts = await tool(session, "submit", command=["sleep", "60"], gpus="1-2", hold=True)
+        assert (texts["gpus"], texts["gpus_max"]) == (1, 2)
+        with anyio.fail_after(60):
+            while (await tool(session, "show", id=ran["id"]))["state"] != "completed":
+                await anyio.sleep(0.1)
+        assert (await tool(session, "why", id=ran["id"]))["state"] == "completed"
+        assert (await tool(session, "logs", id=ran["id"], tail=3))["lines"] == []
+        assert (await tool(session, "show", id="@"))["id"] == texts["id"]
+        assert [j["id"] for j in (await tool(session, "ls", all=True))["jobs"]] == [
+            ran["id"], ranged["id"], texts["id"]]
+        assert len((await tool(session, "gpus"))["gpus"]) == 4
+        assert (await tool(session, "offenders"))["offenders"] == []
+        assert "health" in await tool(session, "stats", since="1d")
+        log = ROOT / "tests/support/data/failures/nccl-pytorch-4921.log"
+        assert (await tool(session, "triage", path=str(log), exit_code=1))["failure"] == "nccl"
+        for action, args in (("update", {"priority": "high"}), ("hold", {}), ("release", {}),
+                             ("cancel", {})):
+            done = await tool(session, action, ids=[texts["id"], str(ranged["id"])], **args)
+            assert [r["ok"] for r in done["results"]] == [True, True], (action, done)
+        assert (await tool(session, "requeue", ids=[ran["id"]]))["results"][0]["ok"] is True
+
+        # Refusals: gq's one line, never the validation library's words.
+        for text in (await refused(session, "show", id=True),
+                     await refused(session, "cancel", ids=[1.5]),
+                     await refused(session, "submit", command=["true"], gpus=[2])):
+            assert text.startswith("gq: ") and "\n" not in text, text
+            assert "pydantic" not in text and "Input should" not in text, text
+        assert await refused(session, "show", id=True) == (
+            "gq: show: id: expected a job id like 12, '12_3' or '@'")
+        assert await refused(session, "show", id=99999) == "gq: job id 99999: no such job"
+        assert await refused(session, "why") == "gq: why: id is required"
+        bad_size = await refused(session, "submit", command=["true"], mem=12)
+        assert bad_size.startswith("gq: --mem '12'") and "\n" not in bad_size, bad_size
+        assert (await refused(session, "submit", command=["true"], ram="lots")).startswith(
+            "gq: --ram 'lots'")
+        unknown = await refused(session, "kill", ids=[1])
+        assert unknown.startswith("gq: no tool 'kill'; the tools are cancel, gpus, "), unknown
+
+    run_session(server_of(host), body)
