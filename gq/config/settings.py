@@ -106,7 +106,7 @@ class Config:
     default_time_by_tier: dict[str, float] = field(default_factory=dict)
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
     # A slice joins a shared card only if the learned SM utilisations there sum to at most this
-    share_util_max: float = 100.0
+    share_util_max: float | None = 100.0  # None: memory alone (a replay without utilisation)
     learn_mem: bool = False  # a GPU job without --mem gets --mem auto once it has history
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
