@@ -223,8 +223,17 @@ def apply_scheduler(config: Config, sched: dict, limits: dict) -> None:
     config.limits = Limits(default=default, users=users)
 
 
+def apply_file(config: Config, data: dict) -> None:
+    """A parsed config.toml onto `config`, checked as the daemon checks it at start; also read
+    by `gq sim --config` (gq/sim/lab.py), so that a replay runs with the daemon's whole file."""
+    _apply(config, data)
+
+
 def _apply(config: Config, data: dict) -> None:
     data = dict(data)
+    for section, table in data.items():
+        if not isinstance(table, dict):
+            raise ValueError(f"[{section}]: expected a table")
     if "pools" in data:
         config.pools = parse_pools(data.pop("pools"))
     if "accounts" in data:

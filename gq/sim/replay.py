@@ -135,11 +135,13 @@ def replay(
     `default_limit`, `max_reservations`, `fairshare`, `limits`, `share_util_max` (unless given)
     and the lab's pools and accounts: the policy's input is assembled as the daemon's."""
     tier_limits: dict[str, float] = {}
-    if lab.scheduler is not None:
-        settings = lab.scheduler
-        default_limit, tier_limits = settings.default_limit, settings.tier_limits
-        max_reservations, fairshare = settings.reservations, settings.fairshare
-        limits = limits if settings.limits is None else settings.limits
+    if config is None and lab.config is not None:  # `gq sim --config`: the daemon's file
+        config = lab.config
+    if config is not None and policy == "gq":  # the daemon preempts as its [preemption] says
+        cfg = config.preemption
+        base = preemption or Preemption(tiers=cfg.preemptible)
+        preemption = replace(base, exempt=cfg.exempt, grace=cfg.grace,
+                             max_requeues=cfg.max_requeues)
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
     if not math.isfinite(time_factor) or time_factor < 0:
