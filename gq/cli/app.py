@@ -230,9 +230,12 @@ def sim(
         "(low, or normal,low), with the daemon's default exempt 10m and grace 60s",
         metavar="TIERS", show_default=False)] = None,
     lab: Annotated[Optional[str], typer.Option(
-        "--config", help="the lab's pools, accounts, admin reservations, [scheduler] and "
-        "[limits], as in config.toml (docs/sim.md)", metavar="LAB.toml",
+        "--config", help="the daemon's whole config.toml ([scheduler], [limits], [pools], "
+        "[accounts], [preemption]; what a replay does not use is named), plus admin "
+        "[[reservations]] (docs/sim.md)", metavar="FILE",
         show_default=False)] = None,
+    host_lab: Annotated[bool, typer.Option(
+        "--lab", help="as --config, with the config.toml of this host's daemon")] = False,
     jobs: Annotated[Optional[str], typer.Option(
         "--jobs", help="also write each job's start, end, host and cards (and why a job was "
         "dropped) to this CSV file", metavar="FILE.csv", show_default=False)] = None,
@@ -257,8 +260,9 @@ def sim(
     json: Json = False,
 ) -> int:
     """Replay a job trace offline on a described cluster, with the daemon's policy code."""
-    from gq.cli.sim_cmd import freezing_of, run_sim
+    from gq.cli.sim_cmd import freezing_of, lab_file, run_sim
 
+    lab = lab_file(lab, host_lab)
     return run_sim(trace, cluster, policy, fmt, time_factor, cpus_per_host, from_history, json,
                    preempt, lab, jobs, tiers, share_util_max, time_model, learn,
                    freezing_of(preempt, preempt_mode, freeze_ram, copy_rate))

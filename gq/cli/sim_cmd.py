@@ -83,13 +83,36 @@ def run_sim(trace: str | None, cluster: str | None, policy: str, fmt: str,
           + ("; run times learned" if learn else
              ", 1 day assumed" if model.describe() == "none declared" else "")
           + ("" if tiers == "on" else ", tiers off (every job normal)"))
+    if lab.ignored:
+        print(f"{lab_file}: not used by a replay: {', '.join(lab.ignored)}")
     print_tables(results)
     print_sharing(results)
+    for r in replays:
+        if r.held_jobs:
+            print(f"{r.policy}: {len(r.held_jobs)} job(s) held, as the daemon holds them: "
+                  f"{r.held_jobs[0][1]}")
     return 0
 
 
 JOB_COLUMNS = ["policy", "job_id", "user", "tier", "gpus", "submit", "start", "end", "wait",
                "host", "gpu_ids", "timed_out", "preemptions", "dropped"]
+
+
+def lab_file(path: str | None, host_lab: bool) -> str | None:
+    """--config FILE, or --lab: the file this host's daemon reads."""
+    if path is not None and host_lab:
+        raise BadInput("--config and --lab: give one (--lab is this host's config.toml)")
+    if not host_lab:
+        return path
+    from pathlib import Path
+
+    from gq.cli.config_cmd import default_file
+
+    file = default_file()
+    if not Path(file).exists():
+        raise BadInput(f"--lab: this host's daemon has no {file} (its defaults: run without "
+                       "--lab)")
+    return file
 
 
 def open_jobs_file(path: str):

@@ -107,7 +107,7 @@ class Config:
     default_time_by_tier: dict[str, float] = field(default_factory=dict)
     reservations: int = 8  # how many waiting jobs get a reservation that backfill respects
     # A slice joins a shared card only if the learned SM utilisations there sum to at most this
-    share_util_max: float = 100.0
+    share_util_max: float | None = 100.0  # None: memory alone (a replay without utilisation)
     learn_mem: bool = False  # a GPU job without --mem gets --mem auto once it has history
     fairshare: FairShareConfig = field(default_factory=FairShareConfig)
     limits: Limits = field(default_factory=Limits)
@@ -226,8 +226,17 @@ def apply_scheduler(config: Config, sched: dict, limits: dict) -> None:
     config.limits = Limits(default=default, users=users)
 
 
+def apply_file(config: Config, data: dict) -> None:
+    """A parsed config.toml onto `config`, checked as the daemon checks it at start; also read
+    by `gq sim --config` (gq/sim/lab.py), so that a replay runs with the daemon's whole file."""
+    _apply(config, data)
+
+
 def _apply(config: Config, data: dict) -> None:
     data = dict(data)
+    for section, table in data.items():
+        if not isinstance(table, dict):
+            raise ValueError(f"[{section}]: expected a table")
     if "pools" in data:
         config.pools = parse_pools(data.pop("pools"))
     if "accounts" in data:

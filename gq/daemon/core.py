@@ -16,6 +16,7 @@ from functools import partial
 from typing import Callable
 
 from gq.config import Config
+from gq.config.scheduling import scheduler_input
 from gq.daemon.attribution import Attributor, job_memory_by_card, split_memory
 from gq.daemon.authz import Authority
 from gq.daemon.backups import BackupSchedule
@@ -265,19 +266,12 @@ class Daemon:
                      slices: list[Job]) -> SchedulerInput:
         """The input of a pass: these jobs, with the host, the settings and what was learned
         (`slices`: the waiting jobs with --mem, whose learned utilisation it carries)."""
-        return SchedulerInput(
-            self.host(), pending, running, outcomes, now,
-            default_limit=self.config.default_time,
-            tier_limits=self.config.default_time_by_tier,
-            predicted=predicted,
-            max_reservations=self.config.reservations,
-            usage=self.usage, fairshare=self.config.fairshare, limits=self.config.limits,
-            score_time=self._usage_at,
+        return scheduler_input(
+            self.config, self.host(), pending, running, outcomes=outcomes, now=now,
+            predicted=predicted, usage=self.usage, score_time=self._usage_at,
             util=learned_utils(self.store, [*slices, *running], self.command_keys,
                                self.known_utils),
-            share_util_max=self.config.share_util_max,
-            pools=self.config.pools.for_cards([g.index for g in self.cards]),
-            windows=admin_windows(self, now), accounts=self.config.accounts,
+            windows=admin_windows(self, now),
         )
 
     # ---- runs ---------------------------------------------------------------------------

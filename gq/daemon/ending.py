@@ -12,7 +12,7 @@ from gq.config import Config
 from gq.daemon.collateral import Collateral
 from gq.daemon.diskfull import TRUNCATED, CutLogs
 from gq.daemon.layout import Layout
-from gq.daemon.limits import requeue_or_hold
+from gq.policy.preemption import requeue_or_hold
 from gq.daemon.oom import grown_mem
 from gq.daemon.reading import Reading
 from gq.daemon.runs import Supervision

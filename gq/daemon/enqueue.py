@@ -9,7 +9,7 @@ from gq.daemon.identity import NoAccount, identity_of
 from gq.daemon.lookup import host_limits, resolve_id
 from gq.daemon.mem_history import LEARNED, apply_mem_history
 from gq.daemon.notify import check_notify
-from gq.daemon.startable import refuse_never
+from gq.daemon.startable import refuse_submit
 from gq.daemon.submission import Caller, build_job, check_key
 from gq.daemon.submit_limits import check_submit
 from gq.daemon.views import job_json
@@ -37,9 +37,9 @@ def op_submit(daemon: Context, caller: Caller, args: dict) -> dict:
     resolve = lambda t, f: resolve_id(daemon, caller, t, f)  # noqa: E731
     args = arrays.expand_dependencies(daemon.store, args, resolve)
     job = build_job(args, caller, limits, resolve, daemon.clock())
-    never = refuse_never(daemon, job)
+    never = refuse_submit(daemon, job)
     if never is not None:
-        raise BadInput(f"-p {job.priority} -g {job.gpus}: {never}")
+        raise BadInput(never)
     job.notify = check_notify(args, daemon.config.notify)
     parts = arrays.elements(args, job.command)
     check_submit(daemon.config.access, job, parts and parts[0],

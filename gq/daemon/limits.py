@@ -4,7 +4,8 @@ applies what they decide (gq/daemon/ending.py); tests/unit/test_limits.py tests 
 - a running job past its --time is stopped as `timeout`, or, if it was interactive in a pool
   whose interactive runs go on as batch work (`past_limit = "requeue"`), requeued as batch work;
 - a run stopped by preemption or `gq requeue` is queued again, or held once it has been
-  preempted more than [preemption] max_requeues times.
+  preempted more than [preemption] max_requeues times (gq/policy/preemption.py:
+  requeue_or_hold, which `gq sim` applies too).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from gq.config.governance import PoolsConfig
-from gq.model import Job, JobState, Reason
+from gq.model import Job, JobState
 from gq.units import format_duration
 
 
@@ -44,15 +45,3 @@ def time_limit_stops(jobs: Iterable[Job], now: float, pools: PoolsConfig) -> lis
         else:
             out.append(Stop(job.id, JobState.TIMEOUT, f"time limit {limit} reached"))
     return out
-
-
-def requeue_or_hold(job: Job, preempted: bool, max_requeues: int, how: str
-                    ) -> tuple[JobState, str | None, str]:
-    """(state, reason, detail) for a stopped run: queued again, or held after too many
-    preemptions. `how`: how it stopped, in words."""
-    if preempted and job.preemptions > max_requeues:
-        return (JobState.HELD, Reason.HELD,
-                f"held, not requeued: preempted {job.preemptions} times, more than "
-                f"[preemption] max_requeues = {max_requeues} ({how}); `gq release {job.id}` "
-                "queues it again")
-    return JobState.PENDING, None, f"requeued: {how}"

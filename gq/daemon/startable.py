@@ -4,14 +4,14 @@ ends when a job has ended or can no longer start without someone acting."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gq.daemon.lookup import load_jobs
 from gq.daemon.submission import Caller
 from gq.daemon.views import job_json
-from gq.model import ENDED_STATES, Job, JobState, Reason, Tier
-from gq.policy.quotas import never_within_limits
+from gq.model import ENDED_STATES, Job, JobState, Reason
+from gq.policy.quotas import never_start_refusal, submit_refusal
+from gq.policy.quotas import never_starts as quota_never_starts
 from gq.protocol import BadInput
 
 if TYPE_CHECKING:
@@ -21,23 +21,19 @@ if TYPE_CHECKING:
 def never_starts(daemon: Context, job: Job) -> tuple[str, bool] | None:
     """Which limit keeps `job` from ever starting here, and whether a lower tier would let it
     start; None if it can start once the cards are free (gq.policy.quotas)."""
-    def why(job: Job) -> str | None:
-        return never_within_limits(job, daemon.config.limits, len(daemon.cards),
-                                   daemon.config.accounts)
-
-    limit = why(job)
-    if limit is None:
-        return None
-    return limit, job.priority == Tier.HIGH and why(replace(job, priority=Tier.NORMAL)) is None
+    return quota_never_starts(job, daemon.config.limits, len(daemon.cards),
+                              daemon.config.accounts)
 
 
 def refuse_never(daemon: Context, job: Job) -> str | None:
     """The one line that refuses a job that could never start; None if it can."""
-    never = never_starts(daemon, job)
-    if never is None:
-        return None
-    return (f"{never[0]}, so it could never start; ask for fewer GPUs"
-            f"{' or a lower tier' if never[1] else ''} (the limits: gq config show)")
+    return never_start_refusal(job, daemon.config.limits, len(daemon.cards),
+                               daemon.config.accounts)
+
+
+def refuse_submit(daemon: Context, job: Job) -> str | None:
+    """The line with which submit refuses it (and `gq sim` drops it); None if it can start."""
+    return submit_refusal(job, daemon.config.limits, len(daemon.cards), daemon.config.accounts)
 
 
 async def op_wait(daemon: Context, caller: Caller, args: dict) -> list[dict]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from gq.model import Gpu, Job, JobState, Reason
 from gq.policy.types import Forecast
+from gq.triage.advice import mem_hint, tried_bytes
 from gq.triage.classify import suggest
 from gq.units import format_size, iso
 
@@ -53,9 +54,11 @@ def failure_json(job: Job) -> dict[str, Any]:
         return {"failure": None, "failure_evidence": [], "failure_suggestion": None}
 
     known = max(job.mem or 0, job.peak_mem or 0)
-    hint = format_size(int(known * 1.5)) if known else None
+    hint = mem_hint(known, tried_bytes(job.failure_evidence), None)
     return {"failure": job.failure, "failure_evidence": job.failure_evidence,
-            "failure_suggestion": suggest(job.failure, job.id, hint)}
+            "failure_suggestion": suggest(job.failure, job.id,
+                                          None if hint is None else format_size(hint),
+                                          job.failure_evidence)}
 
 
 # What `gq ls` shows of a job: read from the store's memory, or its light rows, so that a

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gq.model import Job, JobState, Tier
+from gq.model import Job, JobState, Reason, Tier
 from gq.policy.cardshare import cards_held
 from gq.policy.placement import Capacity
 from gq.policy.types import Host
@@ -312,3 +312,16 @@ def _set_cost(victims: list[Job], host: Host, ctx: _Context) -> tuple:
 def _victim(job: Job, host: Host, ctx: _Context) -> Victim:
     lost = _lost_seconds(job, ctx)
     return Victim(job.id, job.priority, lost, lost * _card_share(job, host))
+
+
+def requeue_or_hold(job: Job, preempted: bool, max_requeues: int, how: str
+                    ) -> tuple[JobState, str | None, str]:
+    """(state, reason, detail) for a stopped run: queued again, or held after too many
+    preemptions ([preemption] max_requeues; the daemon's rule, which `gq sim` applies too).
+    `how`: how it stopped, in words."""
+    if preempted and job.preemptions > max_requeues:
+        return (JobState.HELD, Reason.HELD,
+                f"held, not requeued: preempted {job.preemptions} times, more than "
+                f"[preemption] max_requeues = {max_requeues} ({how}); `gq release {job.id}` "
+                "queues it again")
+    return JobState.PENDING, None, f"requeued: {how}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gq.model import Job, Tier
 from gq.policy.accounts import Accounts
@@ -123,3 +123,32 @@ def never_within_limits(job: Job, limits: Limits, n_cards: int,
         return None
     empty = QuotaBook(limits, [], n_cards, accounts)  # no weigh: a max_share is not judged
     return None if empty.unlimited else empty.breaks(job, job.gpus)
+
+
+def never_starts(job: Job, limits: Limits, n_cards: int,
+                 accounts: Accounts = Accounts()) -> tuple[str, bool] | None:
+    """Which limit keeps `job` from ever starting (never_within_limits), and whether a lower
+    tier would let it start; None if it can start once the cards are free."""
+    limit = never_within_limits(job, limits, n_cards, accounts)
+    if limit is None:
+        return None
+    return limit, job.priority == Tier.HIGH and never_within_limits(
+        replace(job, priority=Tier.NORMAL), limits, n_cards, accounts) is None
+
+
+def never_start_refusal(job: Job, limits: Limits, n_cards: int,
+                        accounts: Accounts = Accounts()) -> str | None:
+    """Why the daemon refuses a job that could never start here (`gq update`; submit says
+    submit_refusal); None if it can start."""
+    never = never_starts(job, limits, n_cards, accounts)
+    if never is None:
+        return None
+    return (f"{never[0]}, so it could never start; ask for fewer GPUs"
+            f"{' or a lower tier' if never[1] else ''} (the limits: gq config show)")
+
+
+def submit_refusal(job: Job, limits: Limits, n_cards: int,
+                   accounts: Accounts = Accounts()) -> str | None:
+    """The line with which submit refuses such a job, and with which `gq sim` drops one."""
+    never = never_start_refusal(job, limits, n_cards, accounts)
+    return None if never is None else f"-p {job.priority} -g {job.gpus}: {never}"

@@ -1,10 +1,12 @@
-"""`gq sim --config LAB.toml`: the lab's rules for a replay, written as in config.toml.
+"""`gq sim --config FILE`, `gq sim --lab`: the daemon's whole config.toml for a replay.
 
-[scheduler] (reservations, default_time, weights, half_life, age_cap) and [limits] are read by
-the daemon's own parser (gq/config/settings.py), so a replay can try a setting before the lab uses it.
-
-[pools.NAME] and [accounts.NAME] are read by the daemon's own parsers (gq/config/governance.py);
-admin reservations, which the daemon keeps in its database, are written as [[reservations]],
+The file is read by the daemon's own parser (gq/config/settings.py: apply_file), so what the
+daemon refuses is refused, and the replay's policy input is assembled from it as the daemon's
+(gq/config/scheduling.py): [scheduler], [limits] (with the daemon's default high_share when the
+file has none), [pools.NAME], [accounts.NAME], and [preemption] (exempt, grace, max_requeues,
+preemptible). What does not apply to a replay ([daemon], [notify], [telemetry], [offenders],
+[peers], [access], [backup], and a few keys) is named once (Lab.ignored), never refused.
+Admin reservations, which the daemon keeps in its database, are written as [[reservations]],
 with times counted from the start of the trace:
 
     [[reservations]]
@@ -22,18 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gq.config import Config, apply_scheduler
-from gq.config.governance import PoolsConfig, parse_accounts, parse_pools
+from gq.config import Config
+from gq.config.settings import apply_file
+from gq.config.governance import PoolsConfig
 from gq.config.lab_rules import Held, check_account, check_pool_cards, check_reservation
-from gq.policy.fairshare import FairShareConfig
-from gq.policy.quotas import Limits
+from gq.protocol import GqError
 from gq.policy.accounts import Accounts
 from gq.policy.pools import Pools
 from gq.policy.types import Host
 from gq.policy.windows import Window
 from gq.units import parse_duration
 
-SECTIONS = {"pools", "accounts", "reservations", "scheduler", "limits"}
+# What a replay has no use for: the daemon's serving, telling, watching and keeping.
+NOT_REPLAYED = ("daemon", "notify", "telemetry", "offenders", "peers", "access", "backup")
+NOT_REPLAYED_KEYS = (("scheduler", "learn_mem"), ("preemption", "lock_timeout"),
+                     ("preemption", "mode"), ("preemption", "freeze_ram"))
 RESERVATION_KEYS = {"cards", "host", "start", "duration", "user", "users", "account", "name"}
 
 
@@ -42,8 +47,10 @@ class Lab:
     pools: PoolsConfig = field(default_factory=PoolsConfig)
     accounts: Accounts = field(default_factory=Accounts)
     windows: tuple[Window, ...] = ()
-    # [scheduler] and [limits], when the file has them (None: the replay's own defaults).
-    scheduler: SchedulerSettings | None = None
+    # The daemon's settings of the file (None: no file, the replay's own defaults), and what
+    # of the file a replay does not use, in words ("[daemon], [notify]").
+    config: Config | None = None
+    ignored: tuple[str, ...] = ()
 
     def pools_on(self, hosts: tuple[Host, ...]) -> Pools:
         """The pools as the policy takes them (pool cards are the same indices on each host)."""
@@ -59,48 +66,22 @@ def read_lab(path: str | Path, hosts: tuple[Host, ...]) -> Lab:
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"--config {path}: {e}") from None
     try:
-        unknown = set(data) - SECTIONS
-        if unknown:
-            raise ValueError(f"unknown setting {', '.join(f'[{k}]' for k in sorted(unknown))} "
-                             "(a lab file has [pools.NAME], [accounts.NAME], [[reservations]], "
-                             "[scheduler], [limits])")
-        pools = parse_pools(data.get("pools", {}))
+        entries = data.pop("reservations", [])
+        config = Config(host_cpus=max((h.cpus for h in hosts), default=1), host_ram=None)
+        apply_file(config, data)
+        pools, accounts = config.pools, config.accounts
         for host in hosts:  # the daemon of each host checks its pools so (gq/config/lab_rules.py)
             check_pool_cards(pools, [c.index for c in host.cards], host.name)
-        accounts = parse_accounts(data.get("accounts", {}))
-        entries = data.get("reservations", [])
         if not isinstance(entries, list):
             raise ValueError("[[reservations]]: expected tables, each [[reservations]]")
         windows: list[Window] = []
         for n, entry in enumerate(entries, start=1):
             windows.append(_window(n, entry, accounts, hosts, windows))
-        return Lab(pools, accounts, tuple(windows), _scheduler(data))
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"--config {path}: {e}") from None
-
-
-@dataclass(frozen=True)
-class SchedulerSettings:
-    """What [scheduler] and [limits] set for the policy, as the daemon reads them."""
-
-    default_limit: float
-    tier_limits: dict[str, float]
-    reservations: int
-    fairshare: FairShareConfig
-    limits: Limits | None  # None without [limits]: the replay's (none)
-
-
-def _scheduler(data: dict) -> SchedulerSettings | None:
-    if "scheduler" not in data and "limits" not in data:
-        return None
-    for section in ("scheduler", "limits"):
-        if not isinstance(data.get(section, {}), dict):
-            raise ValueError(f"[{section}]: expected a table")
-    config = Config(host_cpus=1, host_ram=None)
-    apply_scheduler(config, data.get("scheduler", {}), data.get("limits", {}))
-    return SchedulerSettings(config.default_time, dict(config.default_time_by_tier),
-                             config.reservations, config.fairshare,
-                             config.limits if "limits" in data else None)
+    except (ValueError, TypeError, AttributeError, GqError) as e:
+        raise ValueError(f"--config {path}: {getattr(e, 'message', e)}") from None
+    ignored = [f"[{s}]" for s in NOT_REPLAYED if s in data]
+    ignored += [f"[{s}] {k}" for s, k in NOT_REPLAYED_KEYS if k in data.get(s, {})]
+    return Lab(pools, accounts, tuple(windows), config, tuple(ignored))
 
 
 def _window(n: int, entry: Any, accounts: Accounts, hosts: tuple[Host, ...],

@@ -43,6 +43,8 @@ import time
 from dataclasses import replace
 from typing import Callable
 
+from gq.config.scheduling import scheduler_input
+from gq.config.settings import Config
 from gq.model import Job, JobState, Tier
 from gq.policy import (
     FairShareConfig,
@@ -56,11 +58,11 @@ from gq.policy import (
 from gq.policy.decide import POLICIES as DECIDERS
 from gq.policy.decide import PreemptRule, decide
 from gq.policy.placement import Capacity
-from gq.policy.preemption import Victim
+from gq.policy.preemption import Victim, requeue_or_hold
 from gq.policy.queue import shape as shape_of
 from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held
-from gq.policy.quotas import UserLimits
+from gq.policy.quotas import UserLimits, submit_refusal
 from gq.protocol import BadInput
 from gq.policy.tiresias import queue_of
 from gq.sim.colocation import Sharing
@@ -113,6 +115,7 @@ def replay(
     seed: int = 1,
     time_model: TimeModel | None = None,
     learn: bool = False,
+    config: Config | None = None,
 ) -> ReplayResult:
     """Replay the trace (sorted by submit time, as read_trace gives it) on `hosts`.
     `skip_idle_passes=False` runs a pass at every event time (tests check that skipping
@@ -127,13 +130,18 @@ def replay(
     gq policy applies the daemon's utilisation rule to the drawn profiles (None: memory only).
     `time_model`: how users declare limits (gq/sim/time_model.py), instead of `time_factor`.
     `learn`: jobs without a limit are planned with their predicted run time, learned from the
-    completed runs of the same user, name and GPUs, as the daemon learns (policy/predict.py)."""
+    completed runs of the same user, name and GPUs, as the daemon learns (policy/predict.py).
+    `config`: the daemon's settings (a config.toml, gq/config/settings.py), which then replace
+    `default_limit`, `max_reservations`, `fairshare`, `limits`, `share_util_max` (unless given)
+    and the lab's pools and accounts: the policy's input is assembled as the daemon's."""
     tier_limits: dict[str, float] = {}
-    if lab.scheduler is not None:
-        settings = lab.scheduler
-        default_limit, tier_limits = settings.default_limit, settings.tier_limits
-        max_reservations, fairshare = settings.reservations, settings.fairshare
-        limits = limits if settings.limits is None else settings.limits
+    if config is None and lab.config is not None:  # `gq sim --config`: the daemon's file
+        config = lab.config
+    if config is not None and policy == "gq":  # the daemon preempts as its [preemption] says
+        cfg = config.preemption
+        base = preemption or Preemption(tiers=cfg.preemptible)
+        preemption = replace(base, exempt=cfg.exempt, grace=cfg.grace,
+                             max_requeues=cfg.max_requeues)
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}: expected {', '.join(POLICIES)}")
     if not math.isfinite(time_factor) or time_factor < 0:
@@ -145,11 +153,17 @@ def replay(
     if policy == "tiresias":  # every job may be stopped, at any time
         grace = (preemption or Preemption()).grace
         preemption = Preemption(exempt=0.0, grace=grace, tiers=frozenset(map(str, Tier)))
-    sim = _Replay(hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
-                  limits, usage_refresh, max_wall_s, skip_idle_passes,
+    settings = config if config is not None else Config(
+                      host_cpus=1, host_ram=None, default_time=default_limit,
+                      default_time_by_tier=dict(tier_limits), reservations=max_reservations,
+                      fairshare=fairshare, limits=limits, share_util_max=share_util_max,
+                      pools=lab.pools, accounts=lab.accounts)
+    if config is not None and share_util_max is not None:
+        settings = replace(settings, share_util_max=share_util_max)
+    sim = _Replay(hosts, policy, settings, usage_refresh, max_wall_s, skip_idle_passes,
                   preemption if policy in ("gq", "tiresias") else None, lab)
     sim.predictor = (predictor or FingerprintRunTime)()
-    sim.sharing, sim.share_util_max = Sharing(seed), share_util_max
+    sim.sharing = Sharing(seed)
     sim.learned = Learned() if learn else None
     jobs = sim.admit(trace_jobs, time_factor, tiers, time_model)
     return sim.run(jobs)
@@ -158,19 +172,15 @@ def replay(
 class _Replay:
     learned: Learned | None = None
 
-    def __init__(self, hosts, policy, default_limit, tier_limits, max_reservations, fairshare,
-                 limits, usage_refresh, max_wall_s, skip_idle_passes, preemption, lab):
+    def __init__(self, hosts, policy, settings: Config, usage_refresh, max_wall_s,
+                 skip_idle_passes, preemption, lab):
         self.hosts = tuple(hosts)
+        self.settings = settings  # what the policy is run with (gq/config/scheduling.py)
         self.pools = lab.pools_on(self.hosts)
         self.lab_pools = lab.pools
         self.windows = lab.windows
-        self.accounts = lab.accounts
         self.policy_name = policy
         self.policy = POLICIES[policy]
-        self.default_limit, self.tier_limits = default_limit, tier_limits
-        self.max_reservations = max_reservations
-        self.fairshare = fairshare
-        self.limits = limits
         self.usage_refresh = usage_refresh
         self.max_wall_s = max_wall_s
         self.skip_idle_passes = skip_idle_passes
@@ -198,7 +208,7 @@ class _Replay:
         # Pending requests by shape, and whether each fits somewhere now (see the docstring).
         self.shapes: dict[tuple, list] = {}  # shape -> [pending jobs of it, a job of it]
         self.fits: dict[tuple, bool] = {}
-        self.usage = UsageGrid(usage_refresh, fairshare.half_life)
+        self.usage = UsageGrid(usage_refresh, settings.fairshare.half_life)
         self.host_of = {h.name: h for h in self.hosts}
         for w in self.windows:  # a job kept off a reservation's cards may start at its end
             heapq.heappush(self.completions, (w.end, 0, -1))
@@ -210,6 +220,7 @@ class _Replay:
         smallest_card = min(c.memory_total for h in self.hosts for c in h.cards) \
             if any(h.cards for h in self.hosts) else 0
         most_cpus = max(h.cpus for h in self.hosts)
+        most_cards = max(len(h.cards) for h in self.hosts)
         empty = [Capacity(h, []) for h in self.hosts]
         limits = tuple(host_limits(h, self.lab_pools) for h in self.hosts)
         jobs = []
@@ -221,6 +232,11 @@ class _Replay:
                 continue
             if not tiers:
                 job.priority = Tier.NORMAL
+            refusal = submit_refusal(job, self.settings.limits, most_cards,
+                                     self.settings.accounts)
+            if refusal is not None:  # the daemon's own sentence (gq/policy/quotas.py)
+                self.drop(tj, f"were refused: {refusal}")
+                continue
             if time_model is not None and tj.time_limit is None:
                 job.time_limit = time_model.limit(tj.duration, tj.job_id)
             fits = [cap.fit(job, self.pools.allowed(job)) for cap in empty]
@@ -373,6 +389,12 @@ class _Replay:
         self.result.grace_card_seconds += weight * (now - signalled)
         job.state, job.started_at, job.gpu_ids = JobState.PENDING, None, []
         job.restarts += 1
+        job.preemptions += 1
+        state, _reason, detail = requeue_or_hold(job, True, self.preemption.max_requeues,
+                                                 "preempted")
+        if state is JobState.HELD:  # as the daemon holds it, until someone releases it
+            self.result.held_jobs.append((self.trace_ids[job.id].job_id, detail))
+            return
         self.arrive(job)
 
     def could_start(self) -> bool:
@@ -389,20 +411,7 @@ class _Replay:
     def run_pass(self, now: float) -> None:
         self.result.passes += 1
         running = list(self.running.values())
-        usage = self.usage.at(now, lambda: [(j, self.weight(j)) for j in running])
-        inp = SchedulerInput(
-            self.hosts, self.pending, running, now=now,
-            default_limit=self.default_limit, tier_limits=self.tier_limits,
-            max_reservations=self.max_reservations,
-            usage=usage, fairshare=self.fairshare, limits=self.limits,
-            score_time=self.usage.computed_at, pools=self.pools, windows=self.windows,
-            accounts=self.accounts, attained=self.attained,
-            expected_run_time=self.expected_run_time,
-            util=self.sharing.util if self.share_util_max is not None else {},
-            share_util_max=self.share_util_max,
-            predicted={} if self.learned is None else self.learned.limits(running, now),
-        )
-        inp.frozen = list(self.frozen.values())
+        inp = self.pass_input(running, now)
         rule = None
         if self.preemption is not None:
             model = self.preemption.freeze
@@ -415,6 +424,17 @@ class _Replay:
         for thaw in plan.thaws:
             self.thaw(thaw.job_id, thaw.host, thaw.gpu_ids, now)
         self.preempt(plan, now)
+
+    def pass_input(self, running: list[Job], now: float) -> SchedulerInput:
+        """The policy's input at `now`, assembled as the daemon's (gq/config/scheduling.py)."""
+        usage = self.usage.at(now, lambda: [(j, self.weight(j)) for j in running])
+        return scheduler_input(
+            self.settings, self.hosts, self.pending, running, now=now, usage=usage,
+            score_time=self.usage.computed_at, windows=self.windows, attained=self.attained,
+            expected_run_time=self.expected_run_time,
+            util=self.sharing.util if self.settings.share_util_max is not None else {},
+            predicted={} if self.learned is None else self.learned.limits(running, now),
+            frozen=list(self.frozen.values()))
 
     def expected_run_time(self, job: Job) -> float:
         """The truth for the oracle (what is left of the run), a prediction for QSSF."""

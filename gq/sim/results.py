@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gq.config.settings import PreemptionConfig
 from gq.model import Tier
 from gq.policy import Host
 from gq.sim.freeze_model import FreezeModel
@@ -16,9 +17,11 @@ class Preemption:
     checkpoint signal. A job saves its work on the signal (gq's contract, docs/preemption.md)
     and resumes where it was; the grace is spent saving, not progressing."""
 
-    exempt: float = 600.0
-    grace: float = 60.0
-    tiers: frozenset[str] = frozenset({"low"})  # [preemption] preemptible
+    exempt: float = PreemptionConfig.exempt
+    grace: float = PreemptionConfig.grace
+    tiers: frozenset[str] = PreemptionConfig.preemptible  # [preemption] preemptible
+    # Preemptions of one job before it is held instead of requeued (gq/policy/preemption.py)
+    max_requeues: int = PreemptionConfig.max_requeues
     # Freezing instead of the signal (gq/sim/freeze_model.py); None: the signal path only.
     freeze: FreezeModel | None = None
 
@@ -64,6 +67,8 @@ class ReplayResult:
     dropped: dict[str, int] = field(default_factory=dict)  # why -> how many
     dropped_jobs: list[tuple[str, str]] = field(default_factory=list)  # (trace job id, why)
     unfinished: int = 0  # jobs still waiting when no event was left (a policy that deadlocks)
+    # Jobs held after more than max_requeues preemptions, as the daemon holds them (id, why)
+    held_jobs: list[tuple[str, str]] = field(default_factory=list)
     passes: int = 0  # scheduling passes run
     skipped_passes: int = 0  # event times at which no pending job fitted anywhere
     wall_seconds: float = 0.0  # time the replay took

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gq.triage.advice import needs_larger_card, tried_bytes
 from gq.triage.rules import (
     CUDA_ERROR, DATA_ERROR, DISK_FULL, GPU_OOM, HOST_OOM, IMPORT_ENV, NCCL, RULES,
     SEGFAULT, TIMEOUT_SIGNAL, UNKNOWN, WARNING,
@@ -143,8 +144,14 @@ _SUGGESTIONS = {
 }
 
 
-def suggest(failure: str, job_id: int | str | None = None, mem_hint: str | None = None) -> str:
-    """The suggestion for a class, for a job (or offline, for a file: job_id None)."""
+def suggest(failure: str, job_id: int | str | None = None, mem_hint: str | None = None,
+            evidence: list[str] | None = None, largest_card: int | None = None) -> str:
+    """The suggestion for a class, for a job (or offline, for a file: job_id None), checked
+    against what the evidence says it tried and the largest card (gq/triage/advice.py)."""
+    if failure == GPU_OOM:
+        truth = needs_larger_card(tried_bytes(evidence or []), largest_card)
+        if truth is not None:
+            return truth
     text, for_job = _SUGGESTIONS.get(failure, _SUGGESTIONS[UNKNOWN])
     if job_id is not None:
         text += for_job.format(id=job_id)

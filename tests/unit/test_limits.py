@@ -5,7 +5,8 @@ tests/integration/test_time_and_oom.py and tests/integration/test_preemption.py.
 from __future__ import annotations
 
 from gq.config.governance import PoolsConfig, parse_pools
-from gq.daemon.limits import Stop, requeue_or_hold, time_limit_stops
+from gq.daemon.limits import Stop, time_limit_stops
+from gq.policy.preemption import requeue_or_hold
 from gq.model import Job, JobState, Reason
 
 

@@ -151,10 +151,29 @@ def test_a_lab_files_default_time_is_the_limit_of_jobs_that_declare_none(tmp_pat
             } == {"L": 0, "B": 152, "S": 2}
     # A lab that assumes 90 s for the normal tier: B's reservation begins at 90, S would delay
     # it and waits; B starts at 100, when L really ends.
-    lab.write_text('[scheduler]\ndefault_time = {normal = "90s", high = "1h"}\n')
+    # (high_share 1: the daemon's default, 20% of the cards, would never let B start.)
+    lab.write_text('[scheduler]\ndefault_time = {normal = "90s", high = "1h"}\n'
+                   '[limits]\nhigh_share = 1.0\n')
     starts = {j.job_id: j.start for j in replay(read_trace(trace).jobs, hosts, "gq", 0,
                                                   lab=read_lab(lab, hosts)).jobs}
     assert starts == {"L": 0, "B": 100, "S": 200}
+
+
+def test_a_config_without_limits_has_the_daemons_high_share_and_its_refusal(tmp_path):
+    """Issue #39 item 2: the replay applied no [limits] unless the file had them, while the
+    daemon always applies high_share, and kept a job the daemon refuses as 'unfinished'."""
+    trace, lab = tmp_path / "trace.csv", tmp_path / "config.toml"
+    trace.write_text(BACKFILL_TRACE.splitlines()[0] + "\n" + "B,1,100,2,,cy,high,1,100s,,,\n"
+                     "S,2,150,1,,cy,normal,1,150s,,,\n")
+    lab.write_text('[daemon]\ntick = "2s"\n[notify]\ntimeout = "1m"\n')
+    hosts = parse_cluster("1x2x80G")
+    config = read_lab(lab, hosts)
+    assert config.ignored == ("[daemon]", "[notify]")
+    result = replay(read_trace(trace).jobs, hosts, "gq", 0, lab=config)
+    assert [j.job_id for j in result.jobs] == ["S"] and result.unfinished == 0
+    assert result.dropped_jobs == [("B", "were refused: -p high -g 2: cy's high-tier jobs may "
+                                    "hold at most 1 GPU, so it could never start; ask for "
+                                    "fewer GPUs or a lower tier (the limits: gq config show)")]
 
 
 @pytest.mark.parametrize("text, message", [
@@ -190,3 +209,20 @@ def test_gq_sim_jobs_writes_each_jobs_start_end_host_and_cards(files, tmp_path):
         "refused: --pool gpu9: no such pool on host0 (pools: a, b)")
     bad = gq("sim", str(trace), "--jobs", str(tmp_path / "no" / "jobs.csv"), cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.startswith(f"gq: --jobs {tmp_path / 'no'}")
+
+
+def test_the_replay_holds_a_job_preempted_more_than_max_requeues_as_the_daemon(tmp_path):
+    """Issue #39 item 2: a job preempted 8 times finished in the replay; live it was held after
+    [preemption] max_requeues. The file's exempt and grace are the replay's too."""
+    trace, lab = tmp_path / "trace.csv", tmp_path / "config.toml"
+    trace.write_text(BACKFILL_TRACE.splitlines()[0] + "\n" + "L,0,1000,1,,ann,low,1,,,,\n"
+                     + "".join(f"H{n},{n * 100 + 10},10,1,,bob,high,1,,,,\n" for n in range(3)))
+    lab.write_text('[preemption]\nexempt = "0s"\ngrace = "5s"\nmax_requeues = 1\n'
+                   '[limits]\nhigh_share = 1.0\n')
+    hosts = parse_cluster("1x1x80G")
+    result = replay(read_trace(trace).jobs, hosts, "gq", 0, lab=read_lab(lab, hosts))
+    assert sorted(j.job_id for j in result.jobs) == ["H0", "H1", "H2"]
+    assert result.preemptions == 2
+    assert [job for job, _ in result.held_jobs] == ["L"]
+    assert "more than [preemption] max_requeues = 1" in result.held_jobs[0][1]
+    assert {j.job_id: j.start for j in result.jobs}["H0"] == 15  # the file's grace
