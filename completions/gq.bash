@@ -126,7 +126,7 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "sim")
             _gq_subs=""
-            _gq_flags="--cluster --policy --format --time-factor --time-model --learn --cpus-per-host --from-history --preempt --config --jobs --tiers --share-util-max --preempt-mode --freeze-ram --copy-rate --json --help -h"
+            _gq_flags="--cluster --policy --format --time-factor --time-model --learn --cpus-per-host --from-history --preempt --config --lab --jobs --tiers --share-util-max --preempt-mode --freeze-ram --copy-rate --json --help -h"
             _gq_valued=" --cluster --policy --format --time-factor --time-model --cpus-per-host --preempt --config --jobs --tiers --share-util-max --preempt-mode --freeze-ram --copy-rate "
             _gq_arg="files" ;;
         "daemon")

@@ -73,7 +73,7 @@ def test_triage_is_pure():
     loaded = modules_after("import gq.triage.classify")
     assert (loaded - baseline) & IO_AND_CLOCK == set()
     assert {m for m in loaded - baseline if m.startswith("gq.")} <= {
-        "gq.triage", "gq.triage.classify", "gq.triage.rules"}
+        "gq.triage", "gq.triage.classify", "gq.triage.rules", "gq.triage.advice", "gq.units"}
 
 
 def test_the_import_contracts_hold():
