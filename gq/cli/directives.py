@@ -137,9 +137,11 @@ def apply_script(values: dict[str, Any], command: list[str]) -> tuple[dict, list
     header = read_header(path)
     if header is None:  # a program, not a script
         return values, command, None
-    from gq.cli.sbatch_script import read_sbatch
+    sbatch = None
+    if any(line.startswith("#SBATCH") for line in header):  # the parser only where it is used
+        from gq.cli.sbatch_script import read_sbatch
 
-    sbatch = read_sbatch(path, header)
+        sbatch = read_sbatch(path, header)
     script = merge(sbatch.values, directives(path, header)) if sbatch else \
         directives(path, header)
     return merge(script, values), script_command(path, command, header), sbatch

@@ -18,17 +18,18 @@ def submit(command: list[str] | None = None, **options) -> None:
     from gq.cli.directives import apply_script
     from gq.cli.submit_args import request_args
 
-    from gq.cli import sbatch_script
-
     values = {k: v for k, v in options.items() if v not in (None, False)}
     merged, argv, sbatch = apply_script(values, list(command or []))
     args = request_args(merged, argv)
-    if sbatch is not None:
-        args["env"] = sbatch_script.apply_export(sbatch, args["env"])
-        args["env"]["GQ_SBATCH"] = sbatch_script.job_facts(sbatch, args)
-    if values.get("dry_run"):
-        return sbatch_script.dry_run(sbatch, args)
-    sbatch_script.say_warnings(sbatch)
+    if sbatch is not None or values.get("dry_run"):  # the parser's ~25 ms: only when used
+        from gq.cli import sbatch_script
+
+        if sbatch is not None:
+            args["env"] = sbatch_script.apply_export(sbatch, args["env"])
+            args["env"]["GQ_SBATCH"] = sbatch_script.job_facts(sbatch, args)
+        if values.get("dry_run"):
+            return sbatch_script.dry_run(sbatch, args)
+        sbatch_script.say_warnings(sbatch)
     job = submit_job(args)
     for note in job.get("notes", ()):
         print(f"gq: {note}", file=sys.stderr)

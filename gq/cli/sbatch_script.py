@@ -45,10 +45,9 @@ def _user() -> str | None:
         return None
 
 
-def read_sbatch(path: str, header: list[str]) -> Understood | None:
-    """The script's #SBATCH block understood (None: it has none); BadInput on a refusal."""
-    if not any(line.startswith("#SBATCH") for line in header):
-        return None
+def read_sbatch(path: str, header: list[str]) -> Understood:
+    """The script's #SBATCH block understood (the caller saw an #SBATCH line in it);
+    BadInput on a refusal."""
     compat, account = _lab_settings()
     u = understand(os.path.basename(path), header, compat, _user(), account)
     if u.refusals:

@@ -172,9 +172,11 @@ def test_no_import_inside_a_function_dodges_a_cycle():
 # Every hot command, run for real against a daemon: what it loaded by the time it exited.
 HOT_LINES = ["ls", "ls -a", "ls --all --json", "ps", "show {j}", "show {j} --json", "why {j}",
              "logs {j}", "wait {j}", "cancel {j}", "hold {j}", "release {j}", "requeue {j}",
-             "update {j} -n x", "gpus", "gpus --json", "offenders", "offenders --json", "clean"]
+             "update {j} -n x", "gpus", "gpus --json", "offenders", "offenders --json", "clean",
+             "submit --hold -- true"]
 LOADS = {"typer", "click", "rich", "textual", "pydantic", "sqlite_utils", "sqlite3", "psutil",
-         "pynvml", "asyncio", "paramiko", "gq.cli.app", "gq.daemon", "gq.store", "gq.model"}
+         "pynvml", "asyncio", "paramiko", "gq.cli.app", "gq.daemon", "gq.store", "gq.model",
+         "gq.sbatch"}  # the #SBATCH parser: only for a script that has #SBATCH lines
 
 
 def test_hot_commands_are_light(host, tmp_path):
