@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 
@@ -60,7 +61,9 @@ def _remote_log(job: dict, follow: bool, stderr: bool) -> None:
 
 def _open(path: str, job: dict) -> int | None:
     try:
-        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # O_NONBLOCK: a FIFO planted at the path (the job's own #SBATCH -o, or its logs
+        # directory) must not hang the reader; regular files ignore the flag.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except PermissionError as e:
@@ -70,6 +73,10 @@ def _open(path: str, job: dict) -> int | None:
             raise GqError(f"cannot read {path}: {e.strerror}") from None
         raise GqError(f"job {job['id']} is {job['user']}'s: its output {path} is readable by "
                       f"{job['user']} only") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise GqError(f"{path} is not a regular file: job {job['id']}'s output is not there")
+    return fd
 
 
 def show_log(job_id: str, follow: bool, stderr: bool) -> None:

@@ -88,3 +88,16 @@ def test_a_bounded_fork_bomb_is_stopped_and_killed_whole_on_cancel(make_host):
             "        signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600); os._exit(0)\n"
             "time.sleep(600)\n")
     cancel_frees_the_card(host, bomb, "forking")
+
+
+def test_gq_logs_answers_in_one_line_when_a_fifo_replaced_the_log(make_host):
+    """A FIFO put where a job's log was (by its owner, in their own logs directory or #SBATCH
+    -o path) must not hang whoever reads the log: before the fix `gq logs` blocked in open()."""
+    host = make_host("1x80G")
+    job = host.submit("--", "echo", "hi")
+    assert host.wait_ended(job)["state"] == "completed"
+    log = host.home / "logs" / f"{job}.out"
+    log.unlink()
+    os.mkfifo(log)
+    done = host.gq("logs", str(job), check=False, process=True, timeout=20)
+    assert done.returncode != 0 and "is not a regular file" in done.stderr, done
