@@ -141,7 +141,7 @@ def apply_script(values: dict[str, Any], command: list[str]) -> tuple[dict, list
     if any(line.startswith("#SBATCH") for line in header):  # the parser only where it is used
         from gq.cli.sbatch_script import read_sbatch
 
-        sbatch = read_sbatch(path, header)
+        sbatch = read_sbatch(path, header, values.get("host") not in (None, "local"))
     script = merge(sbatch.values, directives(path, header)) if sbatch else \
         directives(path, header)
     return merge(script, values), script_command(path, command, header), sbatch

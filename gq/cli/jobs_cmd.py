@@ -27,6 +27,9 @@ def submit(command: list[str] | None = None, **options) -> None:
         if sbatch is not None:
             args["env"] = sbatch_script.apply_export(sbatch, args["env"])
             args["env"]["GQ_SBATCH"] = sbatch_script.job_facts(sbatch, args)
+            if values.get("host"):
+                args["sbatch_script"] = sbatch_script.peer_script(
+                    sbatch, values, request_args(values, argv))
         if values.get("dry_run"):
             return sbatch_script.dry_run(sbatch, args)
         sbatch_script.say_warnings(sbatch)

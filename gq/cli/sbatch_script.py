@@ -45,14 +45,31 @@ def _user() -> str | None:
         return None
 
 
-def read_sbatch(path: str, header: list[str]) -> Understood:
+def read_sbatch(path: str, header: list[str], to_peer: bool = False) -> Understood:
     """The script's #SBATCH block understood (the caller saw an #SBATCH line in it);
-    BadInput on a refusal."""
+    BadInput on a refusal, unless the job goes to a peer (`--host NAME`): a Slurm peer runs
+    what one host cannot (`--nodes=2`), so the daemon refuses it only for another host."""
     compat, account = _lab_settings()
     u = understand(os.path.basename(path), header, compat, _user(), account)
-    if u.refusals:
+    if u.refusals and not to_peer:
         raise BadInput(u.refusals[0].sentence(u.script))
     return u
+
+
+# What gq submit always sends, given on its command line or not.
+_ALWAYS_SENT = ("command", "cwd", "env", "umask", "hold", "priority", "host")
+
+
+def peer_script(u: Understood, given: dict[str, Any], cli_args: dict[str, Any]) -> dict:
+    """What a Slurm peer needs to send the author's script as written (docs/slurm.md): its
+    #SBATCH lines, the request's fields set on gq's command line (those alone go on sbatch's
+    command line), and the refusal a host that is not a Slurm peer answers."""
+    fields = [k for k in cli_args if k not in _ALWAYS_SENT]
+    fields += [k for k in ("hold", "priority") if given.get(k) not in (None, False)]
+    out: dict[str, Any] = {"block": u.block, "given": sorted(fields)}
+    if u.refusals:
+        out["refused"] = u.refusals[0].sentence(u.script)
+    return out
 
 
 def say_warnings(u: Understood | None) -> None:

@@ -52,6 +52,9 @@ class SubmitArgs(TypedDict, total=False):
     notify: str
     mail: str
     host: str  # a peer's name, "any" or "local"
+    # a script's #SBATCH lines, for a Slurm peer to send as written (gq/slurm/translate.py):
+    # {"block": [lines], "given": [fields set on gq's command line], "refused": sentence}
+    sbatch_script: dict[str, Any]
     idempotency_key: str  # the same key again is the same submit
 
 

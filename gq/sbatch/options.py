@@ -71,6 +71,7 @@ class Understood:
     values: dict[str, Any] = field(default_factory=dict)  # gq submit options, as typed
     verdicts: list[Verdict] = field(default_factory=list)
     job: dict[str, Any] = field(default_factory=dict)  # -o/-e, --export, --signal scope...
+    block: list[str] = field(default_factory=list)  # the #SBATCH lines, as the author wrote them
 
     @property
     def has_block(self) -> bool:
@@ -137,9 +138,19 @@ def understand(script: str, text_lines: list[str], compat=None, user: str | None
         u.verdicts.append(Verdict(int(number.split()[1]), rest, "refused",
                                   "cannot split it as a shell would; check its quotes"))
         return u
+    u.block = [d.text for d in found]
     mapper = Mapper(u, compat or SlurmCompat(), user, account)
     for d in found:
         for name, value, written in split_options(d):
             mapper.option(d.line, name, value, written)
     mapper.finish()
     return u
+
+
+def block_sets(block: list[str]) -> set[str]:
+    """The long names of the options an author's #SBATCH lines set (unknown ones left out)."""
+    try:
+        found = directives(block)
+    except ValueError:  # refused where it was read (gq/cli/sbatch_script.py)
+        return set()
+    return {name for d in found for name, _, _ in split_options(d) if name}

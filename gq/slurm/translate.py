@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gq.protocol import BadInput
+from gq.sbatch.options import block_sets
 from gq.units import format_duration, format_size
 
 # Variables of the submitter's environment that belong to the host it was typed on, not to a
@@ -43,7 +44,10 @@ class Batch:
 
 
 def sbatch(args: dict[str, Any], target: SlurmTarget) -> Batch:
-    """Raise BadInput (exit 2) for a request Slurm cannot be given."""
+    """Raise BadInput (exit 2) for a request Slurm cannot be given. A job from a script with
+    #SBATCH lines keeps them: the script sbatch reads starts with the author's block, and
+    sbatch's command line carries only what was set on gq's (which wins, as it would on
+    sbatch's), never a translation of the author's own lines."""
     _refuse_untranslatable(args, target)
     command = args.get("command")
     if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in
@@ -52,36 +56,74 @@ def sbatch(args: dict[str, Any], target: SlurmTarget) -> Batch:
     cwd = str(args.get("cwd") or "")
     if not cwd.startswith("/"):
         raise BadInput(f"--cwd {cwd!r}: a Slurm job needs an absolute directory")
+    block, given = author_block(args.get("sbatch_script"))
+    authored = block_sets(block)
+
+    def ours(field: str, *options: str) -> bool:
+        """Whether gq sets this: given on its command line, or the author left it unset."""
+        return field in given if block else not authored.intersection(options)
+
     notes: list[str] = []
     out_file, err_file = f"{cwd}/slurm-%j.out", f"{cwd}/slurm-%j.err"
-    argv = ["sbatch", "--parsable", f"--chdir={cwd}", f"--output={out_file}",
-            f"--error={err_file}", "--export=ALL"]
-    argv.append(f"--job-name={args.get('name') or _name(command)}")
-    if target.partition:
+    argv = ["sbatch", "--parsable"]
+    if not authored.intersection(("chdir",)):
+        argv.append(f"--chdir={cwd}")
+    if not authored.intersection(("output", "error")):
+        argv += [f"--output={out_file}", f"--error={err_file}"]
+    if not authored.intersection(("export",)):
+        argv.append("--export=ALL")
+    if "name" in given or not authored.intersection(("job-name",)):
+        argv.append(f"--job-name={args.get('name') or _name(command)}")
+    if target.partition and not authored.intersection(("partition",)):
         argv.append(f"--partition={target.partition}")
-    if target.account:
+    if target.account and not authored.intersection(("account",)):
         argv.append(f"--account={target.account}")
     gpus = _whole(args, "gpus", 1)
-    if gpus:
+    if gpus and ours("gpus", "gres", "gpus", "gpus-per-node", "gpus-per-task"):
         argv.append(f"--gres=gpu:{gpus}")
-    argv.append(f"--cpus-per-task={_whole(args, 'cpus', 1) or 1}")
-    if args.get("ram") is not None:
+    if ours("cpus", "cpus-per-task"):
+        argv.append(f"--cpus-per-task={_whole(args, 'cpus', 1) or 1}")
+    if args.get("ram") is not None and ours("ram", "mem", "mem-per-cpu", "mem-per-gpu"):
         argv.append(f"--mem={max(1, math.ceil(int(args['ram']) / 2**20))}M")
     time_limit = args.get("time_limit")
-    if time_limit is not None:
+    if time_limit is not None and ours("time_limit", "time"):
         argv.append(f"--time={_minutes(float(time_limit))}")
-    argv += _tier(args, target, notes)
-    argv += _preemption(args, time_limit, notes)
+    if ours("priority", "qos"):
+        argv += _tier(args, target, notes)
+    requeue = ours("preemptible", "requeue", "no-requeue") or ours("priority", "requeue")
+    signal = ours("signal", "signal") or ours("signal_before", "signal")
+    argv += [o for o in _preemption(args, time_limit, notes)
+             if (requeue if o.endswith("requeue") else signal)]
     dependency = _dependency(args)
-    if dependency:
+    if dependency and any(ours(k, "dependency") for k in DEP_WORD):
         argv.append(f"--dependency={dependency}")
-    if args.get("hold"):
+    if args.get("hold") and ours("hold", "hold"):
         argv.append("--hold")
-    if args.get("mail"):
+    if args.get("mail") and ours("mail", "mail-user"):
         argv += ["--mail-type=END,FAIL", f"--mail-user={args['mail']}"]
     if args.get("idempotency_key"):
         argv.append(f"--comment=gq:{args['idempotency_key']}")
-    return Batch(argv, script(args, target.name), notes, out_file, err_file)
+    return Batch(argv, script(args, target.name, block), notes, out_file, err_file)
+
+
+MAX_BLOCK_LINES = 256
+
+
+def author_block(value: Any) -> tuple[list[str], set[str]]:
+    """(the author's #SBATCH lines, the fields set on gq's command line) of a request; a
+    line that is not one #SBATCH line (a newline in it would be a command) is refused."""
+    if value is None:
+        return [], set()
+    block = value.get("block") if isinstance(value, dict) else None
+    given = value.get("given") if isinstance(value, dict) else None
+    if (not isinstance(block, list) or not isinstance(given, list)
+            or len(block) > MAX_BLOCK_LINES or len(given) > 64):
+        raise BadInput("sbatch_script: expected {block: [#SBATCH lines], given: [fields]}")
+    for line in block:
+        if (not isinstance(line, str) or not line.startswith("#SBATCH") or len(line) > 4096
+                or any(c in line for c in "\n\r\0")):
+            raise BadInput(f"sbatch_script: {str(line)[:80]!r} is not one #SBATCH line")
+    return block, {str(g) for g in given}
 
 
 def _refuse_untranslatable(args: dict[str, Any], target: SlurmTarget) -> None:
@@ -103,9 +145,10 @@ def _refuse_untranslatable(args: dict[str, Any], target: SlurmTarget) -> None:
                        "use --preempt-mode signal or auto")
 
 
-def script(args: dict[str, Any], peer: str) -> str:
-    """The batch script: the environment, gq's variables, then the command in its place."""
-    lines = ["#!/bin/bash", "# written by gq (docs/slurm.md)"]
+def script(args: dict[str, Any], peer: str, block: list[str] = ()) -> str:
+    """The batch script: the author's #SBATCH lines if any (before any command, where sbatch
+    reads them), the environment, gq's variables, then the command in its place."""
+    lines = ["#!/bin/bash", *block, "# written by gq (docs/slurm.md)"]
     umask = args.get("umask")
     if isinstance(umask, int) and not isinstance(umask, bool):
         lines.append(f"umask {umask:03o}")

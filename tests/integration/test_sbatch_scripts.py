@@ -53,6 +53,9 @@ def test_more_nodes_are_refused_in_one_line_with_nothing_queued(host):
     assert proc.stderr == ("gq: job.sh line 4: #SBATCH --nodes=2: gq runs a job on one host; "
                            "submit it to a Slurm peer (gq submit --host NAME) or remove the "
                            "line\n")
+    # let through for a peer by the CLI, refused by the daemon for any host not a Slurm peer
+    anywhere = host.gq("submit", "--host", "any", "job.sh", check=False)
+    assert (anywhere.returncode, anywhere.stderr) == (2, proc.stderr)
     assert host.count_jobs() == 0
 
 

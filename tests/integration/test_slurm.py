@@ -176,6 +176,25 @@ def test_gq_top_asks_every_host_once_per_refresh_whatever_the_number_of_peers(sl
         slurm_host.gq("peers", "rm", "hpc2")
 
 
+
+def test_a_script_keeps_its_sbatch_lines_on_the_peer_and_gqs_command_line_wins(slurm_host):
+    # --ntasks=2 is refused for one host: a Slurm peer takes it, as the refusal advises
+    script = slurm_host.work / "authored.sh"
+    script.write_text("#!/bin/bash\n#SBATCH --ntasks=2 -c 1 -J author -t 7\n"
+                      "#SBATCH -o %x-%j.log\necho \"ntasks=$SLURM_NTASKS $SLURM_JOB_NAME\"\n")
+    script.chmod(0o755)
+    refused = slurm_host.gq("submit", str(script), check=False)
+    assert refused.returncode == 2 and "--ntasks=2" in refused.stderr
+    job = submit(slurm_host, str(script))
+    done = state_of(slurm_host, job, "completed", timeout=60)
+    sid = job.split(":")[1]
+    assert (done["name"], done["time_limit"]) == ("author", 420)
+    assert done["stdout"] == f"{slurm_host.work}/author-{sid}.log"
+    assert slurm_host.gq("logs", job).stdout == "ntasks=2 author\n"
+    again = submit(slurm_host, "-t", "3m", "-n", "mine", str(script))
+    shown = state_of(slurm_host, again, "completed", timeout=60)
+    assert (shown["name"], shown["time_limit"]) == ("mine", 180)
+
 # Last of the file: Slurm ends the job a minute and more after the module's start (it checks
 # time limits every 30 s), while the tests above run. Soak: the quick loop does not wait for it.
 @pytest.mark.soak

@@ -151,3 +151,39 @@ def test_sinfo_rows_are_gpu_nodes_once_each():
             for n in nodes] == [("n1", "mixed", ["gpu", "long"], 3, 4, 8),
                                 ("n2", "drained", ["gpu"], 0, 2, 0)]
     assert card_count(nodes) == (6, ["a100", "v100"])
+
+
+BLOCK = ["#SBATCH -c 7 --gres=gpu:2", "#SBATCH -t 1:00:00 -J author", "#SBATCH -o %x-%j.out",
+         "#SBATCH --nodes=2 --constraint=a100", "#SBATCH --requeue --signal=USR1@90"]
+# What gq's #SBATCH parser made of BLOCK, merged into the request as the CLI sends it.
+FROM_BLOCK = {"gpus": 2, "cpus": 7, "time_limit": 3600, "name": "author", "preemptible": True,
+              "signal": "SIGUSR1", "signal_before": 90}
+
+
+def test_a_scripts_sbatch_block_goes_as_written_and_only_gqs_command_line_is_added():
+    sent = {**BASE, **FROM_BLOCK, "idempotency_key": "k",
+            "sbatch_script": {"block": BLOCK, "given": []}}
+    batch = sbatch(sent, TARGET)
+    # nothing that would override the author's lines: not the parser's reading of them, nor
+    # gq's own -o/-e or requeue defaults; the peer's partition and account where it has none
+    assert batch.argv == ["sbatch", "--parsable", "--chdir=/data/run", "--export=ALL",
+                          "--partition=gpu", "--account=lab", "--comment=gq:k"]
+    head = batch.script.splitlines()
+    assert head[0] == "#!/bin/bash" and head[1:6] == BLOCK  # before any command: sbatch reads it
+    assert batch.script.endswith("exec python train.py --lr 1e-3\n")
+
+
+def test_what_is_set_on_gqs_command_line_wins_over_the_authors_block():
+    given = {**BASE, **FROM_BLOCK, "time_limit": 600, "gpus": 1, "priority": "high",
+             "sbatch_script": {"block": BLOCK, "given": ["time_limit", "gpus", "priority"]}}
+    argv = sbatch(given, TARGET).argv
+    assert {"--time=0-00:10:00", "--gres=gpu:1", "--qos=urgent"} <= set(argv)
+    assert not any(a.startswith(("--cpus-per-task", "--signal", "--job-name", "--output"))
+                   for a in argv)
+
+
+@pytest.mark.parametrize("block", [["#SBATCH -c 1\nrm -rf ~"], ["echo hi"], ["#SBATCH\r-c 1"],
+                                   "#SBATCH -c 1", [3]])
+def test_a_block_that_is_not_sbatch_lines_is_refused(block):
+    with pytest.raises(BadInput, match="sbatch_script"):
+        sbatch({**BASE, "sbatch_script": {"block": block, "given": []}}, TARGET)

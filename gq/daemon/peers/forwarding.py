@@ -81,10 +81,11 @@ async def submit(daemon: Context, caller, args: dict[str, Any], target: str) -> 
     check_may_forward(caller)
     target, args = pin_dependencies(daemon, {k: v for k, v in args.items() if k != "host"},
                                     target)
+    if target != LOCAL and target != ANY:
+        daemon.peers.state(target)  # a known peer, or BadInput
+    _refuse_for_one_host(daemon, args, target)
     if target == LOCAL:
         return op_submit(daemon, caller, args)
-    if target != ANY:
-        daemon.peers.state(target)  # a known peer, or BadInput
     # The idempotency key of gq/cli/client.py's submits: the peer answers a key it has seen
     # (from the same login) with the job it already queued.
     args.setdefault("idempotency_key", uuid.uuid4().hex)
@@ -107,6 +108,17 @@ async def submit(daemon: Context, caller, args: dict[str, Any], target: str) -> 
             raise
         return queue_here(daemon, caller, args, target, e.message)
     return remote(job, target)
+
+
+def _refuse_for_one_host(daemon: Context, args: dict[str, Any], target: str) -> None:
+    """A script's #SBATCH line that one host cannot honour (`--nodes=2`), which the CLI let
+    through for a peer: only a Slurm peer takes it."""
+    script = args.get("sbatch_script")
+    if not isinstance(script, dict) or not script.get("refused"):
+        return
+    state = daemon.peers.states.get(target) if target not in (LOCAL, ANY) else None
+    if state is None or state.spec.kind != "slurm":
+        raise BadInput(str(script["refused"])[:500])
 
 
 def _unreachable(e: GqError) -> bool:
