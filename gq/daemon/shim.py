@@ -16,7 +16,7 @@ import signal
 import socket
 import stat
 import time
-from typing import Callable, TypedDict
+from typing import Callable, NotRequired, TypedDict
 
 from gq.daemon.diskfull import disk_is_full
 from gq.daemon.fdpass import receive
@@ -62,6 +62,9 @@ class ShimSpec(TypedDict):
     grace: float  # seconds between the checkpoint signal (or the time limit) and SIGKILL
     checkpoint_signal: int  # sent to the main process (its group with signal_group)
     signal_group: bool
+    # #SBATCH --signal without B: the processes under the main one (a script's steps), never
+    # the batch shell itself, as sbatch sends it
+    signal_steps: NotRequired[bool]
     warn_after: float | None  # seconds after the start to send the checkpoint signal
     # Under a system daemon, whom the job runs as (gq/daemon/identity.py); None: as the shim.
     uid: int | None
@@ -315,6 +318,9 @@ def _stop_change(pid: int) -> int | None:
 
 
 def _checkpoint_signal(spec: ShimSpec, job: dict[str, int]) -> None:
+    if spec.get("signal_steps"):
+        _signal_all(_descendants(job["pid"]), spec["checkpoint_signal"])
+        return
     try:
         if spec["signal_group"]:
             os.killpg(job["pid"], spec["checkpoint_signal"])
@@ -602,11 +608,12 @@ def _fail(report: int, log_fd: int | None, message: str, code: int) -> None:
     os._exit(code)
 
 
-def _descendants() -> list:
+def _descendants(pid: int | None = None) -> list:
+    """The processes under this shim, or under `pid`."""
     import psutil
 
     try:
-        return psutil.Process().children(recursive=True)
+        return psutil.Process(pid).children(recursive=True)
     except psutil.Error:
         return []
 

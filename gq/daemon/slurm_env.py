@@ -49,6 +49,12 @@ def sbatch_files(job: Job) -> tuple[str, str] | None:
     return names[0], names[1]
 
 
+def signals_steps(job: Job) -> bool:
+    """#SBATCH --signal without B: its signal goes to the script's steps, not the shell."""
+    facts = _facts(job.env.get(FACTS))
+    return bool(facts) and facts.get("signal_scope") == "steps"
+
+
 def set_slurm_env(env: dict[str, str], job: Job, gpu_ids: list[int]) -> None:
     facts = _facts(env.pop(FACTS, None))
     if facts is None:

@@ -13,7 +13,7 @@ from typing import Callable, Protocol
 
 from gq.config import Config
 from gq.daemon.arrays import set_array_env
-from gq.daemon.slurm_env import sbatch_files, set_slurm_env
+from gq.daemon.slurm_env import sbatch_files, set_slurm_env, signals_steps
 from gq.daemon.ending import Ending
 from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.layout import Layout
@@ -197,6 +197,7 @@ class Starting:
             grace=self.stopping.grace_of(job),
             checkpoint_signal=int(signal.Signals[job.signal]),
             signal_group=job.signal_group,
+            signal_steps=signals_steps(job),
             warn_after=warn_after,
             umask=job.umask,
             token=token,

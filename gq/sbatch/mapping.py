@@ -214,11 +214,10 @@ class Mapper:
         before = self._whole(secs, "seconds") if at else 60
         self.u.values["signal"] = f"{sig}@{before}s"
         self.u.job["signal_scope"] = "batch" if batch else "steps"
-        says = f"{sig} to the batch shell, {before}s before the time limit (and on preemption)"
-        if not batch:  # sbatch's own would go to the steps; gq's job is the shell
-            raise _Warned(f"{says}, as with B: (gq does not yet signal only the processes "
-                          "under it: trap it in the script and pass it on)")
-        return says
+        if batch:
+            return f"{sig} to the batch shell, {before}s before the time limit (and on preemption)"
+        return (f"{sig} to the script's processes (not the batch shell itself), {before}s "
+                "before the time limit (and on preemption)")
 
     def _requeue(self, v):
         return "gq requeues a job stopped for other work (it is the default)"

@@ -96,3 +96,17 @@ def test_an_output_path_that_is_a_fifo_fails_the_start_without_blocking(host):
     write(host, "#!/bin/sh\n#SBATCH -o trap.out\necho hi\n")
     job = host.wait_ended(host.submit("job.sh"))
     assert job["state"] == "failed"
+
+
+def test_a_signal_without_b_reaches_the_scripts_steps_and_not_its_shell(host):
+    # sbatch's --signal without B: goes to the steps; the batch shell must not get it (a
+    # shell waiting on its step would not run its trap until the step ends)
+    write(host, "#!/bin/bash\n#SBATCH -t 1 --signal=USR1@58\n"
+                "trap 'echo shell signalled' USR1\n"
+                "python3 -c 'import signal, sys, time\n"
+                "signal.signal(signal.SIGUSR1, lambda *a: (print(\"step signalled\"), "
+                "sys.exit(0)))\n"
+                "while True: time.sleep(0.05)'\n"
+                "echo shell done\n")
+    job = host.wait_ended(host.submit("job.sh"), timeout=40)
+    assert host.log(job["id"]) == "step signalled\nshell done\n"
