@@ -11,13 +11,13 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "submit")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --dry-run --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --array --sweep --notify --mail --host --hold --dry-run --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --array --sweep --notify --mail --host "
             _gq_arg="command" ;;
         "add")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host --hold --dry-run --json --help -h"
-            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host "
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --array --sweep --notify --mail --host --hold --dry-run --json --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --array --sweep --notify --mail --host "
             _gq_arg="command" ;;
         "ls")
             _gq_subs=""
@@ -256,6 +256,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "submit|--after") _gq_value="jobs:after" ;;
         "submit|--afterok") _gq_value="jobs:after" ;;
         "submit|--afternotok") _gq_value="jobs:after" ;;
+        "submit|--afterstart") _gq_value="jobs:after" ;;
         "submit|--cwd") _gq_value="dirs" ;;
         "submit|--mail") _gq_value="users" ;;
         "submit|--host") _gq_value="hosts" ;;
@@ -265,6 +266,7 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "add|--after") _gq_value="jobs:after" ;;
         "add|--afterok") _gq_value="jobs:after" ;;
         "add|--afternotok") _gq_value="jobs:after" ;;
+        "add|--afterstart") _gq_value="jobs:after" ;;
         "add|--cwd") _gq_value="dirs" ;;
         "add|--mail") _gq_value="users" ;;
         "add|--host") _gq_value="hosts" ;;

@@ -10,11 +10,11 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'submit'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --array --sweep --notify --mail --host
             set -g __gq_arg command
         case 'add'
             set -g __gq_subs
-            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --array --sweep --notify --mail --host
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --array --sweep --notify --mail --host
             set -g __gq_arg command
         case 'ls'
             set -g __gq_subs
@@ -302,6 +302,7 @@ complete -c gq -n '__gq_at \'submit\'' -l retry-oom -x -d 'after a CUDA out-of-m
 complete -c gq -n '__gq_at \'submit\'' -l after -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
 complete -c gq -n '__gq_at \'submit\'' -l afterok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
 complete -c gq -n '__gq_at \'submit\'' -l afternotok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end other than completed'
+complete -c gq -n '__gq_at \'submit\'' -l afterstart -x -k -a '(__gq_ask jobs after)' -d 'start once these jobs have started (or ended unstarted): Slurm\'s after'
 complete -c gq -n '__gq_at \'submit\'' -l name -s n -x -d 'a label (default: the script, train.py for python train.py'
 complete -c gq -n '__gq_at \'submit\'' -l cwd -x -a '(__fish_complete_directories)' -d 'working directory'
 complete -c gq -n '__gq_at \'submit\'' -l env -x -d 'set a variable in the job (repeatable)'
@@ -333,6 +334,7 @@ complete -c gq -n '__gq_at \'add\'' -l retry-oom -x -d 'after a CUDA out-of-memo
 complete -c gq -n '__gq_at \'add\'' -l after -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
 complete -c gq -n '__gq_at \'add\'' -l afterok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
 complete -c gq -n '__gq_at \'add\'' -l afternotok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end other than completed'
+complete -c gq -n '__gq_at \'add\'' -l afterstart -x -k -a '(__gq_ask jobs after)' -d 'start once these jobs have started (or ended unstarted): Slurm\'s after'
 complete -c gq -n '__gq_at \'add\'' -l name -s n -x -d 'a label (default: the script, train.py for python train.py'
 complete -c gq -n '__gq_at \'add\'' -l cwd -x -a '(__fish_complete_directories)' -d 'working directory'
 complete -c gq -n '__gq_at \'add\'' -l env -x -d 'set a variable in the job (repeatable)'

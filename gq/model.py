@@ -109,6 +109,7 @@ class DepKind(StrEnum):
     AFTER = "after"  # the other job ended, any outcome
     AFTEROK = "afterok"  # ... completed with exit code 0
     AFTERNOTOK = "afternotok"  # ... ended any other way
+    AFTERSTART = "afterstart"  # the other job started (or ended without starting): Slurm's after
 
 
 @dataclass

@@ -99,6 +99,9 @@ SUBMIT_OPTIONS = (
     Opt(("--afterok",), "afterok", "multi", "start after these jobs complete", metavar="ID[,ID]"),
     Opt(("--afternotok",), "afternotok", "multi",
         "start after these jobs end other than completed", metavar="ID[,ID]"),
+    Opt(("--afterstart",), "afterstart", "multi",
+        "start once these jobs have started (or ended unstarted): Slurm's after",
+        metavar="ID[,ID]"),
     Opt(("--name", "-n"), "name", "value", "a label (default: the script, train.py for python "
         "train.py; else the program)", metavar="NAME"),
     Opt(("--cwd",), "cwd", "value", "working directory  [default: the current one]", metavar="DIR"),

@@ -36,6 +36,7 @@ def _option_kinds() -> dict[str, str]:
         "--after": "jobs:after",
         "--afterok": "jobs:after",
         "--afternotok": "jobs:after",
+        "--afterstart": "jobs:after",
         "--cwd": "dirs",
         "--dir": "dirs",
         "--user": "users",

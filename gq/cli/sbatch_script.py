@@ -115,7 +115,7 @@ def dry_run(u: Understood | None, args: dict[str, Any]) -> None:
     if args.get("time_limit"):
         parts.append(f"time={format_duration(args['time_limit'])}")
     for key in ("name", "pool", "priority", "mail", "signal", "after", "afterok",
-                "afternotok"):
+                "afternotok", "afterstart"):
         if args.get(key):
             parts.append(f"{key}={args[key]}")
     if args.get("array"):

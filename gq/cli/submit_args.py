@@ -186,7 +186,7 @@ def request_args(values: dict[str, Any], command: list[str]) -> dict[str, Any]:
     if values.get("name") is not None:
         args["name"] = values["name"]
     args.update(_preemption_args(values))
-    for kind in ("after", "afterok", "afternotok"):
+    for kind in ("after", "afterok", "afternotok", "afterstart"):
         if values.get(kind):
             args[kind] = _ids(values[kind])
     if values.get("array") is not None or values.get("sweep"):

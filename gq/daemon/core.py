@@ -44,7 +44,7 @@ from gq.daemon.stopping import Stopping
 from gq.daemon.supervisor import Supervisor
 from gq.daemon.telemetry import Telemetry
 from gq.gpu.base import CardBackend
-from gq.model import ENDED_STATES, Job, JobState, Reason
+from gq.model import Job, JobState, Reason
 from gq.policy.accounts import dominant_weight
 from gq.policy.cardshare import cards_held
 from gq.store import Store
@@ -251,9 +251,8 @@ class Daemon:
         reads the kept queue: Passes.pass_input)."""
         dep_ids = {i for job in pending for ids in job.deps.values() for i in ids}
         outcomes = {
-            j.id: Outcome(j.state, j.exit_code, j.ended_at)
-            for j in self.store.jobs(ids=dep_ids, light=True)
-            if j.state in ENDED_STATES
+            j.id: outcome for j in self.store.jobs(ids=dep_ids, light=True)
+            if (outcome := Outcome.of(j)) is not None
         } if dep_ids else {}
         now = self.clock()
         return self.policy_input(

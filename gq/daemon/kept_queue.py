@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from gq.model import ENDED_STATES, Job, JobState, Reason
+from gq.model import Job, JobState, Reason
 from gq.policy import Outcome, PendingQueue
 from gq.policy.dependencies import DepStatus, dependency_status
 
@@ -52,7 +52,9 @@ class KeptQueue:
         victims (Collateral.kept_off); returns the reasons of jobs set aside that changed."""
         changed = store.take_changes()
         reasons: dict[int, str] = {}
+        before = dict(self.aside)  # a job placed again with the same reason is not a change
         if changed is None:  # everything: start again from the store's queue
+            before = {}
             self.__init__(self.predict)
             changed = {j.id for j in store.queue()}
         kept = {victim: cards for victim, (_killer, cards) in kept_off.items()}
@@ -80,7 +82,7 @@ class KeptQueue:
                 self.outcomes[dep_id] = outcome
         for job in jobs:
             self._place(job, kept, reasons)
-        return reasons
+        return {i: r for i, r in reasons.items() if before.get(i) != r}
 
     def _place(self, job: Job, kept: dict[int, frozenset[int]], reasons: dict[int, str]) -> None:
         if job.forward is not None:
@@ -122,12 +124,12 @@ class KeptQueue:
                 self.outcomes.pop(dep_id, None)
 
     def _ends_of(self, store, ids: list[int]) -> dict[int, Outcome | None]:
-        """How each of these jobs ended; None for those that have not (or are unknown)."""
+        """How each of these jobs ended, or that it started (Outcome.of); None for those that
+        have done neither (or are unknown)."""
         if not ids:
             return {}
         found = store.light_jobs(ids)
-        return {i: (Outcome(j.state, j.exit_code, j.ended_at)
-                    if (j := found.get(i)) is not None and j.state in ENDED_STATES else None)
+        return {i: (Outcome.of(j) if (j := found.get(i)) is not None else None)
                 for i in ids}
 
     def running_predictions(self, predicted: dict[int, float]) -> None:

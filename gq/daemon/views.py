@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gq.model import Gpu, Job, JobState, Reason
+from gq.model import DepKind, Gpu, Job, JobState, Reason
 from gq.policy.types import Forecast
 from gq.triage.advice import mem_hint, tried_bytes
 from gq.triage.classify import suggest
@@ -82,10 +82,19 @@ def brief_json(job: Job) -> dict[str, Any]:
     return out
 
 
+def _waits(job: Job) -> str:
+    """'job(s) 12,13 to end and job(s) 14 to start'."""
+    ends = [str(i) for kind, ids in job.deps.items() if kind != DepKind.AFTERSTART for i in ids]
+    starts = [str(i) for i in job.deps.get(DepKind.AFTERSTART, ())]
+    parts = [f"job(s) {','.join(ids)} to {what}" for ids, what in ((ends, "end"),
+                                                                   (starts, "start")) if ids]
+    return " and ".join(parts)
+
+
 _REASON_TEXT = {
     Reason.RESOURCES: "it waits for free resources: {need}",
     Reason.PRIORITY: "the scheduler has not reached it yet: jobs ahead of it come first",
-    Reason.DEPENDENCY: "it waits for job(s) {deps} to end",
+    Reason.DEPENDENCY: "it waits for {waits}",
     Reason.DEPENDENCY_NEVER_SATISFIED: (
         "its dependency on job(s) {deps} can no longer be met; cancel it, or release it to run "
         "it anyway"
@@ -141,7 +150,7 @@ def why_sentence(job: Job, shortfall: str | None = None, forecast: Forecast | No
         deps = ",".join(str(i) for ids in job.deps.values() for i in ids)
         array, limit = (job.array.id, job.array.limit) if job.array else (None, None)
         text = template.format(need=describe_need(job), deps=deps, id=name, array=array,
-                               limit=limit)
+                               limit=limit, waits=_waits(job))
         if job.reason == Reason.RESOURCES and shortfall:
             text += f"; short of {shortfall}"
         elif job.reason == Reason.PRIORITY and shortfall:

@@ -35,7 +35,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from gq.model import Job
+from gq.model import DepKind, Job
 from gq.policy.accounts import share_factors
 from gq.policy.fairshare import Score, age_factor, score, shortness, total
 
@@ -64,9 +64,9 @@ def eligible_since(job: Job, inp: SchedulerInput) -> float:
     """When the job could first have run: its age does not grow while it waits on others."""
     if not job.deps:
         return job.submitted_at
-    ends = [inp.outcomes[i].ended_at for ids in job.deps.values() for i in ids
-            if i in inp.outcomes and inp.outcomes[i].ended_at is not None]
-    return max([job.submitted_at, *ends])
+    ends = [(o.started_at if kind == DepKind.AFTERSTART else o.ended_at)
+            for kind, ids in job.deps.items() for i in ids if (o := inp.outcomes.get(i))]
+    return max([job.submitted_at, *(t for t in ends if t is not None)])
 
 
 class PendingQueue:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from gq.model import Job, JobState
+from gq.model import WAITING_STATES, Job, JobState
 from gq.policy.accounts import Accounts
 from gq.policy.fairshare import FairShareConfig, Score
 from gq.policy.pools import Pools
@@ -51,11 +51,20 @@ class Host:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a job that others depend on ended."""
+    """How a job that others depend on ended, or, for --afterstart, that it started (a state
+    not ended, and when)."""
 
     state: JobState
     exit_code: int | None = None
     ended_at: float | None = None
+    started_at: float | None = None
+
+    @classmethod
+    def of(cls, job) -> Outcome | None:
+        """Of a job: None while it waits (until it starts or ends, and again once requeued)."""
+        if job.state in WAITING_STATES:
+            return None
+        return cls(job.state, job.exit_code, job.ended_at, job.started_at)
 
 
 @dataclass

@@ -47,6 +47,7 @@ class SubmitArgs(TypedDict, total=False):
     after: list[str]
     afterok: list[str]
     afternotok: list[str]
+    afterstart: list[str]  # started (or ended without starting): Slurm's `after`
     array: dict[str, Any]  # gq/arrayspec.py: {"start", "stop", "step", "limit"}
     sweep: dict[str, list[str]]
     notify: str

@@ -8,7 +8,9 @@ from gq.sbatch.forms import gpu_request, slurm_mem, slurm_time
 from gq.sbatch.options import (CLUSTER_ONLY, ONE_HOST, ONE_TASK, REFUSED, WARNED, Understood,
                                Verdict)
 
-_DEP_KINDS = {"afterok": "afterok", "afterany": "after", "afternotok": "afternotok"}
+# sbatch's kind -> gq's: sbatch's `after` is after the start, gq's `--after` after the end
+_DEP_KINDS = {"afterok": "afterok", "afterany": "after", "afternotok": "afternotok",
+              "after": "afterstart"}
 _MAIL_END = {"END", "FAIL", "ALL", "REQUEUE", "TIME_LIMIT", "INVALID_DEPEND"}
 
 
@@ -195,11 +197,8 @@ class Mapper:
             if kind == "singleton":
                 raise _Refused("gq has no singleton dependency; use --afterany:ID of the "
                                "earlier job, or remove the line")
-            if kind == "after":
-                raise _Refused("gq starts a job after others end, not after they start; "
-                               "write afterany:ID if that will do, or remove the line")
             if kind not in _DEP_KINDS or not ids or "+" in ids:
-                raise _Refused("expected afterok, afterany or afternotok:ID[:ID]")
+                raise _Refused("expected after, afterok, afterany or afternotok:ID[:ID]")
             self.u.values.setdefault(_DEP_KINDS[kind], []).append(",".join(ids.split(":")))
         return "waits for " + ", ".join(f"--{k} {','.join(self.u.values[k])}"
                                          for k in _DEP_KINDS.values() if k in self.u.values)

@@ -17,7 +17,7 @@ from gq.slurm.backend import LocalSlurm, SshSlurm
 from gq.slurm.nodes import gpu_nodes
 from gq.slurm.poller import Tracker
 from gq.slurm.states import ENDED
-from gq.slurm.translate import SlurmTarget, checkpoint_dir, sbatch
+from gq.slurm.translate import DEP_WORD, SlurmTarget, checkpoint_dir, sbatch
 
 LOG_CHUNK = 1 << 20
 LIST_AGE = 2.0  # seconds a poll answers `ls`, `show` and `why` for
@@ -200,7 +200,7 @@ class SlurmLink:
             self.tried.add(key)
         last = str(max(self.tracker.extra)) if self.tracker.extra else "@"
         args = {**args, **{k: [last if str(i) == "@" else i for i in args[k]]
-                           for k in ("after", "afterok", "afternotok") if args.get(k)}}
+                           for k in DEP_WORD if args.get(k)}}
         batch = sbatch(args, self.target)
         answer = self.backend.run(batch.argv, batch.script, timeout)
         if answer.rc != 0:

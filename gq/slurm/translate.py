@@ -20,7 +20,8 @@ HOST_BOUND = re.compile(
     r"DISPLAY|MAIL|TMPDIR|SHLVL|_|LD_LIBRARY_PATH|LD_PRELOAD|CUDA_VISIBLE_DEVICES|"
     r"SSH_\w+|XDG_\w+|SLURM_\w+|GQ_\w+|DBUS_\w+|TMUX\w*|STY|WINDOW|PS[1-4]|BASH_FUNC_.*)$")
 NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-DEP_WORD = {"after": "afterany", "afterok": "afterok", "afternotok": "afternotok"}
+DEP_WORD = {"after": "afterany", "afterok": "afterok", "afternotok": "afternotok",
+            "afterstart": "after"}
 DEFAULT_GRACE = 60.0
 
 

@@ -143,7 +143,8 @@ def check(results: list[set[str]], table) -> None:
 def test_bash_completes_commands_options_values_and_live_job_ids(queue):
     table = cases(queue) + [
         ("gq submit --priority=h", {"high"}, {"normal"}),
-        ("gq submit --gpus=2 --af", {"--after", "--afterok", "--afternotok"}, set()),
+        ("gq submit --gpus=2 --af", {"--after", "--afterok", "--afternotok", "--afterstart"},
+         set()),
         ("gq submit --cwd /tm", {"/tmp"}, set()),
     ]
     check(run_bash(SCRIPTS["bash"], [line for line, _, _ in table], queue["env"]), table)

@@ -106,6 +106,12 @@ def test_after_waits_for_the_dependency(host):
     ok_only = host.submit("--afterok", str(first), "--", "true")
     not_ok = host.submit("--afternotok", f"{first}", "--", "true")
     assert host.wait_reason(then, "Dependency")["state"] == "pending"
+    assert "waits for job(s) " + str(first) + " to end" in host.gq("why", str(then)).stdout
+    # Slurm's after: once the other has started, while it still runs
+    started = host.wait_ended(host.submit("--afterstart", str(first), "--", "true"))
+    assert host.job(first)["state"] == "running"
+    assert started["state"] == "completed"
+    assert started["started_at"] >= host.job(first)["started_at"]
     gate.touch()
     assert host.wait_ended(then)["started_at"] >= host.job(first)["ended_at"]
     assert host.wait_ended(not_ok)["state"] == "completed"

@@ -85,6 +85,18 @@ def test_dependencies():
     assert plan.reasons[3] == Reason.DEPENDENCY_NEVER_SATISFIED
 
 
+def test_afterstart_waits_for_the_start_and_the_others_for_the_end():
+    deps = {1: {DepKind.AFTERSTART: [7]}, 2: {DepKind.AFTER: [7]},
+            3: {DepKind.AFTERSTART: [8]}}
+    pending = [job(i, gpus=0, deps=d) for i, d in deps.items()]
+    running = {7: Outcome(JobState.RUNNING, started_at=5.0)}  # started, not ended
+    plan = plan_for(host(), pending, outcomes=running)
+    assert [s.job_id for s in plan.starts] == [1]
+    assert plan.reasons == {2: Reason.DEPENDENCY, 3: Reason.DEPENDENCY}
+    cancelled = {8: Outcome(JobState.CANCELLED, ended_at=6.0)}  # never started: as Slurm's after
+    assert [s.job_id for s in plan_for(host(), pending[2:], outcomes=cancelled).starts] == [3]
+
+
 def test_held_jobs_wait_with_reason_held():
     plan = plan_for(host(80), [job(1, state=JobState.HELD)])
     assert plan.starts == [] and plan.reasons == {1: Reason.HELD}

@@ -86,6 +86,7 @@ def test_no_gpu_unless_asked_or_the_lab_default():
     ("#SBATCH -D /tmp", "cwd", "/tmp"),
     ("#SBATCH -d afterok:12:13", "afterok", ["12,13"]),
     ("#SBATCH --dependency=afterany:5,afternotok:6", "after", ["5"]),
+    ("#SBATCH -d after:12:13", "afterstart", ["12,13"]),  # sbatch's after: the start
     ("#SBATCH --hold", "hold", True),
     ("#SBATCH --no-requeue", "no_preemptible", True),
     ("#SBATCH --signal=B:USR1@90", "signal", "SIGUSR1@90s"),
@@ -127,7 +128,7 @@ def test_the_refusal_sentence():
 
 @pytest.mark.parametrize("line", [
     "#SBATCH -N 2", "#SBATCH -n 4", "#SBATCH --ntasks-per-node=8", "#SBATCH --begin=now+1h",
-    "#SBATCH -d after:12", "#SBATCH -d singleton", "#SBATCH --frobnicate", "#SBATCH -c x",
+    "#SBATCH -d singleton", "#SBATCH --frobnicate", "#SBATCH -c x",
     "#SBATCH --mem=1G --mem-per-cpu=1G", "#SBATCH --time=1h", "#SBATCH --wrap=hostname",
 ])
 def test_refused_options_say_what_to_do(line):

@@ -147,7 +147,7 @@ def queue_here(daemon: Context, caller, args: dict[str, Any], target: str,
     if args.get("array") or args.get("sweep"):
         raise GqError(f"{why}; an array or sweep does not wait here for a peer: submit it "
                       "again once one is up (gq peers check)")
-    local = {k: v for k, v in args.items() if k not in ("after", "afterok", "afternotok")}
+    local = {k: v for k, v in args.items() if k not in set(DepKind)}
     now = daemon.clock()
     job = build_job(local, caller, _ANYWHERE, lambda t, f: 0, now, cwd_here=False)
     job.host, job.forward, job.forward_args = target, target, args
