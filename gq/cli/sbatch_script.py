@@ -114,10 +114,13 @@ def dry_run(u: Understood | None, args: dict[str, Any]) -> None:
         parts.append(f"ram={format_size(args['ram'])}")
     if args.get("time_limit"):
         parts.append(f"time={format_duration(args['time_limit'])}")
+    if args.get("signal_before"):
+        parts.append(f"signal_before={format_duration(args['signal_before'])}")
     for key in ("name", "pool", "priority", "mail", "signal", "after", "afterok",
                 "afternotok", "afterstart"):
         if args.get(key):
-            parts.append(f"{key}={args[key]}")
+            value = args[key]
+            parts.append(f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}")
     if args.get("array"):
         parts.append(f"array={len(args['array']['indices'])} elements")
     print(f"gq would queue: {' '.join(parts)} -- {' '.join(args['command'])}")
