@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from gq.escapes import escape_lines
 from gq.protocol import GqError
 from gq.tui.dialogs import ConfirmScreen, TierScreen
 from gq.tui.job_screen import JobScreen
@@ -213,8 +214,10 @@ class TopApp(App):
         self.said: deque[tuple[str, str]] = deque(maxlen=100)  # (message, severity), for tests
 
     def notify(self, message: str, *, severity: str = "information", **kw: Any) -> None:
+        # An answer may quote a user's text: shown as it is, never read as markup, escaped.
+        message = escape_lines(message)
         self.said.append((message, severity))
-        super().notify(message, severity=severity, **kw)
+        super().notify(message, severity=severity, **{"markup": False, **kw})
 
     def on_mount(self) -> None:
         self.push_screen(self.main)

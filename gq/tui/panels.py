@@ -6,6 +6,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
+from gq.escapes import escape_controls
 from gq.tui.render import MemoryMapRenderable, job_style
 from gq.tui.snapshot import FROZEN, RUNNING, WAITING, HostSnapshot, OffenceRow
 from gq.units import format_duration, format_size
@@ -18,14 +19,14 @@ def host_heading(host: HostSnapshot, now: float, interval: float = 1.0) -> Text:
     its daemon cannot be reached."""
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append("▌ ", "bold blue")
-    text.append(host.name, "bold")
+    text.append(escape_controls(host.name), "bold")
     if host.simulated:
         text.append(" ")
         text.append(" SIM ", "bold black on rgb(220,200,90)")
     age = None if host.fetched_at is None else max(0.0, now - host.fetched_at)
     if host.error:
         text.append(" ")
-        text.append(f" {host.error} ", "bold white on red")
+        text.append(f" {escape_controls(host.error)} ", "bold white on red")
     if age is not None and (host.error or age > max(STALE_AFTER, 2.5 * interval)):
         text.append(" ")
         text.append(f" updated {format_duration(age)} ago ", "black on rgb(230,160,60)")
@@ -113,8 +114,8 @@ class OffendersPanel(Static):
             for o in host.offences:
                 line = offence_text(o, now)
                 if many:
-                    line = Text.assemble((f"{host.name} ", "dim"), line, no_wrap=True,
-                                         overflow="ellipsis")
+                    line = Text.assemble((f"{escape_controls(host.name)} ", "dim"), line,
+                                         no_wrap=True, overflow="ellipsis")
                 lines.append(line)
         self.set_class(not lines, "-none")
         self.border_title = f"Offenders ({len(lines)})" if lines else "No offenders"
