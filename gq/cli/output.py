@@ -80,6 +80,17 @@ def echo_err(message: str) -> None:
     print(escape_lines(message), file=sys.stderr)
 
 
+def did_you_mean(given: str, flags: Any) -> str:
+    """'; did you mean --gpus?' for a mistyped option, the nearest of `flags` (long ones
+    for a long one), or '' when none is near."""
+    import difflib
+
+    near = difflib.get_close_matches(
+        given, [f for f in flags if f.startswith("--") == given.startswith("--")], n=1,
+        cutoff=0.6)
+    return f"; did you mean {near[0]}?" if near else ""
+
+
 def say(text: str, file: Any = None) -> None:
     """Print text for people that may quote a user's (a name, a command, a reason): its
     control characters escaped, its lines kept (gq/escapes.py)."""
