@@ -30,7 +30,10 @@ def print_offenders(offenders: list[dict[str, Any]], now: float) -> None:
     print()
     for o in offenders:
         who = f"job {o['job_id']}" if o["job_id"] is not None else f"pid {o['pid']}"
-        say(f"{who} ({o['kind'].replace('_', '-')}): {o['evidence']}")
+        evidence = o["evidence"]  # a process's begins with its pid: said once
+        if evidence.startswith(who + " "):
+            evidence = evidence[len(who) + 1:]
+        say(f"{who} ({o['kind'].replace('_', '-')}): {evidence}")
         say(f"  suggestion: {o['suggestion']}")
 
 

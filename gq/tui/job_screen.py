@@ -127,15 +127,17 @@ def processes_renderable(job: dict[str, Any]) -> Text | Table:
         return Text("")
     if not procs:
         return Text("no processes of it on the cards (yet)", "dim")
-    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
-    for name, justify in (("PID", "right"), ("GPU", "right"), ("MEM", "right"),
-                          ("COMMAND", "left")):
-        table.add_column(name, justify=justify, no_wrap=True,
-                         overflow="ellipsis" if name == "COMMAND" else "fold")
-    for p in procs:
-        mem = "N/A" if p.get("used_memory") is None else format_size(p["used_memory"])
-        table.add_row(str(p["pid"]), str(p["gpu"]), mem,
-                      Text(escape_controls(p.get("command") or "?")))
+    rows = [(str(p["pid"]), str(p["gpu"]),
+             "N/A" if p.get("used_memory") is None else format_size(p["used_memory"]),
+             escape_controls(p.get("command") or "?")) for p in procs]
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=True)
+    # The numbers keep their width, however long a command line: only the command is cut.
+    for n, name in enumerate(("PID", "GPU", "MEM")):
+        table.add_column(name, justify="right", no_wrap=True,
+                         min_width=max(len(name), *(len(r[n]) for r in rows)))
+    table.add_column("COMMAND", no_wrap=True, overflow="ellipsis", ratio=1)
+    for row in rows:
+        table.add_row(*row[:3], Text(row[3], no_wrap=True, overflow="ellipsis"))
     return table
 
 

@@ -74,18 +74,26 @@ def offence_text(o: OffenceRow, now: float) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     # Spelled as `gq offenders` spells it, and never run into what follows.
     text.append(f"{o.kind.replace('_', '-'):<13} ", "bold rgb(230,90,90)")
+    # A process's evidence begins with its pid and says whose it is, on which card ("pid 4242
+    # (user mallory: python leak.py) holds 6G on GPU 2 outside gq"): the line goes on from
+    # the pid it names, each said once.
+    named = f"pid {o.pid}"
+    told = o.job_id is None and o.evidence.startswith(named + " ")
     if o.job_id is not None:
         text.append(f"job {o.job_id}", job_style(o.job_id, bold=True))
         text.append(f" {o.user or '?'}")
     else:
-        text.append(f"pid {o.pid}", "bold")
-        if o.user:
+        text.append(named, "bold")
+        if o.user and not told:
             text.append(f" {o.user}")
-    if o.gpus:
+    if o.gpus and not told:
         text.append(f" GPU {','.join(map(str, o.gpus))}", "dim")
+    if told:
+        text.append(o.evidence[len(named):])
     if o.since is not None:
         text.append(f" for {format_duration(max(0.0, now - o.since))}", "dim")
-    text.append(f": {o.evidence}")
+    if not told:
+        text.append(f": {o.evidence}")
     if o.action_due_at is not None:
         text.append(f" ({o.action} in {format_duration(max(0.0, o.action_due_at - now))})",
                     "bold")

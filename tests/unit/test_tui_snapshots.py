@@ -61,3 +61,35 @@ def test_hosts_are_groups_and_a_slow_one_says_how_old_its_data_is(snap_compare):
 
 def test_cancel_asks_first_naming_the_job(snap_compare):
     assert snap_compare(app(), terminal_size=(80, 24), run_before=press("down", "c"))
+
+
+def test_the_queue_takes_the_rows_it_needs_and_the_offenders_follow_it():
+    """At 45 rows a queue of 8 jobs leaves no empty rows between its last job and the
+    offenders; a queue longer than the room gets every row of it (and scrolls to its last)."""
+    import asyncio
+
+    from textual.widgets import Footer
+
+    from gq.tui.panels import OffendersPanel
+    from gq.tui.snapshot import host_snapshot
+
+    def many(n: int) -> StaticSource:
+        jobs = tui_data.JOBS + [tui_data.job(100 + i, "erin", f"queued-{i}", "pending",
+                                             reason="Priority") for i in range(n)]
+        return StaticSource(host_snapshot(
+            "lab1", tui_data.NOW - 0.4, ping={"host": "lab1", "backend": "sim", "user": "ann"},
+            jobs=jobs, gpus=tui_data.GPUS, offenders=tui_data.OFFENDERS))
+
+    async def layout(source, keys=()):
+        top = app(source)
+        async with top.run_test(size=(120, 45)) as pilot:
+            await press(*keys)(pilot)
+            queue, offenders = top.main.queue, top.main.query_one(OffendersPanel)
+            return (queue.region, len(queue.jobs), offenders.region,
+                    top.main.query_one(Footer).region, queue.current.id)
+
+    queue, jobs, offenders, footer, _ = asyncio.run(layout(tui_data.source()))
+    assert jobs == 8 and queue.height == 8 and offenders.y == queue.bottom
+    queue, jobs, offenders, footer, current = asyncio.run(layout(many(60), keys=("end",)))
+    assert queue.height < jobs and offenders.bottom == footer.y and offenders.y == queue.bottom
+    assert current == 31  # the last job of the queue, scrolled to
