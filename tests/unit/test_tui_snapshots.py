@@ -65,7 +65,7 @@ def test_cancel_asks_first_naming_the_job(snap_compare):
 
 def test_the_queue_takes_the_rows_it_needs_and_the_offenders_follow_it():
     """At 45 rows a queue of 8 jobs leaves no empty rows between its last job and the
-    offenders; a queue longer than the room gets every row of it (and scrolls to its last)."""
+    offenders; once it is longer than the room, it gets every row (and scrolls to its last)."""
     import asyncio
 
     from textual.widgets import Footer
@@ -73,23 +73,26 @@ def test_the_queue_takes_the_rows_it_needs_and_the_offenders_follow_it():
     from gq.tui.panels import OffendersPanel
     from gq.tui.snapshot import host_snapshot
 
-    def many(n: int) -> StaticSource:
-        jobs = tui_data.JOBS + [tui_data.job(100 + i, "erin", f"queued-{i}", "pending",
-                                             reason="Priority") for i in range(n)]
-        return StaticSource(host_snapshot(
-            "lab1", tui_data.NOW - 0.4, ping={"host": "lab1", "backend": "sim", "user": "ann"},
-            jobs=jobs, gpus=tui_data.GPUS, offenders=tui_data.OFFENDERS))
+    jobs = tui_data.JOBS + [tui_data.job(100 + i, "erin", f"queued-{i}", "pending",
+                                         reason="Priority") for i in range(60)]
+    longer = host_snapshot("lab1", tui_data.NOW - 0.4, ping={"host": "lab1", "backend": "sim"},
+                           jobs=jobs, gpus=tui_data.GPUS, offenders=tui_data.OFFENDERS)
 
-    async def layout(source, keys=()):
+    async def scenario():
+        source = tui_data.source()
         top = app(source)
         async with top.run_test(size=(120, 45)) as pilot:
-            await press(*keys)(pilot)
+            await settle(pilot)
             queue, offenders = top.main.queue, top.main.query_one(OffendersPanel)
-            return (queue.region, len(queue.jobs), offenders.region,
-                    top.main.query_one(Footer).region, queue.current.id)
+            assert len(queue.jobs) == 8 and queue.region.height == 8
+            assert offenders.region.y == queue.region.bottom
+            source.host = longer  # the queue grows
+            top.poll_now()
+            await press("end")(pilot)
+            assert queue.region.height < len(queue.jobs) == 68
+            assert offenders.region.y == queue.region.bottom
+            assert offenders.region.bottom == top.main.query_one(Footer).region.y
+            assert queue.current.id == 31  # the last job of the queue, scrolled to
+            assert queue.scroll_offset.y == len(queue.jobs) - queue.region.height
 
-    queue, jobs, offenders, footer, _ = asyncio.run(layout(tui_data.source()))
-    assert jobs == 8 and queue.height == 8 and offenders.y == queue.bottom
-    queue, jobs, offenders, footer, current = asyncio.run(layout(many(60), keys=("end",)))
-    assert queue.height < jobs and offenders.bottom == footer.y and offenders.y == queue.bottom
-    assert current == 31  # the last job of the queue, scrolled to
+    asyncio.run(scenario())
