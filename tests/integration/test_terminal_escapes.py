@@ -80,7 +80,8 @@ def test_every_command_prints_a_users_escapes_escaped(make_host):
                      ["show", str(waiting)], ["why", str(waiting)], ["why", str(running)],
                      ["gpus"], ["offenders"], ["stats"], ["wait", str(waiting), "--timeout", "0"],
                      ["hold", str(waiting)], ["release", str(waiting)],
-                     ["show", CLEAR], ["cancel", f"{waiting}{TITLE}"]):
+                     ["show", CLEAR], ["cancel", f"{waiting}{TITLE}"],  # refusals quoting
+                     ["submit", "--env", f"K{CLEAR}", "--", "true"], ["ls", "-u", TITLE]):
             proc = host.gq(*argv, check=False)
             no_raw_controls(proc.stdout + proc.stderr, f"gq {' '.join(argv)}")
         offenders = host.gq("offenders").stdout
