@@ -350,6 +350,12 @@ def run(argv: list[str]) -> int:
         where = ctx.command_path if ctx else "gq"
         message = e.format_message().splitlines()[0].rstrip(".")
         message = message[:1].lower() + message[1:]
+        if type(e).__name__ == "NoSuchOption" and ctx is not None:  # as gq submit says it
+            flags = ["--help", *(f for p in ctx.command.params
+                                 for f in (*getattr(p, "opts", ()),
+                                           *getattr(p, "secondary_opts", ())))]
+            message = (f"no such option: "
+                       f"{e.option_name}{output.did_you_mean(e.option_name, flags)}")
         raise GqError(f"{message} (see {where} --help)", BAD_INPUT) from None
     except typer.Abort:
         return 130

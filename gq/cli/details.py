@@ -6,7 +6,7 @@ import os
 import shlex
 from typing import Any
 
-from gq.cli.output import table
+from gq.cli.output import escape_controls, table
 from gq.wording.jobs import gpus_text, percent
 from gq.units import format_duration, format_size, iso
 
@@ -73,19 +73,24 @@ def print_job(job: dict[str, Any]) -> None:
             notify["command"] and f"runs {notify['command']!r}",
             notify["mail"] and f"mails {notify['mail']}") if x)))
     width = max(len(k) for k, _ in fields)
+    # A line a field: whatever a user's text holds is escaped, a newline too (gq/escapes.py).
     for key, value in fields:
-        print(f"{key.rjust(width)}  {value}")
+        _line(f"{key.rjust(width)}  {value}")
     if job.get("processes"):  # what it really runs on its cards, as nvitop lists it
         print("\nprocesses on its cards:")
         for p in job["processes"]:
             mem = "N/A" if p["used_memory"] is None else format_size(p["used_memory"])
-            print(f"  pid {p['pid']}  GPU {p['gpu']}  {mem}  {p['command']}")
+            _line(f"  pid {p['pid']}  GPU {p['gpu']}  {mem}  {p['command']}")
     print("\nhistory:")
     for e in job["events"]:
         change = e["new_state"] if e["old_state"] in (None, e["new_state"]) else (
             f"{e['old_state']} -> {e['new_state']}")
         extra = "; ".join(x for x in (e["reason"], e["detail"]) if x)
-        print(f"  {iso(e['at'])}  {change}" + (f"  ({extra})" if extra else ""))
+        _line(f"  {iso(e['at'])}  {change}" + (f"  ({extra})" if extra else ""))
+
+
+def _line(line: str) -> None:
+    print(escape_controls(line))
 
 
 def _failure_fields(job: dict[str, Any]) -> list[tuple[str, str]]:
@@ -190,7 +195,7 @@ def print_gpus(cards: list[dict[str, Any]]) -> None:
         for row, c in zip(rows, cards):
             row.insert(1, c.get("pool") or "-")
     print(table(headers, rows))
-    print(_freeze_summary(cards))
+    print(escape_controls(_freeze_summary(cards)))
 
 
 def _freeze_summary(cards: list[dict[str, Any]]) -> str:

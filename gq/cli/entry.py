@@ -31,9 +31,10 @@ def _on_interrupt(handler) -> None:
 
 def fail(message: str, code: int) -> int:
     # One line whatever the message quotes: a value with a newline or an escape sequence
-    # in it is shown escaped, as repr() would.
-    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    print(f"gq: {line}", file=sys.stderr)
+    # in it is shown escaped, as `ls -b` shows it (gq/escapes.py).
+    from gq.escapes import escape_controls
+
+    print(f"gq: {escape_controls(message)}", file=sys.stderr)
     return code
 
 
@@ -68,8 +69,9 @@ def main(argv: list[str] | None = None, light: bool = True) -> None:
 
     argv = sys.argv[1:] if argv is None else argv
     served_light = True
-    # Arguments that were not UTF-8 arrive as lone surrogates (PEP 383), and are printed back
-    # as the bytes they were, as `ls` prints such names; JSON output escapes them (\udcff).
+    # Arguments that were not UTF-8 arrive as lone surrogates (PEP 383). What gq prints for
+    # people shows them as `ls -b` does (\377, gq/escapes.py); JSON escapes them (\udcff);
+    # anything else that prints one (a --dry-run's command) writes the byte it was.
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="surrogateescape")
     if process:  # while the command runs, it may undo what it began (KeyboardInterrupt)

@@ -6,14 +6,16 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from gq.cli.output import say
+
 
 def warn_down(hosts: list[dict[str, Any]]) -> None:
     for h in hosts:
         if h["state"] != "up":
             seen = f"last seen {h['last_seen'].replace('T', ' ')}" if h["last_seen"] else \
                 "never seen"
-            print(f"gq: {h['name']} is down ({seen}; {h['error']}): its part is as last seen",
-                  file=sys.stderr)
+            say(f"gq: {h['name']} is down ({seen}; {h['error']}): its part is as last seen",
+                file=sys.stderr)
 
 
 def split_hosts(answer: Any, key: str) -> list[dict[str, Any]]:
@@ -48,6 +50,6 @@ def _each_host(hosts: list[dict[str, Any]], print_part) -> None:
     warn_down(hosts)
     for n, h in enumerate(hosts):
         slurm = " (Slurm)" if h.get("kind") == "slurm" else ""
-        print(("\n" if n else "") + h["name"] + slurm + ("" if h["state"] == "up" else
-                                                         " (down: as last seen)"))
+        say(("\n" if n else "") + h["name"] + slurm + ("" if h["state"] == "up" else
+                                                       " (down: as last seen)"))
         print_part(h)

@@ -35,7 +35,7 @@ def submit(command: list[str] | None = None, **options) -> None:
         sbatch_script.say_warnings(sbatch)
     job = submit_job(args)
     for note in job.get("notes", ()):
-        print(f"gq: {note}", file=sys.stderr)
+        output.say(f"gq: {note}", file=sys.stderr)
     output.print_json(job) if values.get("json") else print(job["id"])
 
 
@@ -99,7 +99,7 @@ def show(id: str, json=False) -> None:
 
 
 def why(id: str) -> None:
-    print(call("why", id=id)["why"])
+    output.say(call("why", id=id)["why"])
 
 
 def logs(id: str, follow=False, err=False) -> None:
@@ -113,7 +113,7 @@ def _act(op: str, ids: list[str], **args) -> int:
 
     failed = 0
     for ok, line in fold_results(call(op, ids=list(ids), **args)):
-        print(line if ok else f"gq: {line}", file=sys.stdout if ok else sys.stderr)
+        output.say(line if ok else f"gq: {line}", file=sys.stdout if ok else sys.stderr)
         failed += not ok
     return 1 if failed else 0
 
@@ -152,7 +152,7 @@ def wait(ids: list[str], timeout=None) -> int:
     except ValueError as e:
         raise GqError(f"--timeout {e}", BAD_INPUT) from None
     jobs = wait_for_jobs(list(ids), timeout=seconds)
-    print("\n".join(fold_waited(jobs)))
+    print("\n".join(map(output.escape_controls, fold_waited(jobs))))
     return wait_status(jobs)
 
 

@@ -44,7 +44,10 @@ def list_table(all: bool, user: str | None, states: list[str], hosts: str | None
     from gq.wording.jobs import CELL_FIELDS, cells, headers, job_rows, start_cell
 
     args = {**_args(all, user, states, hosts, False, window), "columns": TABLE}
-    now = time.time()  # one now for the table
+    # The time a page is as of is the daemon's, as it read the page (its answer's `now`): a
+    # job may start after this client asked, and this client's clock is not the daemon's.
+    # An answer without it (an older daemon, every host's jobs) is timed by this clock.
+    now = time.time()
     jobs: list[dict | None] = []
     rows: list[list[str]] = []
     titles = headers(with_start)
@@ -58,6 +61,7 @@ def list_table(all: bool, user: str | None, states: list[str], hosts: str | None
             widths = widest(widths, rows[first:])
             continue
         columns = answer["columns"]
+        now = answer.get("now", now)
         values = itemgetter(*[columns.index(f) for f in CELL_FIELDS])
         array = columns.index("array_id")
         starts = answer.get("starts") or {}

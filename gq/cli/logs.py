@@ -8,6 +8,7 @@ import sys
 import time
 
 from gq.cli.client import call
+from gq.cli.output import say
 from gq.protocol import GqError
 from gq.states import ACTIVE, WAITING
 
@@ -96,7 +97,7 @@ def show_log(job_id: str, follow: bool, stderr: bool) -> None:
 def _one_log(job: dict, follow: bool, stderr: bool, header: bool = False) -> None:
     if header:  # as `tail` heads each of several files
         array = job["array"]
-        print(f"==> {array['id']}_{array['index']} ({job['state']}) <==", flush=True)
+        print(f"==> {array['id']}_{array['index']} ({job['state']}) <==", flush=True)  # ours
         if job["state"] in WAITING and not follow:
             return
     job = _print_log(job, follow, stderr)
@@ -122,8 +123,8 @@ def _print_log(job: dict, follow: bool, stderr: bool) -> dict:
     said_waiting = False
     while True:
         if fd is None and not said_waiting and job["state"] in WAITING:
-            print(f"gq: job {_label(job)} is {job['state']} ({job['reason']}); waiting for it "
-                  "to start", file=sys.stderr)
+            say(f"gq: job {_label(job)} is {job['state']} ({job['reason']}); waiting for it "
+                "to start", file=sys.stderr)
             said_waiting = True
         if fd is not None and follow and not _still(fd, path):
             os.close(fd)  # given to another job: its own next run writes a new one

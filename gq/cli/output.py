@@ -8,6 +8,8 @@ import re
 import sys
 from typing import Any, Callable
 
+from gq.escapes import escape_controls, escape_lines
+
 
 def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2))
@@ -17,9 +19,13 @@ def table(headers: list[str], rows: list[list[str]],
           paint: Callable[[int, str], str] | None = None,
           widths: list[int] | None = None) -> str:
     """Columns padded to their widest cell; `paint(column, cell)` may colour a body cell after
-    its padding is counted. `widths`: each column's widest cell, headers included, where the
-    caller counted them already (gq ls counts a page's while the daemon reads the next)."""
+    its padding is counted. Each cell's control characters are escaped (gq/escapes.py) before
+    it is counted. `widths`: each column's widest cell, headers included, where the caller
+    counted them already (gq ls counts a page's while the daemon reads the next), of cells it
+    escaped (gq/wording/jobs.py cells)."""
     n = len(headers)
+    if widths is None:
+        rows = [[escape_controls(c) for c in row] for row in rows]
     if paint is None and all(len(row) == n for row in rows):  # 10,000 rows: a call a row
         if widths is None:
             widths = [max(map(len, column)) for column in zip(headers, *rows)]
@@ -71,4 +77,21 @@ def state_painter(headers: list[str]) -> Callable[[int, str], str] | None:
 
 
 def echo_err(message: str) -> None:
-    print(message, file=sys.stderr)
+    print(escape_lines(message), file=sys.stderr)
+
+
+def did_you_mean(given: str, flags: Any) -> str:
+    """'; did you mean --gpus?' for a mistyped option, the nearest of `flags` (long ones
+    for a long one), or '' when none is near."""
+    import difflib
+
+    near = difflib.get_close_matches(
+        given, [f for f in flags if f.startswith("--") == given.startswith("--")], n=1,
+        cutoff=0.6)
+    return f"; did you mean {near[0]}?" if near else ""
+
+
+def say(text: str, file: Any = None) -> None:
+    """Print text for people that may quote a user's (a name, a command, a reason): its
+    control characters escaped, its lines kept (gq/escapes.py)."""
+    print(escape_lines(text), file=file)

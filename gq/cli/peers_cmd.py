@@ -120,4 +120,4 @@ def _print(peers: list[dict[str, Any]]) -> None:
     for p in peers:
         if p["error"]:  # most errors already begin with the peer's name
             named = p["error"].startswith(f"{p['name']}: ")
-            print(p["error"] if named else f"{p['name']}: {p['error']}")
+            output.say(p["error"] if named else f"{p['name']}: {p['error']}")

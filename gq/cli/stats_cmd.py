@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gq.cli.output import table
+from gq.cli.output import say, table
 from gq.stats.health import NO_ACCOUNT
 from gq.units import format_duration, format_measured, parse_iso
 
@@ -30,8 +30,11 @@ def print_offenders(offenders: list[dict[str, Any]], now: float) -> None:
     print()
     for o in offenders:
         who = f"job {o['job_id']}" if o["job_id"] is not None else f"pid {o['pid']}"
-        print(f"{who} ({o['kind'].replace('_', '-')}): {o['evidence']}")
-        print(f"  suggestion: {o['suggestion']}")
+        evidence = o["evidence"]  # a process's begins with its pid: said once
+        if evidence.startswith(who + " "):
+            evidence = evidence[len(who) + 1:]
+        say(f"{who} ({o['kind'].replace('_', '-')}): {evidence}")
+        say(f"  suggestion: {o['suggestion']}")
 
 
 def _pct(value: float | None) -> str:
@@ -61,10 +64,10 @@ def print_stats(s: dict[str, Any]) -> None:
     from gq.stats.health import print_health
 
     u, a = s["utilization"], s["allocation"]
-    print(f"{s['host']}: {s['gpus']} GPUs, {s['covered_from']} to {s['until']}")
-    print("\n".join(print_health(s["health"])) + "\n")
+    say(f"{s['host']}: {s['gpus']} GPUs, {s['covered_from']} to {s['until']}")
+    say("\n".join(print_health(s["health"])) + "\n")
     rate = "N/A" if a["rate"] is None else f"{a['rate'] * 100:.1f}%"
-    print(f"  utilisation {_pct(u['mean'])} (unknown in {u['unknown_samples']} of "
+    say(f"  utilisation {_pct(u['mean'])} (unknown in {u['unknown_samples']} of "
           f"{u['samples']} samples); allocated {rate} ({a['gpu_hours']:.1f} of "
           f"{a['capacity_gpu_hours']:.1f} GPU-hours); {s['oom']} out-of-memory run(s)")
     days: dict[str, list[str]] = {}
@@ -75,32 +78,32 @@ def print_stats(s: dict[str, Any]) -> None:
     if days:
         print("\n  utilisation by hour (UTC, 0h to 23h; ? = unknown)")
         for day, blocks in days.items():
-            print(f"  {day}  |{''.join(blocks)}|")
-    print("\n" + table(["TIER", "STARTED", "MEAN WAIT", "P50", "P95"], [
+            say(f"  {day}  |{''.join(blocks)}|")
+    say("\n" + table(["TIER", "STARTED", "MEAN WAIT", "P50", "P95"], [
         [t, str(w["jobs"]), _secs(w["mean"]), _secs(w["p50"]), _secs(w["p95"])]
         for t, w in s["wait_seconds"].items()]))
     if s.get("by_pool"):
-        print("\n" + table(["POOL", "GPUS", "UTIL", "STARTED", "MEAN WAIT", "P50", "P95"], [
+        say("\n" + table(["POOL", "GPUS", "UTIL", "STARTED", "MEAN WAIT", "P50", "P95"], [
             [name, ",".join(map(str, p["gpus"])) or "-", _pct(p["utilization"]),
              str(p["waits"]["jobs"]), _secs(p["waits"]["mean"]), _secs(p["waits"]["p50"]),
              _secs(p["waits"]["p95"])] for name, p in s["by_pool"].items()]))
     ended = ", ".join(f"{k} {v}" for k, v in s["jobs_by_state"].items()) or "none"
-    print(f"\nended jobs: {ended}")
+    say(f"\nended jobs: {ended}")
     print(_learned(s.get("predictions"), s.get("learned_mem")))
     if len(s["gpu_hours_by_account"]) > 1 or NO_ACCOUNT not in s["gpu_hours_by_account"]:
-        print("\n" + table(["ACCOUNT", "GPU-HOURS"], [
+        say("\n" + table(["ACCOUNT", "GPU-HOURS"], [
             [name, f"{hours:.2f}"] for name, hours in s["gpu_hours_by_account"].items()]))
     users = sorted(set(s["gpu_hours_by_user"]) | set(s["idle_gpu_hours_by_user"]))
     if users:
-        print("\n" + table(["USER", "GPU-HOURS", "IDLE GPU-HOURS"], [
+        say("\n" + table(["USER", "GPU-HOURS", "IDLE GPU-HOURS"], [
             [name, f"{s['gpu_hours_by_user'].get(name, 0):.2f}",
              f"{s['idle_gpu_hours_by_user'].get(name, 0):.2f}"] for name in users]))
     failed = s.get("failures", {}).get("by_month")
     if failed:  # why runs failed (docs/triage.md)
-        print("\n" + table(["MONTH", "USER", "FAILURE", "RUNS"], [
+        say("\n" + table(["MONTH", "USER", "FAILURE", "RUNS"], [
             [f["month"], f["user"], f["failure"], str(f["runs"])] for f in failed]))
     offenders = s["offenders"]["list"]
-    print(f"\noffenders: {len(offenders)}" + "".join(
+    say(f"\noffenders: {len(offenders)}" + "".join(
         f"\n  {o['since']}  {o['kind'].replace('_', '-'):<13} "
         f"{'job ' + str(o['job_id']) if o['job_id'] is not None else 'pid ' + str(o['pid'])}"
         f" ({o['user'] or '-'}): {o['evidence']}" + (f" [{o['acted']}]" if o["acted"] else "")

@@ -33,7 +33,10 @@ def parse_argv(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
         flag, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
         opt = _BY_FLAG.get(flag)
         if opt is None:
-            raise BadInput(f"no such option: {flag} (see gq submit --help)")
+            from gq.cli.output import did_you_mean
+
+            raise BadInput(f"no such option: {flag}{did_you_mean(flag, _BY_FLAG)} "
+                           "(see gq submit --help)")
         if opt.kind == "flag":
             if eq or inline:
                 raise BadInput(f"{flag} takes no value")

@@ -33,7 +33,9 @@ def triage_file(path: str, exit_code: int | None = None) -> dict[str, Any]:
 
 
 def print_triage(result: dict[str, Any]) -> None:
+    from gq.cli.output import escape_controls
+
     print(f"failure:    {result['failure']}")
-    for i, line in enumerate(result["evidence"] or ["-"]):
-        print(f"{'evidence:' if i == 0 else '':<11} {line}")
+    for i, line in enumerate(result["evidence"] or ["-"]):  # lines of a log: escaped
+        print(f"{'evidence:' if i == 0 else '':<11} {escape_controls(line)}")
     print(f"what to do: {result['suggestion']}")

@@ -76,7 +76,10 @@ def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
     return {"columns": columns, "rows": rows,
             "arrays": {str(k): v for k, v in arrays.items()},  # how elements not listed ended
             "starts": _starts(daemon, ids),  # the expected start (and basis) of reserved jobs
-            "next": ids[-1] if more else None}
+            "next": ids[-1] if more else None,
+            # gq ls's TIME is timed by this clock, not the client's: a job started after the
+            # client asked (or on a client whose clock differs) is not shown at -1d23h
+            "now": daemon.clock()}
 
 
 def _starts(daemon: Context, ids: list[int]) -> dict[str, list]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from gq.escapes import escape_controls
 from gq.model import Job
 
 LAST_RUNS = 2  # runs averaged, as EASY++ does
@@ -37,10 +38,11 @@ class Fingerprint:
 
     @property
     def label(self) -> str:
-        """What people call the work: 'train.py', or the program's name."""
+        """What people call the work: 'train.py', or the program's name; a sentence quotes it
+        ("no completed run of train.py"), so its control characters come escaped."""
         if self.script.startswith("-c "):
-            return f"{self.program} -c"
-        return _basename(self.script) or self.program
+            return escape_controls(f"{self.program} -c")
+        return escape_controls(_basename(self.script) or self.program)
 
 
 def fingerprint(user: str, command: list[str], gpus: int) -> Fingerprint:

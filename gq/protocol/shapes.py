@@ -237,6 +237,7 @@ class ListRows(TypedDict):
     arrays: dict[str, Any]  # how the elements not listed of each array ended
     starts: dict[str, list[Any]]  # job id -> [expected start, its basis]
     next: int | None
+    now: float  # the daemon's clock as it read the page: what the rows' times are timed by
 
 
 class TopAnswer(TypedDict, total=False):

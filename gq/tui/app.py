@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from gq.escapes import escape_lines
 from gq.protocol import GqError
 from gq.tui.dialogs import ConfirmScreen, TierScreen
 from gq.tui.job_screen import JobScreen
@@ -110,6 +111,21 @@ class MainScreen(JobActions, Screen):
         if self.snapshot is not None:
             self.apply(self.snapshot)
 
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fit_queue)
+
+    def fit_queue(self) -> None:
+        """The queue takes the rows its jobs need, up to all the room the cards, the
+        offenders, the filter and the footer leave (then it scrolls): the offenders follow
+        its last job, with no empty rows between them, and a long queue gets every row."""
+        others = sum(w.outer_size.height for w in (
+            self.query_one(MemoryMap), self.query_one(OffendersPanel),
+            self.query_one(FilterInput), self.query_one(Footer)) if w.display)
+        lines = max(1, self.size.height - others - 2)  # below its title and column titles
+        view = self.queue
+        if view.styles.max_height is None or view.styles.max_height.value != lines:
+            view.styles.max_height = lines
+
     @property
     def queue(self) -> QueueView:
         return self.query_one(QueueView)
@@ -143,6 +159,7 @@ class MainScreen(JobActions, Screen):
                                        f"filter '{self.filter}'" if self.filter else "") if w)
         self.query_one(QueuePanel).show(rows, len(snap.jobs), self.sort, where,
                                         hosts=len(snap.hosts) > 1)
+        self.call_after_refresh(self.fit_queue)
 
     def on_queue_view_chosen(self, message: QueueView.Chosen) -> None:
         self.app.open_job(message.job)
@@ -155,6 +172,7 @@ class MainScreen(JobActions, Screen):
         box = self.query_one(FilterInput)
         box.add_class("-active")
         box.focus()
+        self.call_after_refresh(self.fit_queue)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter = event.value.strip()
@@ -213,8 +231,10 @@ class TopApp(App):
         self.said: deque[tuple[str, str]] = deque(maxlen=100)  # (message, severity), for tests
 
     def notify(self, message: str, *, severity: str = "information", **kw: Any) -> None:
+        # An answer may quote a user's text: shown as it is, never read as markup, escaped.
+        message = escape_lines(message)
         self.said.append((message, severity))
-        super().notify(message, severity=severity, **kw)
+        super().notify(message, severity=severity, **{"markup": False, **kw})
 
     def on_mount(self) -> None:
         self.push_screen(self.main)

@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 
+from gq.escapes import escape_controls, escape_lines
 from gq.states import RUNNING, WAITING
 from gq.tui.render import job_style, sparkline
 from gq.tui.snapshot import JobRow, epoch
@@ -27,7 +28,8 @@ def _ago(at: float | None, now: float) -> str:
 
 
 def detail_rows(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
-    """The job's facts as (label, value), the ones a person checks first at the top."""
+    """The job's facts as (label, value), the ones a person checks first at the top; each
+    value with its control characters escaped (a command, a directory: a user's text)."""
     started, submitted = epoch(job.get("started_at")), epoch(job.get("submitted_at"))
     if job.get("gpus") == 0:
         cards = "none (CPU-only)"
@@ -70,11 +72,12 @@ def detail_rows(job: dict[str, Any], now: float) -> list[tuple[str, str]]:
     usage = job.get("usage")
     if usage and usage.get("util_mean") is not None:
         rows.append(("usage", f"{usage['run']} run: mean utilisation {usage['util_mean']:.0f}%"))
-    return rows
+    return [(label, escape_controls(value)) for label, value in rows]
 
 
 def details_renderable(job: dict[str, Any], now: float, width: int = 80) -> Table:
-    """Label and value, in two pairs of columns where the terminal is wide."""
+    """Label and value, in two pairs of columns where the terminal is wide; as Text, never
+    read as markup (a command may hold "[red]")."""
     pairs = 2 if width >= 120 else 1
     grid = Table.grid(padding=(0, 1), expand=True)
     for _ in range(pairs):
@@ -83,8 +86,8 @@ def details_renderable(job: dict[str, Any], now: float, width: int = 80) -> Tabl
     rows = detail_rows(job, now)
     half = (len(rows) + pairs - 1) // pairs
     for i in range(half):
-        cells = [c for k in range(pairs) for c in (rows[i + k * half] if i + k * half < len(rows)
-                                                   else ("", ""))]
+        cells = [Text(c) for k in range(pairs)
+                 for c in (rows[i + k * half] if i + k * half < len(rows) else ("", ""))]
         grid.add_row(*cells)
     return grid
 
@@ -124,14 +127,17 @@ def processes_renderable(job: dict[str, Any]) -> Text | Table:
         return Text("")
     if not procs:
         return Text("no processes of it on the cards (yet)", "dim")
-    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
-    for name, justify in (("PID", "right"), ("GPU", "right"), ("MEM", "right"),
-                          ("COMMAND", "left")):
-        table.add_column(name, justify=justify, no_wrap=True,
-                         overflow="ellipsis" if name == "COMMAND" else "fold")
-    for p in procs:
-        mem = "N/A" if p.get("used_memory") is None else format_size(p["used_memory"])
-        table.add_row(str(p["pid"]), str(p["gpu"]), mem, p.get("command") or "?")
+    rows = [(str(p["pid"]), str(p["gpu"]),
+             "N/A" if p.get("used_memory") is None else format_size(p["used_memory"]),
+             escape_controls(p.get("command") or "?")) for p in procs]
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=True)
+    # The numbers keep their width, however long a command line: only the command is cut.
+    for n, name in enumerate(("PID", "GPU", "MEM")):
+        table.add_column(name, justify="right", no_wrap=True,
+                         min_width=max(len(name), *(len(r[n]) for r in rows)))
+    table.add_column("COMMAND", no_wrap=True, overflow="ellipsis", ratio=1)
+    for row in rows:
+        table.add_row(*row[:3], Text(row[3], no_wrap=True, overflow="ellipsis"))
     return table
 
 
@@ -193,7 +199,8 @@ class JobScreen(Screen):
         self.query_one("#job-title", Static).update(self._title(job["state"]))
         width = self.size.width or 80
         self.query_one("#job-details", Static).update(details_renderable(job, now, width))
-        self.query_one("#job-why", Static).update(Text(job.get("why") or "", "italic"))
+        self.query_one("#job-why", Static).update(Text(escape_lines(job.get("why") or ""),
+                                                       "italic"))
         self.query_one("#job-history", Static).update(
             history_renderable(detail.points, job, width))
         self.query_one("#job-processes", Static).update(processes_renderable(job))
@@ -205,7 +212,7 @@ class JobScreen(Screen):
         if path != self.log_path:
             log.clear()
             self.log_path = path
-        title = f" {self.stream}: {path or '-'}"
+        title = f" {self.stream}: {escape_controls(path or '-')}"
         note = chunk.note
         if note == NO_OUTPUT_YET and self.detail is not None \
                 and self.detail.job.get("ended_at"):  # it wrote nothing, and will not
@@ -215,8 +222,9 @@ class JobScreen(Screen):
         self.query_one("#job-log-title", Static).update(Text(title, no_wrap=True,
                                                              overflow="ellipsis"))
         self.log_offset = chunk.offset
-        if chunk.text:
-            log.write(chunk.text)
+        if chunk.text:  # a job's output: Log strips \0 to \x14 only, and ESC would reach
+            # the terminal; its line ends and tabs (a progress bar's \r) are the Log's
+            log.write(escape_controls(chunk.text, keep="\n\r\t"))
             self.call_after_refresh(log.scroll_end, animate=False)
 
     def action_switch_stream(self) -> None:

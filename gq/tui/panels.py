@@ -6,6 +6,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
+from gq.escapes import escape_controls
 from gq.tui.render import MemoryMapRenderable, job_style
 from gq.tui.snapshot import FROZEN, RUNNING, WAITING, HostSnapshot, OffenceRow
 from gq.units import format_duration, format_size
@@ -18,14 +19,14 @@ def host_heading(host: HostSnapshot, now: float, interval: float = 1.0) -> Text:
     its daemon cannot be reached."""
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append("▌ ", "bold blue")
-    text.append(host.name, "bold")
+    text.append(escape_controls(host.name), "bold")
     if host.simulated:
         text.append(" ")
         text.append(" SIM ", "bold black on rgb(220,200,90)")
     age = None if host.fetched_at is None else max(0.0, now - host.fetched_at)
     if host.error:
         text.append(" ")
-        text.append(f" {host.error} ", "bold white on red")
+        text.append(f" {escape_controls(host.error)} ", "bold white on red")
     if age is not None and (host.error or age > max(STALE_AFTER, 2.5 * interval)):
         text.append(" ")
         text.append(f" updated {format_duration(age)} ago ", "black on rgb(230,160,60)")
@@ -73,18 +74,26 @@ def offence_text(o: OffenceRow, now: float) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     # Spelled as `gq offenders` spells it, and never run into what follows.
     text.append(f"{o.kind.replace('_', '-'):<13} ", "bold rgb(230,90,90)")
+    # A process's evidence begins with its pid and says whose it is, on which card ("pid 4242
+    # (user mallory: python leak.py) holds 6G on GPU 2 outside gq"): the line goes on from
+    # the pid it names, each said once.
+    named = f"pid {o.pid}"
+    told = o.job_id is None and o.evidence.startswith(named + " ")
     if o.job_id is not None:
         text.append(f"job {o.job_id}", job_style(o.job_id, bold=True))
         text.append(f" {o.user or '?'}")
     else:
-        text.append(f"pid {o.pid}", "bold")
-        if o.user:
+        text.append(named, "bold")
+        if o.user and not told:
             text.append(f" {o.user}")
-    if o.gpus:
+    if o.gpus and not told:
         text.append(f" GPU {','.join(map(str, o.gpus))}", "dim")
+    if told:
+        text.append(o.evidence[len(named):])
     if o.since is not None:
         text.append(f" for {format_duration(max(0.0, now - o.since))}", "dim")
-    text.append(f": {o.evidence}")
+    if not told:
+        text.append(f": {o.evidence}")
     if o.action_due_at is not None:
         text.append(f" ({o.action} in {format_duration(max(0.0, o.action_due_at - now))})",
                     "bold")
@@ -113,8 +122,8 @@ class OffendersPanel(Static):
             for o in host.offences:
                 line = offence_text(o, now)
                 if many:
-                    line = Text.assemble((f"{host.name} ", "dim"), line, no_wrap=True,
-                                         overflow="ellipsis")
+                    line = Text.assemble((f"{escape_controls(host.name)} ", "dim"), line,
+                                         no_wrap=True, overflow="ellipsis")
                 lines.append(line)
         self.set_class(not lines, "-none")
         self.border_title = f"Offenders ({len(lines)})" if lines else "No offenders"

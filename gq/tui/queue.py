@@ -124,7 +124,7 @@ class QueueView(ScrollView, can_focus=True):
 
     DEFAULT_CSS = """
     QueueView {
-        height: 1fr;
+        height: auto;
         overflow-x: hidden;
         & > .queue--cursor { background: $accent 40%; }
         &:focus > .queue--cursor { background: $accent; color: $text; }
@@ -240,7 +240,7 @@ class QueuePanel(Vertical):
     """The queue's title line (counts, sort, filter), its column titles, and its lines."""
 
     DEFAULT_CSS = """
-    QueuePanel { height: 1fr; min-height: 5; }
+    QueuePanel { height: auto; min-height: 3; }
     QueuePanel > #queue-title { height: 1; background: $panel; color: $text; text-style: bold; }
     """
 

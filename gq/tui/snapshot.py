@@ -2,7 +2,9 @@
 
 Pure: no socket, no clock. The poller fetches the replies and stamps the time; the widgets only
 read these dataclasses. A host keeps its last good data when a fetch fails, with the error beside
-it, so that a daemon going away dims the screen instead of emptying it.
+it, so that a daemon going away dims the screen instead of emptying it. What a user gave (names,
+reasons, evidence quoting commands) is kept with its control characters escaped (gq/escapes.py):
+the widgets draw it as Text, never as markup.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from gq.escapes import escape_controls
 from gq.states import ACTIVE, FROZEN, ORDER, RUNNING, WAITING
 
 STATE_ORDER = {state: n for n, state in enumerate(ORDER) if state in ACTIVE}  # ended ones last
@@ -170,16 +173,22 @@ class TopSnapshot:
 # ---- from protocol replies --------------------------------------------------------------
 
 
+def _shown(text: Any) -> Any:
+    """A user's text as the widgets may draw it (None stays None)."""
+    return escape_controls(text) if isinstance(text, str) else text
+
+
 def job_row(host: str, j: dict[str, Any]) -> JobRow:
     array = j.get("array")
     return JobRow(
-        host=host, id=j["id"], name=j.get("name") or "", user=j["user"], state=j["state"],
-        tier=j["priority"], gpus=j["gpus"], mem=j.get("mem"), cpus=j.get("cpus") or 0,
-        gpu_ids=tuple(j.get("gpu_ids") or ()), reason=j.get("reason"),
+        host=host, id=j["id"], name=_shown(j.get("name") or ""), user=_shown(j["user"]),
+        state=j["state"], tier=j["priority"], gpus=j["gpus"], mem=j.get("mem"),
+        cpus=j.get("cpus") or 0, gpu_ids=tuple(j.get("gpu_ids") or ()),
+        reason=_shown(j.get("reason")),
         submitted_at=epoch(j.get("submitted_at")), started_at=epoch(j.get("started_at")),
         expected_start=epoch(j.get("expected_start")),
         array=f"{array['id']}_{array['index']}" if array else None,
-        start_basis=j.get("expected_start_basis"),
+        start_basis=_shown(j.get("expected_start_basis")),
         host_mem=j.get("host_mem") if j["state"] in FROZEN else None,
         frozen_at=epoch(j.get("frozen_at")),
     )
@@ -189,13 +198,14 @@ def card_view(c: dict[str, Any], history: tuple[float | None, ...] = (),
               labels: dict[int, str] | None = None) -> CardView:
     labels = labels or {}
     slices = tuple(
-        Slice(job_id=j["id"], user=j["user"], name=j.get("name") or "", reserved=j["mem"],
+        Slice(job_id=j["id"], user=_shown(j["user"]), name=_shown(j.get("name") or ""),
+              reserved=j["mem"],
               used=j.get("used"), whole_card=j.get("whole_card", False),
               state=j.get("state", "running"), label=labels.get(j["id"], ""))
         for j in c.get("jobs", ())
     )
     return CardView(
-        index=c["index"], name=c["name"], memory_total=c["memory_total"],
+        index=c["index"], name=_shown(c["name"]), memory_total=c["memory_total"],
         memory_used=c.get("memory_used"), utilization=c.get("utilization"), slices=slices,
         outside=c.get("external_used"), simulated=bool(c.get("simulated")), history=history,
     )
@@ -203,9 +213,9 @@ def card_view(c: dict[str, Any], history: tuple[float | None, ...] = (),
 
 def offence_row(o: dict[str, Any]) -> OffenceRow:
     return OffenceRow(
-        kind=o["kind"], job_id=o.get("job_id"), user=o.get("user"), pid=o.get("pid"),
+        kind=o["kind"], job_id=o.get("job_id"), user=_shown(o.get("user")), pid=o.get("pid"),
         gpus=tuple(o.get("gpus") or ()), since=epoch(o.get("since")),
-        evidence=o.get("evidence") or "", suggestion=o.get("suggestion") or "",
+        evidence=_shown(o.get("evidence") or ""), suggestion=_shown(o.get("suggestion") or ""),
         action=o.get("action") or "report", action_due_at=epoch(o.get("action_due_at")),
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gq.escapes import escape_controls
 from gq.states import RUNNING, WAITING
 from gq.units import format_duration, format_size, parse_iso
 
@@ -31,11 +32,13 @@ def job_time(job: dict[str, Any], now: float | None = None) -> str:
 
 def _time(submitted: str | float, started: str | float | None, ended: str | float | None,
           now: float) -> str:
+    # Never below 0: `now` is the daemon's where its answer says it, but a peer's clock (or an
+    # older daemon's answer, timed by this host's clock) may run ahead of it.
     if started is not None:
-        return format_duration((_epoch(ended) or now) - _epoch(started))
+        return format_duration(max(0.0, (_epoch(ended) or now) - _epoch(started)))
     if ended is not None:
         return "-"
-    return format_duration(now - _epoch(submitted))
+    return format_duration(max(0.0, now - _epoch(submitted)))
 
 
 def _epoch(when: str | float | None) -> float | None:
@@ -70,6 +73,8 @@ def cells(id: int, name: str, user: str, state: str, reason: str | None, priorit
         where = f"exit {exit_code}" if exit_code is not None else (reason or "")
         if failure:  # why it failed (docs/triage.md)
             where = f"{where}: {failure}" if where else failure
+    if not (name + user + where).isprintable():  # a user's text: escaped (gq/escapes.py)
+        name, user, where = escape_controls(name), escape_controls(user), escape_controls(where)
     return [
         str(id), name[:24], user, state, "interactive" if interactive else priority,
         _gpus(gpus, gpus_max, state, gpu_ids) if gpus_max else str(gpus),

@@ -28,7 +28,9 @@ def test_bytes_that_are_not_utf8_reach_the_job_and_come_back(host):
     assert os.fsencode(job["env"]["K"]) == b"\xfe"
     table = subprocess.run([*gq_cmd, b"show", job_id.encode()], env=env, capture_output=True,
                            check=True).stdout
-    assert raw in table  # printed back as the bytes they were
+    # For people, as `ls -b` shows them: each byte that was not UTF-8 in octal (the raw
+    # \x80 ... \x9f would be C1 controls to an 8-bit terminal); what was UTF-8 as it was.
+    assert rb"'\377\376 caf" + "é".encode() + rb" \200'" in table
     logs = subprocess.run([*gq_cmd, b"logs", job_id.encode()], env=env, capture_output=True,
                           check=True).stdout
     assert logs == raw + b"|"

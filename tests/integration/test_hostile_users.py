@@ -153,3 +153,25 @@ def test_only_admins_force_checks_of_peers_and_anyone_reads_the_last_ones(host, 
         "these\n")
     assert host.gq(bob, "peers", "ls").returncode == 0
     assert host.call("peer_check") == []  # root may
+
+
+def test_another_users_escapes_reach_the_terminal_escaped(host, users):
+    """ann's command and directory hold a window title, a screen clear and an OSC 52
+    clipboard write: bob's `gq show`, `gq ls` and `gq why` print them escaped, as `ls -b`
+    would (gq/escapes.py; the same over every command: test_terminal_escapes.py)."""
+    ann, bob = users.ann, users.bob
+    hostile = "\x1b]0;owned\x07\x1b[2J\x1b[H\x1b]52;c;ZWNobyBvd25lZAo=\x07"
+    cwd = f"{ann.home}/d{hostile}"
+    _as_user(host, ann, f"import os; os.mkdir({cwd!r}, 0o755)")
+    job = host.submit(ann, "--hold", "-g", "0", "--cwd", cwd, "--", "sh", "-c", "true", hostile)
+    try:
+        shown = {args: host.gq(bob, *args) for args in (
+            ("show", str(job)), ("ls",), ("ls", "--all"), ("why", str(job)))}
+        for args, proc in shown.items():
+            for c in proc.stdout + proc.stderr:
+                assert c in "\n" or c.isprintable(), (args, proc.stdout)
+        escaped = "\\033]0;owned\\a\\033[2J\\033[H\\033]52;c;ZWNobyBvd25lZAo=\\a"
+        assert f"cwd  {ann.home}/d{escaped}" in shown[("show", str(job))].stdout
+        assert f"command  sh -c true '{escaped}'" in shown[("show", str(job))].stdout
+    finally:
+        host.gq(ann, "cancel", str(job))

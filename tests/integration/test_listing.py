@@ -147,3 +147,31 @@ def test_the_table_from_pages_is_the_table_from_whole_jobs(host, monkeypatch):
                 assert [c for i, c in enumerate(mine) if i != time_at or not active] == [
                     c for i, c in enumerate(theirs) if i != time_at or not active]
     host.gq("cancel", str(running))
+
+
+def test_ls_times_its_rows_by_the_daemons_clock(host, monkeypatch):
+    """A job started after the client took its time, or a client whose clock differs from the
+    daemon's: TIME is as of the daemon's reading of the page (its answer's `now`), not
+    -1d23h (the client behind), nor minutes too long (ahead)."""
+    import time
+    from types import SimpleNamespace
+
+    from gq.cli import listing
+    from tests.support.jobs import gated
+
+    gate = host.work / "gate"
+    running = host.submit(*gated(gate))
+    host.wait_state(running, "running")
+    held = host.submit("--hold", "-g", "0", "--", "true")
+    real = time.time
+    try:
+        for skew in (-120.0, 120.0):
+            monkeypatch.setattr(listing, "time", SimpleNamespace(time=lambda: real() + skew))
+            rows = [line.split() for line in host.gq("ls").stdout.splitlines()[1:]]
+            times = {int(r[0]): r[8] for r in rows}
+            assert set(times) == {running, held}
+            for job, shown in times.items():  # both began within the test: seconds ago
+                assert shown[:-1].isdigit() and shown[-1] == "s" and int(shown[:-1]) < 60, (
+                    skew, job, shown)
+    finally:
+        gate.touch()

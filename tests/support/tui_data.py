@@ -72,7 +72,7 @@ OFFENDERS = [
      "figures": {}, "action": "report", "action_due_at": None},
     {"id": 2, "kind": "stray", "job_id": None, "user": "mallory", "tier": None, "pid": 4242,
      "gpus": [2], "since": at(120), "last_seen": at(1), "ended_at": None,
-     "evidence": "pid 4242 (python leak.py) holds 6G on GPU 2 outside gq",
+     "evidence": "pid 4242 (user mallory: python leak.py) holds 6G on GPU 2 outside gq",
      "suggestion": "ask mallory to submit it with gq", "figures": {}, "action": "report",
      "action_due_at": None},
 ]
@@ -101,7 +101,8 @@ def show(job_id: int) -> dict:
             "usage": {"run": "current", "peak_mem_by_gpu": {"0": 70 * G}, "util_mean": 93.4,
                       "samples": 120},
             "processes": [{"pid": 4100 + i, "gpu": g, "used_memory": 70 * G,
-                           "command": f"python {j['name']}.py --rank {i}"}
+                           "command": f"python {j['name']}.py --rank {i} --config configs/"
+                                      f"{j['name']}.yaml --batch-size 32 --resume last.ckpt"}
                           for i, g in enumerate(j["gpu_ids"])]}
 
 

@@ -88,6 +88,22 @@ def test_typer_usage_errors_are_one_line_too(no_daemon):
     assert proc.stderr == "gq: no such option: --frobnicate (see gq ls --help)\n"
 
 
+@pytest.mark.parametrize("argv, line", [
+    # gq submit's own parser, the light path's hot commands (which leave it to Typer), a
+    # Typer command, a subcommand's
+    (["submit", "--gpu", "2", "--", "true"], "--gpu; did you mean --gpus? (see gq submit"),
+    (["submit", "--hol", "--", "true"], "--hol; did you mean --hold? (see gq submit"),
+    (["ls", "--al"], "--al; did you mean --all? (see gq ls"),
+    (["update", "1", "--mme", "3G"], "--mme; did you mean --mem? (see gq update"),
+    (["stats", "--sinse", "1d"], "--sinse; did you mean --since? (see gq stats"),
+    (["daemon", "status", "--jsn"], "--jsn; did you mean --json? (see gq daemon status"),
+])
+def test_a_mistyped_option_gets_a_did_you_mean_in_one_line(no_daemon, argv, line):
+    proc = no_daemon(*argv)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"gq: no such option: {line} --help)\n"
+
+
 # What the daemon reads at start (gq/daemon/main.py); that its refusal reaches the user as one
 # line, exit code 1, is tests/integration/test_bad_input.py's.
 BAD_CONFIGS = [

@@ -167,6 +167,17 @@ def test_offender_kinds_are_spelled_as_gq_offenders_does_and_kept_apart():
     assert offence_text(row, tui_data.NOW).plain.startswith("over-declared job 40 ann")
 
 
+def test_a_process_offence_says_its_pid_user_and_card_once():
+    from gq.tui.panels import offence_text
+    from gq.tui.snapshot import offence_row
+
+    (stray,) = [o for o in tui_data.OFFENDERS if o["kind"] == "stray"]
+    line = offence_text(offence_row(stray), tui_data.NOW).plain
+    assert line == ("stray         pid 4242 (user mallory: python leak.py) holds 6G on GPU 2 "
+                    "outside gq for 2m00s → ask mallory to submit it with gq")
+    assert line.count("4242") == line.count("mallory:") == line.count("GPU 2") == 1
+
+
 def test_a_cpu_only_job_holds_no_card_memory():
     from dataclasses import replace
 
@@ -181,11 +192,14 @@ def test_the_job_screen_lists_what_the_job_really_runs():
     from gq.tui.job_screen import processes_renderable
 
     job = tui_data.show(12)
-    console = Console(width=100, record=True)
-    console.print(processes_renderable(job))
-    lines = console.export_text().splitlines()
-    assert lines[0].split() == ["PID", "GPU", "MEM", "COMMAND"]
-    assert lines[1].split() == ["4100", "0", "70G", "python", f"{job['name']}.py", "--rank", "0"]
+    job["processes"][0]["pid"] = 4100123
+    for width in (100, 80, 50):  # a long command line is cut; the numbers keep their width
+        console = Console(width=width, record=True)
+        console.print(processes_renderable(job))
+        lines = console.export_text().splitlines()
+        assert lines[0].split() == ["PID", "GPU", "MEM", "COMMAND"]
+        assert lines[1].split()[:5] == ["4100123", "0", "70G", "python", f"{job['name']}.py"]
+        assert lines[2].split()[:3] == ["4101", "1", "70G"] and lines[1].rstrip().endswith("…")
     assert str(processes_renderable({**job, "processes": []})) == (
         "no processes of it on the cards (yet)")
     assert str(processes_renderable({**job, "state": "pending"})) == ""

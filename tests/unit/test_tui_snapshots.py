@@ -61,3 +61,38 @@ def test_hosts_are_groups_and_a_slow_one_says_how_old_its_data_is(snap_compare):
 
 def test_cancel_asks_first_naming_the_job(snap_compare):
     assert snap_compare(app(), terminal_size=(80, 24), run_before=press("down", "c"))
+
+
+def test_the_queue_takes_the_rows_it_needs_and_the_offenders_follow_it():
+    """At 45 rows a queue of 8 jobs leaves no empty rows between its last job and the
+    offenders; once it is longer than the room, it gets every row (and scrolls to its last)."""
+    import asyncio
+
+    from textual.widgets import Footer
+
+    from gq.tui.panels import OffendersPanel
+    from gq.tui.snapshot import host_snapshot
+
+    jobs = tui_data.JOBS + [tui_data.job(100 + i, "erin", f"queued-{i}", "pending",
+                                         reason="Priority") for i in range(60)]
+    longer = host_snapshot("lab1", tui_data.NOW - 0.4, ping={"host": "lab1", "backend": "sim"},
+                           jobs=jobs, gpus=tui_data.GPUS, offenders=tui_data.OFFENDERS)
+
+    async def scenario():
+        source = tui_data.source()
+        top = app(source)
+        async with top.run_test(size=(120, 45)) as pilot:
+            await settle(pilot)
+            queue, offenders = top.main.queue, top.main.query_one(OffendersPanel)
+            assert len(queue.jobs) == 8 and queue.region.height == 8
+            assert offenders.region.y == queue.region.bottom
+            source.host = longer  # the queue grows
+            top.poll_now()
+            await press("end")(pilot)
+            assert queue.region.height < len(queue.jobs) == 68
+            assert offenders.region.y == queue.region.bottom
+            assert offenders.region.bottom == top.main.query_one(Footer).region.y
+            assert queue.current.id == 31  # the last job of the queue, scrolled to
+            assert queue.scroll_offset.y == len(queue.jobs) - queue.region.height
+
+    asyncio.run(scenario())
