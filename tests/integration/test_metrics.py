@@ -90,3 +90,29 @@ def test_a_unix_socket_endpoint_moves_to_tcp_at_a_reload(make_host):
     assert f"[metrics] listen: {path} -> 127.0.0.1:{port}" in changes
     assert sample(fetch(f"http://127.0.0.1:{port}/metrics"), "gq_jobs_submitted_total") == 0
     assert not (host.home / "m.sock").exists()
+
+
+def test_the_alert_rules_pass_promtool_and_the_contrib_files_name_only_served_metrics(tmp_path):
+    import json
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from gq.daemon.metrics import Metrics
+    from gq.daemon.reading import Reading
+    from gq.store import Store
+    from tests.support.paths import ROOT
+
+    require_prometheus()
+    rules = ROOT / "contrib" / "prometheus" / "alerts.yml"
+    checked = promtool("check", "rules", str(rules))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    metrics = Metrics(Store(tmp_path / "gq.db"), Reading(), lambda: 0.0, "", "h", lambda: 0.0)
+    metrics.refresh()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(metrics)
+    served = set(re.findall(r"^(gq_\w+)[{ ]", generate_latest(registry).decode(), re.M))
+    served |= {f.name for f in metrics.families}  # families without a sample: the cards'
+    dashboard = json.loads((ROOT / "contrib" / "grafana" / "gq.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    named = set(re.findall(r"\bgq_\w+", " ".join(exprs) + rules.read_text()))
+    assert named and named <= served | {n + "_total" for n in served}, named - served
