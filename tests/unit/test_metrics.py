@@ -10,7 +10,7 @@ from gq.config import load_config
 from gq.config.metrics import MetricsConfig, is_loopback, parse_listen, public_refusal
 from gq.daemon.metrics import Metrics
 from gq.daemon.reading import Reading
-from gq.model import Gpu, Job, JobState, Tier
+from gq.model import ArrayPart, Gpu, Job, JobState, Tier
 from gq.protocol import GqError
 from gq.store import Store
 from gq.store.tallies import histogram
@@ -89,9 +89,7 @@ def test_the_snapshot_labels_cards_by_identity_and_never_name_a_command(tmp_path
     reading.external = {0: None}
     metrics = Metrics(store, reading, lambda: 0.25, str(tmp_path / "gq.db"), "gpu1", lambda: 62.0)
     metrics.refresh()
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(metrics)
-    text = generate_latest(registry).decode()
+    text = generate_latest(_registry(metrics)).decode()
     card = 'gpu="0",host="gpu1",model="NVIDIA H100",uuid="GPU-abc"'
     assert f"gq_gpu_memory_reserved_bytes{{{card}}} 1.073741824e+10" in text
     assert f"gq_gpu_busy_ratio{{{card}}} 0.5" in text and f"gq_gpu_jobs{{{card}}} 1.0" in text
@@ -101,3 +99,24 @@ def test_the_snapshot_labels_cards_by_identity_and_never_name_a_command(tmp_path
     assert 'gq_wait_seconds_bucket{le="1",tier="normal"} 1.0' in text
     assert "gq_last_pass_seconds 0.25" in text
     assert "secret" not in text and "_created" not in text
+
+
+def test_a_snapshot_reads_one_table_whatever_the_queue_holds(tmp_path):
+    store = Store(tmp_path / "gq.db")
+    store.insert_array([job(submitted_at=1.0, array=ArrayPart(0, i, 500, None, {}))
+                        for i in range(500)], 1.0)
+    metrics = Metrics(store, Reading(), lambda: 0.0, str(tmp_path / "gq.db"), "h", lambda: 9.0)
+    statements: list[str] = []
+    store.db.conn.set_trace_callback(statements.append)
+    metrics.refresh()
+    store.db.conn.set_trace_callback(None)
+    assert statements == ["SELECT name, label, value FROM tallies"]
+    text = generate_latest(_registry(metrics)).decode()
+    assert 'gq_jobs{state="pending",tier="normal"} 500.0' in text
+    assert 'gq_oldest_pending_seconds{tier="normal"} 8.0' in text
+
+
+def _registry(metrics: Metrics) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(metrics)
+    return registry
