@@ -24,13 +24,14 @@ from gq.daemon.reading import Reading
 from gq.model import ACTIVE_STATES, ENDED_STATES, JobState, Tier
 from gq.policy.freezing import held_ram
 from gq.store import Store
-from gq.store.tallies import BUCKETS, HISTOGRAMS, histogram
+from gq.store.tallies import BUCKETS, HISTOGRAMS, TALLIES, histogram
 from gq.triage.rules import CLASSES
 
 TIERS = [str(t) for t in Tier]
 CARD_LABELS = ["host", "gpu", "uuid", "model"]
-# Counter -> its Prometheus name (`_total` is added), help, label, and the label's values
-# shown at 0 before the first one (a series born at 1 loses that 1 to rate()).
+# Counter (gq/store/tallies.py, which names its label) -> its Prometheus name (`_total` is
+# added), help, and the label's values shown at 0 before the first one (a series born at 1
+# loses that 1 to rate()).
 COUNTERS = {
     "jobs_submitted": ("gq_jobs_submitted", "Jobs queued (each array element counts).", ()),
     "jobs_ended": ("gq_jobs_ended", "Jobs that ended, by end state.",
@@ -43,8 +44,6 @@ COUNTERS = {
     "offences": ("gq_offences", "Offences that began, by kind (docs/telemetry.md).", KINDS),
     "gpu_seconds": ("gq_gpu_seconds", "Card-seconds held by ended runs, by user.", ()),
 }
-LABEL_OF = {"jobs_ended": "state", "runs_failed": "class", "preemptions": "mode",
-            "offences": "kind", "gpu_seconds": "user"}
 HISTOGRAM_HELP = {
     "wait_seconds": ("gq_wait_seconds", "Waits from submit to first start, by tier."),
     "run_seconds": ("gq_run_seconds", "Lengths of ended runs, by tier."),
@@ -140,7 +139,7 @@ class Metrics:
 def _counters(found: dict[str, dict[str, float]]) -> list[Metric]:
     out = []
     for key, (name, help_text, known) in COUNTERS.items():
-        label = LABEL_OF.get(key)
+        label = TALLIES[key] or None
         family = CounterMetricFamily(name, help_text, labels=[label] if label else None)
         values = found[key]
         if label is None:
