@@ -32,6 +32,7 @@ TIERS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "soak/test_install_system.py": (("install", "sysmode"), "install_system"),
     "soak/test_install.py": (("install",), None),
     "soak/test_demo.py": (("install",), None),
+    "soak/test_wheel.py": (("install",), None),
     "soak/test_top_terminal.py": (("install",), None),
     "integration/test_slurm.py": (("slurm",), "slurm"),
     "integration/test_slurm_ssh.py": (("slurm", "ssh"), "slurm"),

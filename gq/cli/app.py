@@ -119,7 +119,7 @@ def triage(
 @app.command("mcp")
 def mcp() -> None:
     """Serve gq to coding agents: a Model Context Protocol server on stdio, with gq's read
-    commands and actions as tools, as you (docs/agents.md). Needs pip install 'gq[mcp]'."""
+    commands and actions as tools, as you (docs/agents.md). Needs pip install 'gq-gpu[mcp]'."""
     from gq.cli.mcp_server import serve
 
     serve()

@@ -1,7 +1,7 @@
 """`gq mcp`: gq's read commands and actions as Model Context Protocol tools, on stdio, for
 coding agents (docs/agents.md). Each tool asks the daemon over its socket, as the CLI does: the
 daemon knows the caller by the socket's credentials, so an agent may do what its user may do by
-hand, nothing more. Needs the `mcp` extra: pip install 'gq[mcp]'."""
+hand, nothing more. Needs the `mcp` extra: pip install 'gq-gpu[mcp]'."""
 
 import os
 from typing import Any
@@ -81,8 +81,8 @@ def make_server():
         from mcp_types import ToolAnnotations
         from pydantic import BaseModel, StrictInt, ValidationError
     except ImportError:
-        raise GqError("gq mcp needs the MCP SDK: pip install 'gq[mcp]' (or pip install mcp)"
-                      ) from None
+        raise GqError("gq mcp needs the MCP SDK: pip install 'gq-gpu[mcp]' (or pip install "
+                      "mcp)") from None
 
     JobId = StrictInt | str  # JSON's true is no job id, though Python's True == 1
 

@@ -16,6 +16,7 @@ from typing import Any
 from gq.config.governance import PoolsConfig, parse_accounts, parse_pools
 from gq.config.lab_rules import check_pool_cards
 from gq.config.lines import line_of, setting_lines
+from gq.config.metrics import METRICS_KEYS, MetricsConfig, parse_metrics
 from gq.config.telemetry import (
     OFFENDER_KEYS, TELEMETRY_KEYS, OffendersConfig, TelemetryConfig, parse_offenders,
     parse_telemetry,
@@ -120,6 +121,7 @@ class Config:
     path: str | None = None  # the file read, if there was one
     sources: dict[str, str] = field(default_factory=dict)  # "daemon.tick" -> "FILE:LINE"
     backup: BackupConfig = field(default_factory=BackupConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)  # /metrics (config/metrics.py)
     slurm_compat: SlurmCompat = field(default_factory=SlurmCompat)  # read by gq submit
     pools: PoolsConfig = field(default_factory=PoolsConfig)
     accounts: Accounts = field(default_factory=Accounts)
@@ -141,6 +143,7 @@ _KNOWN = {
               "submit_retry", "all_hosts"},
     "access": {"admins", "queue"},
     "backup": {"every", "jobs", "keep"},
+    "metrics": METRICS_KEYS,
     "slurm_compat": {"default_gpus", "partitions", "qos"},  # read by gq submit (gq/sbatch)
 }
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
@@ -271,6 +274,8 @@ def _apply(config: Config, data: dict) -> None:
     config.access = _access(data.get("access", {}), daemon)
     if "backup" in data:
         config.backup = _backup(data["backup"])
+    if "metrics" in data:
+        config.metrics = parse_metrics(data["metrics"])
     if "slurm_compat" in data:  # gq submit reads it; checked here with the rest of the file
         config.slurm_compat = parse_compat(data["slurm_compat"])
 

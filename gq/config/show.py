@@ -78,6 +78,8 @@ _GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
     ("slurm_compat", "partitions"): lambda c: dict(sorted(c.slurm_compat.partitions.items()))
                                        or None,
     ("slurm_compat", "qos"): lambda c: dict(sorted(c.slurm_compat.qos.items())) or None,
+    ("metrics", "listen"): lambda c: c.metrics.listen,
+    ("metrics", "public"): lambda c: c.metrics.public,
     ("telemetry", "interval"): lambda c: _duration(c.telemetry.interval),
     ("telemetry", "raw_retention"): lambda c: _duration(c.telemetry.raw_retention),
     ("telemetry", "rollup_retention"): lambda c: _duration(c.telemetry.rollup_retention),

@@ -28,6 +28,7 @@ from gq.daemon.group_commit import GroupCommit
 from gq.daemon.kept_queue import KeptQueue
 from gq.daemon.layout import Layout
 from gq.daemon.mem_history import learned_utils
+from gq.daemon.metrics_service import MetricsService
 from gq.daemon.notify import Notifier
 from gq.daemon.passes import Passes, predict_waiting
 from gq.daemon.peers.registry import Peers
@@ -119,6 +120,9 @@ class Daemon:
                              self.fingerprints, self.host, self.policy_input, clock)
         self.recovery = Recovery(self.store, self.supervisor, self.runs, self.ending,
                                  self.freezing.resume, clock)
+        # /metrics, with [metrics] listen (main.py starts it; a reload moves it)
+        self.metrics = MetricsService(self.store, self.reading, lambda: self.passes.last_cost,
+                                      layout, hostname, clock)
         self.read_cards()
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -144,6 +148,7 @@ class Daemon:
         self.passes.request_pass()
 
     def close(self) -> None:
+        self.metrics.close()
         self.peers.close()
         self.freezing.stop_helpers()
         self.runs.close()
@@ -166,6 +171,7 @@ class Daemon:
         self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
         self.stopping.enforce_time_limits()
         self.telemetry.maintain(self.clock())
+        self.metrics.tick()
         # Spaced like any other (request_pass): under a flood of requests, a pass on every
         # tick as well would leave the daemon little time to answer them.
         self.passes.request_pass(tick=True)
@@ -322,6 +328,7 @@ class Daemon:
     def apply_config(self, new: Config) -> None:
         """New settings (`gq daemon reload`), handed to each part that keeps its own; those
         read once when serving begins stay (gq/daemon/reload.py AT_START)."""
+        self.metrics.serve(new.metrics)  # first: a refusal leaves every setting as it was
         new.access = replace(new.access, max_connections=self.config.access.max_connections,
                              max_request=self.config.access.max_request)
         self.config = new

@@ -97,6 +97,7 @@ def run(home: Path | None, system: bool = False) -> int:
     """`gq daemon run [--system]`: serve in the foreground until SIGTERM/SIGINT or `gq daemon
     stop`."""
     from gq.config import check_cards, load_config
+    from gq.config.metrics import public_refusal
     from gq.daemon.core import Daemon
     from gq.daemon.server import serve
     from gq.gpu import SIM_ENV, open_backend
@@ -126,8 +127,18 @@ def run(home: Path | None, system: bool = False) -> int:
             raise GqError(str(e), 2) from None
         # A pool naming a card this host lacks: refused, as `gq config check` refuses it.
         check_cards(config, [g.index for g in backend.read()])
+        refusal = public_refusal(config.metrics, system)
+        if refusal is not None:  # said before anything is bound
+            raise GqError(refusal)
         sock = bind_socket(layout)
         daemon = Daemon(layout, config, backend, socket.gethostname())
+        try:
+            daemon.metrics.serve(config.metrics)  # [metrics] listen: /metrics, in a thread
+        except GqError:
+            sock.close()
+            layout.socket.unlink(missing_ok=True)
+            daemon.close()
+            raise
     cards = ", ".join(f"{g.index}:{g.name}" for g in daemon.cards) or "none"
     log.info("pid %s, home %s, %s cards: %s", os.getpid(), home, backend.kind, cards)
     if system:

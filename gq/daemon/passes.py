@@ -96,6 +96,11 @@ class Passes:
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
 
+    @property
+    def last_cost(self) -> float:
+        """How long the last pass took, in seconds (gq_last_pass_seconds)."""
+        return self._last_pass_cost
+
     def request_pass(self, freed: bool = False, tick: bool = False) -> None:
         """Ask for a pass (see the module's docstring). `freed`: resources were freed, so the
         pass is not spaced; `tick`: asked by the clock, not by a change."""

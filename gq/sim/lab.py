@@ -5,7 +5,8 @@ daemon refuses is refused, and the replay's policy input is assembled from it as
 (gq/config/scheduling.py): [scheduler], [limits] (with the daemon's default high_share when the
 file has none), [pools.NAME], [accounts.NAME], and [preemption] (exempt, grace, max_requeues,
 preemptible). What does not apply to a replay ([daemon], [notify], [telemetry], [offenders],
-[peers], [access], [backup], and a few keys) is named once (Lab.ignored), never refused.
+[peers], [access], [backup], [metrics], and a few keys) is named once (Lab.ignored), never
+refused.
 Admin reservations, which the daemon keeps in its database, are written as [[reservations]],
 with times counted from the start of the trace:
 
@@ -36,7 +37,8 @@ from gq.policy.windows import Window
 from gq.units import parse_duration
 
 # What a replay has no use for: the daemon's serving, telling, watching and keeping.
-NOT_REPLAYED = ("daemon", "notify", "telemetry", "offenders", "peers", "access", "backup")
+NOT_REPLAYED = ("daemon", "notify", "telemetry", "offenders", "peers", "access", "backup",
+                "metrics")
 NOT_REPLAYED_KEYS = (("scheduler", "learn_mem"), ("preemption", "lock_timeout"),
                      ("preemption", "mode"), ("preemption", "freeze_ram"))
 RESERVATION_KEYS = {"cards", "host", "start", "duration", "user", "users", "account", "name"}

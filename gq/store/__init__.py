@@ -547,9 +547,14 @@ class Store:
         """Move a job to a new state, checked against the allowed transitions, with an event."""
         old = self.state(job_id)  # the cache is written through: as the row says
         check_transition(old, new)
+        first = self.cached_job(job_id) if new == JobState.RUNNING and fields.get(
+            "started_at") is not None and old == JobState.PENDING else None
         with self.db.atomic():
             self._update(job_id, state=str(new), reason=reason, **fields)
             self._event(job_id, at, old, new, reason, detail)
+            if first is not None and not first.restarts:  # its wait: submit to first start
+                tallies.observe(self.db.conn, "wait_seconds", str(first.priority),
+                                fields["started_at"] - first.submitted_at)
             if new.ended:
                 tallies.add(self.db.conn, "jobs_ended", label=str(new))
             elif new in (JobState.PREEMPTING, JobState.FROZEN) and old == JobState.RUNNING:
@@ -631,6 +636,8 @@ class Store:
             )
             tallies.add(self.db.conn, "gpu_seconds",
                         job.gpus_held * max(0.0, ended_at - job.started_at), label=job.user)
+            tallies.observe(self.db.conn, "run_seconds", str(job.priority),
+                            ended_at - job.started_at)
             if failure:
                 tallies.add(self.db.conn, "runs_failed", label=failure)
             if state == str(JobState.OOM):

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from sortedcontainers import SortedList
 
-from gq.model import ACTIVE_STATES, WAITING_STATES, Job
+from gq.model import ACTIVE_STATES, WAITING_STATES, Job, JobState
 
 ANYONE = None  # the key of the indexes over every user's jobs
 
@@ -33,6 +33,11 @@ class Resident:
         self._lines: dict[str | None, SortedList] = {}
         self.array_states: dict[int, Counter[str]] = {}  # array id -> its listed elements' states
         self.read = 0  # ids handed out by listed() and lines(): what listings cost (tests)
+        # For the metrics (gq/daemon/metrics.py), kept as jobs come and go, so that reading
+        # them costs nothing that grows with the queue: jobs by (state, tier), and the pending
+        # ones of each tier by (submitted_at, id), the oldest first.
+        self.by_state: Counter[tuple[str, str]] = Counter()
+        self.pending_by_tier: dict[str, SortedList] = {}
 
     def __contains__(self, job_id: int) -> bool:
         return job_id in self.jobs
@@ -48,6 +53,7 @@ class Resident:
         if not (waiting or holding):
             return
         self.jobs[job.id] = job
+        self._count(job, add=True)
         if waiting:
             self.waiting[job.id] = None
             self.waiting_of[job.uid] += 1
@@ -65,9 +71,26 @@ class Resident:
             if not self.waiting_of[job.uid]:
                 del self.waiting_of[job.uid]
         self.holding.pop(job_id, None)
+        self._count(job, add=False)
         if job.state in ACTIVE_STATES and job.moved_to is None:
             self._index(job, add=False)
         return job
+
+    def _count(self, job: Job, add: bool) -> None:
+        key = (str(job.state), str(job.priority))
+        self.by_state[key] += 1 if add else -1
+        if not self.by_state[key]:
+            del self.by_state[key]
+        if job.state == JobState.PENDING:
+            tier = self.pending_by_tier.setdefault(key[1], SortedList())
+            if add:
+                tier.add((job.submitted_at, job.id))
+            else:
+                tier.discard((job.submitted_at, job.id))
+
+    def oldest_pending(self) -> dict[str, float]:
+        """The submit time of each tier's oldest pending job (tiers with none left out)."""
+        return {tier: jobs[0][0] for tier, jobs in self.pending_by_tier.items() if jobs}
 
     def _index(self, job: Job, add: bool) -> None:
         line = job.id if job.array is None else job.array.id

@@ -13,6 +13,17 @@ TALLIES = {
     "preemptions": "mode", "offences": "kind", "gpu_seconds": "user",
 }
 
+# Histograms, by tier: the wait of a job (submit to first start) and the length of each run.
+# Each observation adds to one bucket's row (not cumulative), to the sum and to the count; the
+# buckets fit lab jobs, a second to a week. They are fixed: a bucket changed later would split
+# every series of the histogram.
+BUCKETS = (1.0, 10.0, 30.0, 60.0, 300.0, 600.0, 1800.0, 3600.0, 3 * 3600.0, 6 * 3600.0,
+           12 * 3600.0, 86400.0, 2 * 86400.0, 7 * 86400.0)
+HISTOGRAMS = ("wait_seconds", "run_seconds")
+for _name in HISTOGRAMS:
+    TALLIES.update({f"{_name}_bucket": "tier le", f"{_name}_sum": "tier",
+                    f"{_name}_count": "tier"})
+
 
 def add(conn: sqlite3.Connection, name: str, by: float = 1, label: str = "") -> None:
     """Count `by` more of `name` (split by its label's value `label`), in the caller's
@@ -24,6 +35,31 @@ def add(conn: sqlite3.Connection, name: str, by: float = 1, label: str = "") -> 
             "INSERT INTO tallies (name, label, value) VALUES (?, ?, ?) "
             "ON CONFLICT (name, label) DO UPDATE SET value = value + excluded.value",
             [name, label, by])
+
+
+def observe(conn: sqlite3.Connection, name: str, tier: str, seconds: float) -> None:
+    """One observation of the histogram `name` for `tier`, in the caller's transaction."""
+    seconds = max(0.0, seconds)
+    le = next((b for b in BUCKETS if seconds <= b), None)
+    if le is not None:  # above the last bucket: counted in +Inf, the count, only
+        add(conn, f"{name}_bucket", label=f"{tier} {le:g}")
+    add(conn, f"{name}_sum", seconds, label=tier)
+    add(conn, f"{name}_count", label=tier)
+
+
+def histogram(found: dict[str, dict[str, float]], name: str
+              ) -> dict[str, tuple[list[tuple[float, float]], float, float]]:
+    """From read()'s answer: {tier: ([(le, observations up to le)...], sum, count)}, the
+    buckets cumulative as Prometheus's are."""
+    out = {}
+    for tier, count in found[f"{name}_count"].items():
+        per = found[f"{name}_bucket"]
+        running, buckets = 0.0, []
+        for le in BUCKETS:
+            running += per.get(f"{tier} {le:g}", 0.0)
+            buckets.append((le, running))
+        out[tier] = (buckets, found[f"{name}_sum"].get(tier, 0.0), count)
+    return out
 
 
 def read(conn: sqlite3.Connection) -> dict[str, dict[str, float]]:

@@ -149,10 +149,11 @@ def test_no_import_cycle_between_gq_modules():
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
 
 
-# Imports inside functions that stay, for weight only: paramiko (the SSH transport) and the
-# daemon's own start (gq daemon run), loaded only by the commands that need them.
+# Imports inside functions that stay, for weight only: paramiko (the SSH transport), the
+# daemon's own start (gq daemon run), loaded only by the commands that need them, and the
+# /metrics endpoint (prometheus_client, an extra), only with [metrics] listen.
 HEAVY = {"gq.remote.ssh", "gq.daemon.core", "gq.daemon.server", "gq.daemon.reload",
-         "gq.daemon.main", "gq.daemon.diskfull"}
+         "gq.daemon.main", "gq.daemon.diskfull", "gq.daemon.metrics", "gq.daemon.metrics_http"}
 
 
 def test_no_import_inside_a_function_dodges_a_cycle():

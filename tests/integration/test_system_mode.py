@@ -333,3 +333,27 @@ def test_the_users_gq_works_from_a_checkout_in_a_private_directory(host, users, 
     opened = host.run_as(users.ann, [host.python, "-c", code],
                          env=host.user_env(users.ann, PYTHONPATH=f"{tree}:{tree}/site"))
     assert (opened.returncode, opened.stdout) == (0, "ok\n"), opened.stderr
+
+
+def test_a_system_daemon_serves_metrics_to_other_hosts_only_when_public():
+    from gq.protocol import GqError
+    from tests.support.prometheus import fetch, free_port
+
+    require_root()
+    port = free_port()
+    h = SystemHost(config=f'[metrics]\nlisten = "0.0.0.0:{port}"\n')
+    try:
+        with pytest.raises(AssertionError, match=r"\[metrics\] listen = '0\.0\.0\.0:\d+': a "
+                                                 "system daemon serves its metrics on a "
+                                                 "loopback address or a Unix socket only"):
+            h.start()
+        h.config.write_text(h.config.read_text() + "public = true\n")
+        h.start()
+        assert "gq_up{" in fetch(f"http://127.0.0.1:{port}/metrics")
+        h.config.write_text(h.config.read_text().replace("public = true\n", ""))
+        with pytest.raises(GqError, match=r"set \[metrics\] public = true to serve them to "
+                                          "other hosts"):
+            h.call("reload")  # refused whole: the endpoint is kept where it was
+        assert "gq_up{" in fetch(f"http://127.0.0.1:{port}/metrics")
+    finally:
+        h.close()
