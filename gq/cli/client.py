@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from gq.paths import daemon_log, daemon_socket, socket_path
+from gq.paths import daemon_log, daemon_socket, not_answering, socket_path
 from gq.protocol import CONNECT_WAIT, Connection, DaemonGone, DaemonSlow, GqError
 
 START_TIMEOUT = 15.0
@@ -48,12 +48,8 @@ def connect(auto_start: bool = True, timeout: float | None = FROM_ENV) -> Connec
     conn = try_connect(path, timeout)
     if conn is not None:
         return conn
-    if home is None:
-        raise GqError(f"the system daemon does not answer at {path}: it is stopped or starting "
-                      "(an admin can check: systemctl status gq); set GQ_HOME to use a daemon "
-                      "of your own meanwhile")
-    if not auto_start:
-        raise GqError(f"no daemon runs for {home} (start one: gq daemon start)")
+    if home is None or not auto_start:
+        raise GqError(not_answering(path, home))
     pid = start_daemon(home)
     print(f"gq: started the daemon for {home} (pid {pid})", file=sys.stderr)
     conn = try_connect(path, timeout)

@@ -16,7 +16,7 @@ from pathlib import Path
 from gq.daemon.diskfull import disk_is_full, is_disk_full
 from gq.daemon.diskfull import refusal as disk_refusal
 from gq.daemon.layout import Layout
-from gq.daemon.system import prepare, system_layout
+from gq.daemon.system import prepare, refuse_beside_system_daemon, system_layout
 from gq.paths import MAX_SOCKET_PATH
 from gq.protocol import GqError
 
@@ -110,6 +110,7 @@ def run(home: Path | None, system: bool = False) -> int:
         prepare(layout)
         home = layout.home
     else:
+        refuse_beside_system_daemon(home)
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         layout = Layout(home)
     with _starting(home):

@@ -20,6 +20,15 @@ SPEC_FILE = "spec"
 OFF = ("off", "none")
 
 
+def simulated(home: Path, env: Mapping[str, str] | None = None) -> bool:
+    """Whether `open_backend(home, env)` gives simulated cards (it reads no card to say so)."""
+    env = os.environ if env is None else env
+    spec = env.get(SIM_ENV, "").strip()
+    if spec.lower() in OFF:
+        return False
+    return bool(spec) or (home / "sim" / SPEC_FILE).is_file()
+
+
 def open_backend(home: Path, env: Mapping[str, str] | None = None) -> CardBackend:
     """The backend a daemon with state directory `home` should use.
 

@@ -44,6 +44,7 @@ def host(users):
         h.close()
 
 
+PING = json.dumps({"v": VERSION, "op": "ping", "args": {}}) + "\n"
 ID_SCRIPT = 'id -u; id -g; id -G; umask; echo "$HOME $USER"; echo "$GQ_CHECKPOINT_DIR"'
 
 
@@ -230,18 +231,40 @@ def test_the_cli_finds_the_system_daemon_and_starts_none_of_its_own(users):
         assert status.startswith("running: the system daemon for every user, pid")
         assert h.gq(bob, "daemon", "stop", check=False).stderr == \
             "gq: only root can stop the system daemon\n"
+        assert _top_sees(h, bob).startswith("4x SimGPU-80G")  # gq top reads it too, as gq rpc relays to it
+        assert json.loads(h.gq(bob, "rpc", input=PING).stdout)["result"]["system"]
+        # A daemon of one's own on the real cards would hand them out a second time: refused.
+        own = h.user_env(bob, GQ_HOME=f"{bob.home}/gqh")
+        second = h.gq(bob, "daemon", "start", env=own, check=False)
+        assert second.returncode == 1 and "handed out by its system daemon" in second.stderr
+        assert not os.path.exists(f"{bob.home}/gqh/gq.sock")
+        assert "unset GQ_HOME" in h.gq(bob, "daemon", "stop", env=own, check=False).stderr
         h.stop()
         down = h.gq(bob, "ls", check=False)
         assert down.returncode == 1 and "the system daemon does not answer" in down.stderr
         assert not os.path.exists(os.path.join(bob.home, ".local", "state", "gq"))
-        # GQ_HOME asks for a daemon of one's own, as before.
-        own = h.gq(bob, "ls", env=h.user_env(bob, GQ_HOME=f"{bob.home}/gqh"))
-        assert "started the daemon" in own.stderr
-        h.gq(bob, "daemon", "stop", env=h.user_env(bob, GQ_HOME=f"{bob.home}/gqh"))
+        # No advice anywhere to start a daemon of one's own while the system one is down.
+        relayed = h.gq(bob, "rpc", input=PING).stdout
+        for said in (down.stderr, _top_sees(h, bob), relayed):
+            assert "the system daemon does not answer" in said, said
+            assert "gq daemon start" not in said and "GQ_HOME" not in said, said
+        # GQ_HOME with simulated cards asks for a daemon of one's own, as before.
+        own["GQ_SIM_GPUS"] = "1x10G"
+        started = h.gq(bob, "ls", env=own)
+        assert "started the daemon" in started.stderr
+        h.gq(bob, "daemon", "stop", env=own)
         refused = h.gq(bob, "daemon", "run", "--system", check=False)
         assert refused.returncode == 1 and "must run as root" in refused.stderr
     finally:
         h.close()
+
+
+def _top_sees(host: SystemHost, user: User) -> str:
+    """What `gq top` run by `user` reads from its daemon: its cards, or why it cannot."""
+    code = ("from gq.cli.top_cmd import top_app\n"
+            "snap = next(iter(top_app().sources.values())).fetch(0)\n"
+            "print(snap.error or f'{len(snap.cards)}x ' + ' '.join(c.name for c in snap.cards))")
+    return host.run_as(user, [host.python, "-c", code]).stdout
 
 
 def test_private_queues_hide_others_jobs_and_admins_see_all(users):
