@@ -9,7 +9,9 @@ import time
 from typing import Any
 
 from gq.paths import daemon_log, daemon_socket, not_answering, socket_path
-from gq.protocol import CONNECT_WAIT, Connection, DaemonGone, DaemonSlow, GqError
+from gq.protocol import (
+    CONNECT_WAIT, Connection, DaemonGone, DaemonSlow, DatabaseLocked, GqError,
+)
 
 START_TIMEOUT = 15.0
 RETRY_FOR = 60.0  # seconds a submit is sent again while its daemon goes away and comes back
@@ -70,10 +72,22 @@ def submit_job(args: dict[str, Any]) -> dict[str, Any]:
     args = {**args, "idempotency_key": os.urandom(16).hex()}
     deadline = time.monotonic() + RETRY_FOR
     conn = connect()
+    said_locked = False
     while True:
         try:
             with conn:
                 return conn.call("submit", **args)
+        except DatabaseLocked as e:
+            # Nothing was written (docs/reliability.md): the same key again, queued once.
+            if time.monotonic() > deadline:
+                raise GqError(f"{e.message}; sent again for {RETRY_FOR:.0f}s: the job is not "
+                              "queued") from None
+            if not said_locked:
+                said_locked = True
+                print(f"gq: {e.message.removesuffix(': nothing was written')}; sending the "
+                      "submit again until it lets go (it is queued once)", file=sys.stderr,
+                      flush=True)
+            time.sleep(0.2)
         except DaemonSlow as e:
             # Sent again with the same key: queued once, whichever attempt gets there.
             if time.monotonic() > deadline:
