@@ -122,7 +122,8 @@ def run(home: Path | None, system: bool = False) -> int:
         if refusal is not None:  # never an empty queue over a user's (docs/reliability.md)
             raise GqError(disk_refusal(home) if disk_is_full(home) else refusal)
         try:
-            backend = open_backend(home)
+            # A system daemon's simulated cards take every user's burns through its socket.
+            backend = open_backend(home, register_at=str(layout.socket) if system else None)
         except ValueError as e:
             raise GqError(str(e), 2) from None
         # A pool naming a card this host lacks: refused, as `gq config check` refuses it.

@@ -31,12 +31,12 @@ log = logging.getLogger("gq.daemon")
 
 def peer_caller(sock: socket.socket) -> Caller:
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
+    pid, uid, _gid = struct.unpack("3i", creds)
     try:
         user = pwd.getpwuid(uid).pw_name
     except KeyError:
         user = str(uid)
-    return Caller(uid=uid, user=user)
+    return Caller(uid=uid, user=user, pid=pid)
 
 
 def _not_json(name: str):

@@ -197,6 +197,39 @@ def test_a_fifo_planted_at_a_log_path_fails_the_run_and_frees_its_cards(host, us
     assert host.wait_ended(after)["state"] == "completed"
 
 
+def test_every_users_burn_registers_on_the_simulated_cards_counted_to_its_job(host, users):
+    """Before #34 a burn in a system daemon's job could not register (the simulator's files
+    are root's): no memory, OOM or offender could be rehearsed. Now the daemon registers it,
+    as the process the kernel says is calling, and no user writes the simulation's files."""
+    ann, bob = users.ann, users.bob
+    burn = [host.python, "-m", "gq.sim.burn", "--util", "50", "--mem"]
+    a = host.submit(ann, "--mem", "30G", "--", *burn, "20G")
+    b = host.submit(bob, "--mem", "30G", "--", *burn, "10G")
+
+    def held() -> dict:
+        return {j["id"]: j["used"] for card in host.call("gpus") for j in card["jobs"]}
+
+    wait_for(lambda: held() == {a: 20 << 30, b: 10 << 30}, what="both burns on the cards")
+    cards = json.loads(host.gq(bob, "gpus", "--json").stdout)  # what gq gpus shows bob
+    assert {j["id"]: j["used"] for c in cards for j in c["jobs"]} == {a: 20 << 30, b: 10 << 30}
+    card = next(c for c in cards if any(j["id"] == a for j in c["jobs"]))
+    ann_pid = next(p["pid"] for p in card["processes"] if p["used_memory"] == 20 << 30)
+    # Bob can neither write the simulation's files nor register a process not his own.
+    sim = host.state / "sim"
+    write = f"open({str(sim / 'procs' / f'{ann_pid}.json')!r}, 'w')"
+    assert host.run_as(bob, [host.python, "-c", write]).returncode != 0
+    claim = {"visible": str(card["index"]), "mem": 1 << 30, "pid": ann_pid}
+    over = {"visible": str(card["index"]), "mem": 81 << 30}
+    mine, oom = [r["result"] for r in host.raw(bob, [
+        {"v": VERSION, "op": "sim_register", "args": claim},
+        {"v": VERSION, "op": "sim_register", "args": over}])]
+    assert mine["pid"] != ann_pid  # his own client process, gone with it
+    assert oom["oom"].startswith("torch.OutOfMemoryError: CUDA out of memory.")
+    assert held() == {a: 20 << 30, b: 10 << 30}
+    host.call("cancel", ids=[str(a), str(b)])
+    assert {host.wait_ended(a)["state"], host.wait_ended(b)["state"]} == {"cancelled"}
+
+
 def test_notifications_of_a_user_run_as_that_user(host, users):
     ann = users.ann
     job = host.submit(ann, "-g", "0", "--notify", "id -u; id -G", "--", "true")
