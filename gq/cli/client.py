@@ -10,7 +10,7 @@ from typing import Any
 
 from gq.paths import daemon_log, daemon_socket, not_answering, socket_path
 from gq.protocol import (
-    CONNECT_WAIT, Connection, DaemonGone, DaemonSlow, DatabaseLocked, GqError,
+    CONNECT_WAIT, LOCKED_ADVICE, Connection, DaemonGone, DaemonSlow, DatabaseLocked, GqError,
 )
 
 START_TIMEOUT = 15.0
@@ -78,15 +78,16 @@ def submit_job(args: dict[str, Any]) -> dict[str, Any]:
             with conn:
                 return conn.call("submit", **args)
         except DatabaseLocked as e:
-            # Nothing was written (docs/reliability.md): the same key again, queued once.
+            # The submit's one transaction was rolled back (docs/reliability.md): the same
+            # key again, queued once.
+            holder = e.message.removesuffix(": " + LOCKED_ADVICE)
             if time.monotonic() > deadline:
-                raise GqError(f"{e.message}; sent again for {RETRY_FOR:.0f}s: the job is not "
+                raise GqError(f"{holder}; sent again for {RETRY_FOR:.0f}s: the job is not "
                               "queued") from None
             if not said_locked:
                 said_locked = True
-                print(f"gq: {e.message.removesuffix(': nothing was written')}; sending the "
-                      "submit again until it lets go (it is queued once)", file=sys.stderr,
-                      flush=True)
+                print(f"gq: {holder}; sending the submit again until it lets go (it is "
+                      "queued once)", file=sys.stderr, flush=True)
             time.sleep(0.2)
         except DaemonSlow as e:
             # Sent again with the same key: queued once, whichever attempt gets there.

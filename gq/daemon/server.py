@@ -22,7 +22,9 @@ from gq.daemon.ops import HANDLERS
 from gq.daemon.peers.route import ROUTED, route
 from gq.daemon.submission import Caller
 from gq.store.lock_holder import is_locked, locked_message
-from gq.protocol import VERSION, BadInput, DatabaseLocked, GqError, encode, error, ok
+from gq.protocol import (
+    LOCKED_ADVICE, VERSION, BadInput, DatabaseLocked, GqError, encode, error, ok,
+)
 from gq.protocol.ops import parse_op
 from gq.units import format_size
 
@@ -85,8 +87,8 @@ async def dispatch(daemon: Daemon, turns: Turns, caller: Caller, line: bytes) ->
         if is_disk_full(e):
             return error(GqError(refusal(daemon.layout.home)))
         if is_locked(e):  # rolled back whole: the same request may come again
-            return error(DatabaseLocked(f"{locked_message(str(daemon.layout.db))}: nothing "
-                                        "was written"))
+            return error(DatabaseLocked(f"{locked_message(str(daemon.layout.db))}: "
+                                        f"{LOCKED_ADVICE}"))
         log.exception("request failed")
         return error(GqError(f"internal error in the daemon: {e.__class__.__name__}: {e}"))
 

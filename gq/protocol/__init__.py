@@ -48,8 +48,12 @@ class DaemonSlow(GqError):
 
 
 class DatabaseLocked(GqError):
-    """Another process holds the daemon's database: nothing was written, and the request may
-    be sent again as it was (a submit with its idempotency key is queued once)."""
+    """Another process holds the daemon's database: the write the request came to was rolled
+    back, and the request may be sent again as it was (a submit, one transaction, with its
+    idempotency key: queued once). The message ends with LOCKED_ADVICE."""
+
+
+LOCKED_ADVICE = "not done; try again once it lets go"
 
 
 class BadInput(GqError):
