@@ -221,12 +221,23 @@ def run_all(found: list[Block]) -> None:
             session.close()
 
 
+def _this_host(text: str) -> str:
+    """Without what depends on this host alone: where bash-completion is installed, gq says
+    nothing of its absence (the docs were run where it is not)."""
+    loader = any(os.path.exists(p) for p in ("/usr/share/bash-completion/bash_completion",
+                                             "/etc/bash_completion"))
+    if not loader:
+        return text
+    return "\n".join(line for line in text.splitlines()
+                     if "bash-completion is not installed" not in line)
+
+
 def differences(found: list[Block]) -> list[str]:
     """A unified diff of each command whose normalised output differs from the doc's."""
     diffs = []
     for block in found:
         for (command, expected), actual in zip(block.steps, block.actual):
-            if normalise(expected) != normalise(actual):
+            if normalise(_this_host(expected)) != normalise(_this_host(actual)):
                 diff = difflib.unified_diff(expected.splitlines(), actual.splitlines(),
                                             "docs", "gq", lineterm="", n=1)
                 diffs.append(f"{block.path.name} ({block.session}) $ {command}\n"
