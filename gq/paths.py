@@ -47,9 +47,26 @@ def daemon_socket(env=None) -> tuple[str, str | None]:
     system daemon's, which no command starts (home None), unless GQ_HOME is set: setting it
     asks for a daemon of one's own. Elsewhere the user's own daemon, started on first use."""
     env = os.environ if env is None else env
-    if not env.get("GQ_HOME"):
-        sock = system_path(SYSTEM_SOCKET, env)
-        if os.path.lexists(sock) or os.path.lexists(system_path(SYSTEM_CONFIG, env)):
-            return sock, None
+    if not env.get("GQ_HOME") and system_host(env):
+        return system_path(SYSTEM_SOCKET, env), None
     home = gq_home(env)
     return socket_path(home), home
+
+
+def system_host(env=None) -> bool:
+    """Whether this host is set up for a system daemon: its socket or its settings exist."""
+    return (os.path.lexists(system_path(SYSTEM_SOCKET, env))
+            or os.path.lexists(system_path(SYSTEM_CONFIG, env)))
+
+
+def not_answering(path: str, home: str | None, env=None) -> str:
+    """What every command says when no daemon answers at `path` (`home` None: the system
+    daemon's socket). Never advice to start a daemon on a host that has a system one: a second
+    daemon would hand out the same cards."""
+    if home is None:
+        return (f"the system daemon does not answer at {path}: it is stopped or starting "
+                "(an admin can check: systemctl status gq)")
+    if system_host(env):
+        return (f"no daemon runs for {home}; this host's cards are the system daemon's "
+                f"({system_path(SYSTEM_SOCKET, env)}): unset GQ_HOME to use it")
+    return f"no daemon runs for {home} (start one: gq daemon start)"

@@ -8,8 +8,10 @@ import sys
 import time
 from typing import Any
 
-from gq.paths import daemon_log, daemon_socket, socket_path
-from gq.protocol import CONNECT_WAIT, Connection, DaemonGone, DaemonSlow, GqError
+from gq.paths import daemon_log, daemon_socket, not_answering, socket_path
+from gq.protocol import (
+    CONNECT_WAIT, LOCKED_ADVICE, Connection, DaemonGone, DaemonSlow, DatabaseLocked, GqError,
+)
 
 START_TIMEOUT = 15.0
 RETRY_FOR = 60.0  # seconds a submit is sent again while its daemon goes away and comes back
@@ -48,12 +50,8 @@ def connect(auto_start: bool = True, timeout: float | None = FROM_ENV) -> Connec
     conn = try_connect(path, timeout)
     if conn is not None:
         return conn
-    if home is None:
-        raise GqError(f"the system daemon does not answer at {path}: it is stopped or starting "
-                      "(an admin can check: systemctl status gq); set GQ_HOME to use a daemon "
-                      "of your own meanwhile")
-    if not auto_start:
-        raise GqError(f"no daemon runs for {home} (start one: gq daemon start)")
+    if home is None or not auto_start:
+        raise GqError(not_answering(path, home))
     pid = start_daemon(home)
     print(f"gq: started the daemon for {home} (pid {pid})", file=sys.stderr)
     conn = try_connect(path, timeout)
@@ -74,10 +72,23 @@ def submit_job(args: dict[str, Any]) -> dict[str, Any]:
     args = {**args, "idempotency_key": os.urandom(16).hex()}
     deadline = time.monotonic() + RETRY_FOR
     conn = connect()
+    said_locked = False
     while True:
         try:
             with conn:
                 return conn.call("submit", **args)
+        except DatabaseLocked as e:
+            # The submit's one transaction was rolled back (docs/reliability.md): the same
+            # key again, queued once.
+            holder = e.message.removesuffix(": " + LOCKED_ADVICE)
+            if time.monotonic() > deadline:
+                raise GqError(f"{holder}; sent again for {RETRY_FOR:.0f}s: the job is not "
+                              "queued") from None
+            if not said_locked:
+                said_locked = True
+                print(f"gq: {holder}; sending the submit again until it lets go (it is "
+                      "queued once)", file=sys.stderr, flush=True)
+            time.sleep(0.2)
         except DaemonSlow as e:
             # Sent again with the same key: queued once, whichever attempt gets there.
             if time.monotonic() > deadline:

@@ -24,10 +24,10 @@ def _hosts(word: str) -> list[list[str]]:
     """any, this host, and the peers (from the daemon, when it answers)."""
     rows = [["any", "wherever it starts first"], [socket.gethostname(), "this host"]]
     try:
-        from gq.paths import gq_home, socket_path
+        from gq.paths import daemon_socket
         from gq.protocol import Connection
 
-        with Connection(socket_path(gq_home()), timeout=TIMEOUT) as conn:
+        with Connection(daemon_socket()[0], timeout=TIMEOUT) as conn:
             rows += [[p["name"], f"peer, {p['state']}, {p['gpus']} GPU(s)"]
                      for p in conn.call("peers")]
     except Exception:  # no daemon, an old one: the two that are always there

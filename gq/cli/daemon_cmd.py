@@ -43,7 +43,7 @@ def daemon_start() -> None:
         return
     if home is None:
         raise GqError(f"this host is set up for a system daemon ({path}), which systemd starts "
-                      "(systemctl start gq); set GQ_HOME to run a daemon of your own")
+                      "(an admin: systemctl start gq)")
     print(f"started (pid {start_daemon(home)}, {home})")
 
 

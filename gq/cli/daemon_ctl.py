@@ -44,7 +44,7 @@ def restart() -> str:
     path, home = daemon_socket()
     if home is None:
         raise GqError(f"this host runs a system daemon ({path}), which systemd restarts "
-                      "(systemctl restart gq); set GQ_HOME to run a daemon of your own")
+                      "(an admin: systemctl restart gq)")
     conn = try_connect(path)
     old = None
     if conn is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from gq.daemon.diskfull import disk_is_full, is_disk_full
 from gq.daemon.diskfull import refusal as disk_refusal
 from gq.daemon.layout import Layout
-from gq.daemon.system import prepare, system_layout
+from gq.daemon.system import prepare, refuse_beside_system_daemon, system_layout
 from gq.paths import MAX_SOCKET_PATH
 from gq.protocol import GqError
 
@@ -111,6 +111,7 @@ def run(home: Path | None, system: bool = False) -> int:
         prepare(layout)
         home = layout.home
     else:
+        refuse_beside_system_daemon(home)
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         layout = Layout(home)
     with _starting(home):
@@ -122,7 +123,8 @@ def run(home: Path | None, system: bool = False) -> int:
         if refusal is not None:  # never an empty queue over a user's (docs/reliability.md)
             raise GqError(disk_refusal(home) if disk_is_full(home) else refusal)
         try:
-            backend = open_backend(home)
+            # A system daemon's simulated cards take every user's burns through its socket.
+            backend = open_backend(home, register_at=str(layout.socket) if system else None)
         except ValueError as e:
             raise GqError(str(e), 2) from None
         # A pool naming a card this host lacks: refused, as `gq config check` refuses it.

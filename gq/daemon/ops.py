@@ -26,6 +26,7 @@ from gq.daemon.peers.ops import (
 from gq.daemon.reload import op_reload
 from gq.daemon.reservations import op_reservations, op_reserve, op_unreserve
 from gq.daemon.runtimes import prediction_json
+from gq.daemon.sim_register import op_sim_register
 from gq.daemon.startable import op_wait
 from gq.daemon.submission import Caller
 from gq.daemon.telemetry_ops import (
@@ -244,4 +245,5 @@ HANDLERS: dict[Op, Callable[..., Any]] = {
     Op.RELOAD: op_reload,
     Op.SHUTDOWN: op_shutdown,
     Op.TOP: op_top,
+    Op.SIM_REGISTER: op_sim_register,
 }

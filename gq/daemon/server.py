@@ -21,7 +21,10 @@ from gq.daemon.diskfull import is_disk_full, refusal
 from gq.daemon.ops import HANDLERS
 from gq.daemon.peers.route import ROUTED, route
 from gq.daemon.submission import Caller
-from gq.protocol import VERSION, BadInput, GqError, encode, error, ok
+from gq.store.lock_holder import is_locked, locked_message
+from gq.protocol import (
+    LOCKED_ADVICE, VERSION, BadInput, DatabaseLocked, GqError, encode, error, ok,
+)
 from gq.protocol.ops import parse_op
 from gq.units import format_size
 
@@ -30,12 +33,12 @@ log = logging.getLogger("gq.daemon")
 
 def peer_caller(sock: socket.socket) -> Caller:
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
+    pid, uid, _gid = struct.unpack("3i", creds)
     try:
         user = pwd.getpwuid(uid).pw_name
     except KeyError:
         user = str(uid)
-    return Caller(uid=uid, user=user)
+    return Caller(uid=uid, user=user, pid=pid)
 
 
 def _not_json(name: str):
@@ -83,6 +86,9 @@ async def dispatch(daemon: Daemon, turns: Turns, caller: Caller, line: bytes) ->
     except Exception as e:  # a bug must cost one request, not the daemon
         if is_disk_full(e):
             return error(GqError(refusal(daemon.layout.home)))
+        if is_locked(e):  # rolled back whole: the same request may come again
+            return error(DatabaseLocked(f"{locked_message(str(daemon.layout.db))}: "
+                                        f"{LOCKED_ADVICE}"))
         log.exception("request failed")
         return error(GqError(f"internal error in the daemon: {e.__class__.__name__}: {e}"))
 
@@ -137,12 +143,18 @@ async def serve(daemon: Daemon, sock: socket.socket) -> None:
     )
 
     async def ticker() -> None:
+        locked = False  # said once while another process holds the database
         while True:
             await asyncio.sleep(daemon.config.tick)
             try:
                 daemon.tick()
-            except Exception:
-                log.exception("housekeeping failed")
+                locked = False
+            except Exception as e:
+                if not is_locked(e):
+                    log.exception("housekeeping failed")
+                elif not locked:
+                    locked = True
+                    log.warning("housekeeping waits: %s", locked_message(str(daemon.layout.db)))
 
     tasks = [asyncio.create_task(ticker()), asyncio.create_task(turns.serve())]
     async with server:

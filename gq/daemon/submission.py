@@ -22,6 +22,7 @@ MAX_KEY = 128
 class Caller:
     uid: int
     user: str
+    pid: int = 0  # the process that connected (SO_PEERCRED); 0: not known (a peer's request)
 
 
 def _no_nul(text: str, what: str) -> str:

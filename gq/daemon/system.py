@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 
 from gq.daemon.layout import Layout
-from gq.paths import SYSTEM_CONFIG, SYSTEM_SOCKET, SYSTEM_STATE, system_path
+from gq.paths import SYSTEM_CONFIG, SYSTEM_SOCKET, SYSTEM_STATE, system_host, system_path
 from gq.protocol import GqError
 
 
@@ -22,11 +22,25 @@ def system_layout() -> Layout:
                   config=system_path(SYSTEM_CONFIG), system=True)
 
 
+def refuse_beside_system_daemon(home: Path) -> None:
+    """A daemon of one's own on a host set up for a system daemon may simulate cards, never use
+    the real ones: it would hand out the cards the system daemon hands out, a second time."""
+    from gq.gpu import simulated
+
+    if system_host() and not simulated(home):
+        raise GqError(f"this host's cards are handed out by its system daemon "
+                      f"({system_path(SYSTEM_SOCKET)}); a daemon of your own for {home} would "
+                      "hand them out a second time: use the system one (unset GQ_HOME), or "
+                      "give yours simulated cards (GQ_SIM_GPUS=4x80G)")
+
+
 def prepare(layout: Layout) -> None:
     """Check that we are root and that what we rely on is root's alone; make the directories."""
     if os.geteuid() != 0:
+        # No advice to run a daemon of one's own where a system one is set up: see below.
+        own = "" if system_host() else " (for a daemon of your own: gq daemon run)"
         raise GqError("gq daemon run --system must run as root: it starts each job as the "
-                      "user who submitted it (for a daemon of your own: gq daemon run)")
+                      f"user who submitted it{own}")
     os.umask(0o022)  # missing parents (a staged root's var/lib) must let every user through
     for directory in (layout.home, layout.socket.parent):
         directory.mkdir(mode=0o755, parents=True, exist_ok=True)

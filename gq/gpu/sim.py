@@ -19,6 +19,9 @@ CARDS_FILE = "cards.json"
 FAULTS_FILE = "faults.json"
 PROCS_DIR = "procs"
 SIM_DIR_ENV = "GQ_SIM_DIR"
+# A system daemon's socket, in its jobs' environment: its simulator's files are root's, so a
+# burn asks it to register (gq/daemon/sim_register.py) instead of writing them.
+SIM_SOCKET_ENV = "GQ_SIM_SOCKET"
 
 SPEC_HELP = "expected COUNTxSIZE or COUNTxMODEL, e.g. 4x80G or 2xH100,2xA100-40G"
 
@@ -195,6 +198,7 @@ class SimProc:
     mem: int
     util: int
     leak: bool = False
+    uid: int | None = None  # whose it is, as a system daemon registered it (None: not asked)
 
     @classmethod
     def from_json(cls, data: object) -> SimProc:
@@ -206,6 +210,7 @@ class SimProc:
         return cls(
             pid=int(data["pid"]), create_time=float(data["create_time"]), cards=cards,
             mem=int(data["mem"]), util=int(data["util"]), leak=bool(data.get("leak", False)),
+            uid=None if data.get("uid") is None else int(data["uid"]),
         )
 
 
@@ -326,13 +331,18 @@ class SimBackend(CardBackend):
 
     kind = "sim"
 
-    def __init__(self, cards: list[SimCardSpec], state_dir: Path):
+    def __init__(self, cards: list[SimCardSpec], state_dir: Path, register_at: str | None = None):
+        """`register_at`: a system daemon's socket, through which its jobs' burns register."""
         self.state_dir = Path(state_dir)
         self._specs = list(cards)
         self._cards = write_cards(self.state_dir, self._specs)
+        self.register_at = register_at
 
     def job_env(self) -> dict[str, str]:
-        return {SIM_DIR_ENV: str(self.state_dir)}
+        env = {SIM_DIR_ENV: str(self.state_dir)}
+        if self.register_at:
+            env[SIM_SOCKET_ENV] = self.register_at
+        return env
 
     def checkpointer(self):
         from gq.gpu.sim_checkpoint import SimCheckpointer

@@ -47,6 +47,15 @@ class DaemonSlow(GqError):
                          "(see gq daemon status; GQ_TIMEOUT=SECONDS waits longer)")
 
 
+class DatabaseLocked(GqError):
+    """Another process holds the daemon's database: the write the request came to was rolled
+    back, and the request may be sent again as it was (a submit, one transaction, with its
+    idempotency key: queued once). The message ends with LOCKED_ADVICE."""
+
+
+LOCKED_ADVICE = "not done; try again once it lets go"
+
+
 class BadInput(GqError):
     def __init__(self, message: str):
         super().__init__(message, BAD_INPUT)
@@ -90,7 +99,10 @@ def ok(result: Any) -> dict[str, Any]:
 
 
 def error(exc: GqError) -> dict[str, Any]:
-    return {"ok": False, "error": exc.message, "code": exc.code}
+    reply = {"ok": False, "error": exc.message, "code": exc.code}
+    if isinstance(exc, DatabaseLocked):
+        reply["locked"] = True
+    return reply
 
 
 class Connection:
@@ -136,6 +148,8 @@ class Connection:
         reply = json.loads(line)
         if not reply.get("ok"):
             message, code = reply.get("error", "unknown error"), reply.get("code", FAILURE)
+            if reply.get("locked"):
+                raise DatabaseLocked(message, code)
             raise BadInput(message) if code == BAD_INPUT else GqError(message, code)
         return reply.get("result")
 

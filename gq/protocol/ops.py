@@ -47,6 +47,7 @@ class Op(StrEnum):
     RELOAD = "reload"
     SHUTDOWN = "shutdown"
     TOP = "top"
+    SIM_REGISTER = "sim_register"
 
 
 class Trait(Flag):
@@ -101,6 +102,7 @@ SPECS: dict[Op, OpSpec] = {
     Op.RELOAD: OpSpec(T.MUTATES | T.ADMIN, s.NoArgs, dict),
     Op.SHUTDOWN: OpSpec(T.MUTATES | T.ADMIN, s.NoArgs, s.ShutdownAnswer),
     Op.TOP: OpSpec(T.NONE, s.TopArgs, s.TopAnswer),
+    Op.SIM_REGISTER: OpSpec(T.NONE, s.SimRegisterArgs, s.SimRegistered),
 }
 
 

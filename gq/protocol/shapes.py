@@ -78,6 +78,15 @@ class TopArgs(TypedDict, total=False):
     points_after: float  # epoch seconds of the last card sample the client has
 
 
+class SimRegisterArgs(TypedDict, total=False):
+    """`sim_register`: the connecting process (its peer credentials) on simulated cards."""
+
+    visible: str  # its CUDA_VISIBLE_DEVICES
+    mem: int  # bytes on each card
+    util: int  # percent
+    leak: bool  # keep holding the memory once it is gone (zombie memory)
+
+
 class HostsArgs(TypedDict, total=False):
     hosts: Literal["all", "local"]
 
@@ -394,3 +403,13 @@ class ConfigAnswer(TypedDict):
 class ShutdownAnswer(TypedDict):
     stopping: bool
     running_jobs: int
+
+
+class SimRegistered(TypedDict, total=False):
+    """Registered (pid, create_time, cards: [{index, uuid}]), or too little room (oom: the
+    message PyTorch prints)."""
+
+    pid: int
+    create_time: float
+    cards: list[dict[str, Any]]
+    oom: str

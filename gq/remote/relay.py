@@ -11,30 +11,35 @@ import os
 import socket
 import sys
 
-from gq.paths import gq_home, socket_path
+from gq.paths import daemon_socket, not_answering, socket_path
 from gq.protocol import MAX_LINE, BadInput, GqError, encode, error
 
 USAGE = "usage: gq rpc [--gq-home DIR]  (run by a peer over SSH; see docs/peers.md)"
 
 
-def _home(argv: list[str]) -> str:
+def _daemon(argv: list[str]) -> tuple[str, str | None]:
+    """The socket to relay to and its GQ_HOME (None: the system daemon's), found as every
+    other command finds it (`gq.paths.daemon_socket`), unless --gq-home names one."""
     if not argv:
-        return gq_home()
+        return daemon_socket()
     if argv[0] in ("-h", "--help"):
         print(USAGE)
         raise SystemExit(0)
     if argv[0] == "--gq-home" and len(argv) == 2:
-        return os.path.abspath(os.path.expanduser(argv[1]))
-    if argv[0].startswith("--gq-home=") and len(argv) == 1:
-        return os.path.abspath(os.path.expanduser(argv[0].split("=", 1)[1]))
-    raise BadInput(USAGE)
+        home = os.path.abspath(os.path.expanduser(argv[1]))
+    elif argv[0].startswith("--gq-home=") and len(argv) == 1:
+        home = os.path.abspath(os.path.expanduser(argv[0].split("=", 1)[1]))
+    else:
+        raise BadInput(USAGE)
+    return socket_path(home), home
 
 
 class _Daemon:
     """The socket to this host's daemon, opened on the first request, again after a loss."""
 
-    def __init__(self, home: str):
-        self.home = home
+    def __init__(self, path: str, home: str | None):
+        self.path, self.home = path, home
+        self.name = f"the daemon of {home}" if home else "the system daemon"
         self.sock: socket.socket | None = None
         self.buf = b""
 
@@ -51,7 +56,7 @@ class _Daemon:
         except OSError:
             self.sock.close()
             self.sock, self.buf = None, b""
-            raise GqError(f"the daemon of {self.home} on {socket.gethostname()} closed the "
+            raise GqError(f"{self.name} on {socket.gethostname()} closed the "
                           "connection (it stopped or restarted)") from None
         reply, self.buf = self.buf.split(b"\n", 1)
         return reply + b"\n"
@@ -59,16 +64,16 @@ class _Daemon:
     def _connect(self) -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(socket_path(self.home))
+            sock.connect(self.path)
         except OSError:
             sock.close()
-            raise GqError(f"no daemon runs for {self.home} on {socket.gethostname()} (start "
-                          "it there: gq daemon start)") from None
+            raise GqError(f"on {socket.gethostname()}: "
+                          + not_answering(self.path, self.home)) from None
         return sock
 
 
 def main(argv: list[str]) -> int:
-    daemon = _Daemon(_home(argv))
+    daemon = _Daemon(*_daemon(argv))
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         line = stdin.readline(MAX_LINE + 1)

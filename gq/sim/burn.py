@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from gq.gpu.sim_claims import choose_cards, gib, out_of_memory
+
 # Exit codes: 1 as a Python job that dies of an exception, 2 as a bad command line.
 EXIT_OOM = 1
 EXIT_USAGE = 2
@@ -46,21 +48,55 @@ def run(mem: int, util: int = 100, seconds: float | None = None, leak: bool = Fa
 
     try:
         state_dir = sim.sim_dir_from_env()
-        cards = _visible_cards(state_dir, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if os.environ.get(sim.SIM_SOCKET_ENV):  # a system daemon's cards: it registers us
+            registered = _register(os.environ[sim.SIM_SOCKET_ENV], args)
+        else:
+            registered = _register_here(state_dir, args)
     except BurnError as e:
         print(f"gq: burn: {e}", file=sys.stderr)
         return EXIT_USAGE
+    if isinstance(registered, str):
+        print(registered, file=sys.stderr)
+        return EXIT_OOM
+    path, cards, create_time = registered
+    return _hold(path, state_dir, cards, args, create_time)
+
+
+def _register_here(state_dir: Path, args: argparse.Namespace):
+    """Check the room and write our record in the simulator's directory (ours to write): the
+    record's path, the cards and our create time, or the out-of-memory message."""
+    from gq.gpu import sim
+
+    cards = _visible_cards(state_dir, os.environ.get("CUDA_VISIBLE_DEVICES"))
     with sim.registration_lock(state_dir):
-        oom = _out_of_memory(state_dir, cards, args.mem)
+        oom = out_of_memory(state_dir, cards, args.mem)
         if oom:
-            print(oom, file=sys.stderr)
-            return EXIT_OOM
+            return oom
         proc = sim.SimProc(
             pid=os.getpid(), create_time=_own_create_time(), cards=[c.uuid for c in cards],
             mem=args.mem, util=args.util, leak=args.leak,
         )
-        path = sim.write_proc(state_dir, proc)
-    return _hold(path, cards, args, proc.create_time)
+        return sim.write_proc(state_dir, proc), cards, proc.create_time
+
+
+def _register(socket_path: str, args: argparse.Namespace):
+    """Ask the system daemon, whose files these are, to register us: it takes our pid from
+    the socket's peer credentials, checks the room and writes the record. Our record is then
+    its to remove (once we are gone): None for the path."""
+    from gq.protocol import Connection, GqError
+
+    try:
+        with Connection(socket_path, timeout=30) as conn:
+            reply = conn.call("sim_register", visible=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                              mem=args.mem, util=args.util, leak=args.leak)
+    except GqError as e:
+        raise BurnError(e.message) from None
+    except OSError as e:
+        raise BurnError(f"cannot reach the daemon at {socket_path}: {e.strerror or e}") from None
+    if reply.get("oom"):
+        return reply["oom"]
+    cards = [argparse.Namespace(index=c["index"], uuid=c["uuid"]) for c in reply["cards"]]
+    return None, cards, float(reply["create_time"])
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -98,43 +134,10 @@ def _visible_cards(state_dir: Path, visible: str | None):
         raise BurnError(f"no simulated cards in {state_dir} (is GQ_SIM_GPUS set for the daemon?)")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise BurnError(f"cannot read the simulated cards in {state_dir}: {e}")
-    if visible is None:
-        raise BurnError("CUDA_VISIBLE_DEVICES is not set; set it to the cards to use, e.g. 0")
-    entries = [e.strip() for e in visible.split(",") if e.strip()]
-    if not entries:
-        raise BurnError("no CUDA-capable device is visible (CUDA_VISIBLE_DEVICES is empty)")
-    by_id = {c.visible_id: c for c in cards} | {c.uuid.lower(): c for c in cards}
-    chosen = []
-    for entry in entries:
-        card = by_id.get(entry.lower())
-        if card is None:
-            known = ", ".join(c.visible_id for c in cards) or "none"
-            raise BurnError(f"CUDA_VISIBLE_DEVICES entry {entry!r} is not a simulated card "
-                            f"(cards: {known}, or their GPU-... uuids)")
-        if card not in chosen:
-            chosen.append(card)
-    return chosen
-
-
-def _out_of_memory(state_dir: Path, cards, mem: int) -> str | None:
-    """PyTorch's message for the first card without `mem` free, or None when all have room."""
-    from gq.gpu.sim import held_memory, memory_held_per_card
-
-    held = memory_held_per_card(held_memory(state_dir))
-    for ordinal, card in enumerate(cards):
-        free = max(0, card.memory_total - held.get(card.uuid, 0))
-        if mem > free:
-            # The ordinal is the device number inside this process, as torch numbers them.
-            return (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
-                    f"{_gib(mem)}. GPU {ordinal} has a total capacity of "
-                    f"{_gib(card.memory_total)} of which {_gib(free)} is free.")
-    return None
-
-
-def _gib(n: int) -> str:
-    if n >= 1 << 30:
-        return f"{n / (1 << 30):.2f} GiB"
-    return f"{n / (1 << 20):.2f} MiB"
+    try:
+        return choose_cards(cards, visible)
+    except ValueError as e:
+        raise BurnError(str(e)) from None
 
 
 def _own_create_time() -> float:
@@ -143,23 +146,24 @@ def _own_create_time() -> float:
     return psutil.Process().create_time()
 
 
-def _hold(path: Path, cards, args: argparse.Namespace, create_time: float) -> int:
+def _hold(path: Path | None, state_dir: Path, cards, args: argparse.Namespace,
+          create_time: float) -> int:
     def stop(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     where = ", ".join(f"GPU {c.index} ({c.uuid})" for c in cards)
-    print(f"burn {os.getpid()}: holding {_gib(args.mem)} at {args.util}% on {where}"
+    print(f"burn {os.getpid()}: holding {gib(args.mem)} at {args.util}% on {where}"
           + (" (leaks on exit)" if args.leak else ""), flush=True)
     try:
         if args.steps is None:
             _sleep(args.seconds)
         else:
-            _train(args.steps, args.step_time, path.parent.parent / "frozen" / path.name,
+            _train(args.steps, args.step_time, state_dir / "frozen" / f"{os.getpid()}.json",
                    create_time)
     finally:
-        if not args.leak:
+        if not args.leak and path is not None:
             path.unlink(missing_ok=True)
     return 0
 

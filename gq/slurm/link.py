@@ -46,6 +46,7 @@ REFUSED = {
     Op.PEERS: "a peer's peers are not this host's", Op.PEER_ADD: "the same",
     Op.PEER_RM: "the same", Op.PEER_CHECK: "the same",
     Op.TOP: "gq top asks this host's daemon, which reads its peers' lists",
+    Op.SIM_REGISTER: "a process registers on its own host's simulated cards",
 }
 
 

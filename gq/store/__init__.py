@@ -68,6 +68,9 @@ if not _AS_THEY_ARE - {"holding"} <= {f.name for f in dataclasses.fields(Job)}:
     raise ImportError("Store._recache sets fields that Job does not have")
 
 
+BUSY_WAIT_MS = 500  # how long a write waits for another process's lock on the database
+
+
 class Store:
     """The job store. Being the only writer, it also keeps the queue (pending and held jobs)
     and the jobs holding resources in memory, written through on every change, so that a
@@ -81,7 +84,10 @@ class Store:
         # only a daemon crash.
         self.db = Connection(str(path))
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA busy_timeout=5000")
+        # The only writer: a lock it meets is another process's (an admin's sqlite3), and the
+        # daemon's one thread waits on it; a request that still finds it is refused in one
+        # line naming the holder (gq/store/lock_holder.py) and may be sent again.
+        self.db.execute(f"PRAGMA busy_timeout={BUSY_WAIT_MS}")
         migrations.apply(self.db)
         record_writer(self.db)
         self.samples = Samples(self.db)

@@ -338,6 +338,7 @@ def make_app(sources: list[Source] | None = None, *, home: str | None = None,
         from gq.tui.peer_source import peer_sources
 
         # Where every other command goes: GQ_HOME's daemon, or the system daemon if there is one.
-        local = DaemonSource(socket_path(home) if home else daemon_socket()[0])
+        path, own = (socket_path(home), home) if home else daemon_socket()
+        local = DaemonSource(path, system=own is None)
         sources = [local, *peer_sources(local)]
     return TopApp(sources, clock=clock, interval=interval, poll=poll)

@@ -12,13 +12,14 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from gq.paths import not_answering
 from gq.protocol import BadInput, Connection, DaemonGone, GqError
 from gq.tui.snapshot import HostSnapshot, JobRow, host_snapshot, job_row
 
 HISTORY_SPAN = 300.0  # seconds of utilisation history behind each card's sparkline
 JOB_HISTORY_SPAN = 1800.0  # ... and behind the job screen's charts
 LOG_TAIL = 64 << 10  # bytes of a log shown when the job screen opens
-NOT_RUNNING = "daemon not running (start it: gq daemon start)"
+NOT_RUNNING = "daemon not running (start it: gq daemon start)"  # of a daemon of one's own
 NO_OUTPUT_YET = "no output yet"  # no log (yet): the job screen says "no output" once it ended
 
 
@@ -86,8 +87,10 @@ class DaemonSource(LastKnown):
     """This host's daemon, through its socket (`gq.paths.daemon_socket`: the system daemon's on
     a shared host, else the user's own)."""
 
-    def __init__(self, socket_path: str, timeout: float = 5.0):
+    def __init__(self, socket_path: str, timeout: float = 5.0, system: bool = False):
         self.socket_path = socket_path
+        # Never advice to start a daemon where the system daemon is the one that stopped.
+        self.not_running = not_answering(socket_path, None) if system else NOT_RUNNING
         self.timeout = timeout
         self.name = socket.gethostname()
         self.last: HostSnapshot | None = None
@@ -103,7 +106,7 @@ class DaemonSource(LastKnown):
         try:
             return Connection(self.socket_path, timeout=self.timeout)
         except (FileNotFoundError, ConnectionRefusedError):
-            raise GqError(NOT_RUNNING) from None
+            raise GqError(self.not_running) from None
         except OSError as e:
             raise GqError(f"cannot reach the daemon: {e.strerror or e}") from None
 
@@ -114,7 +117,7 @@ class DaemonSource(LastKnown):
                 if snap is None:  # a daemon older than the top operation
                     snap = self._from_replies(conn, now)
         except DaemonGone:
-            return self._failed(NOT_RUNNING)
+            return self._failed(self.not_running)
         except GqError as e:
             return self._failed(e.message)
         except (OSError, ValueError) as e:  # a reset connection, a half-written reply

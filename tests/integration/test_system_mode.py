@@ -44,6 +44,7 @@ def host(users):
         h.close()
 
 
+PING = json.dumps({"v": VERSION, "op": "ping", "args": {}}) + "\n"
 ID_SCRIPT = 'id -u; id -g; id -G; umask; echo "$HOME $USER"; echo "$GQ_CHECKPOINT_DIR"'
 
 
@@ -196,6 +197,39 @@ def test_a_fifo_planted_at_a_log_path_fails_the_run_and_frees_its_cards(host, us
     assert host.wait_ended(after)["state"] == "completed"
 
 
+def test_every_users_burn_registers_on_the_simulated_cards_counted_to_its_job(host, users):
+    """Before #34 a burn in a system daemon's job could not register (the simulator's files
+    are root's): no memory, OOM or offender could be rehearsed. Now the daemon registers it,
+    as the process the kernel says is calling, and no user writes the simulation's files."""
+    ann, bob = users.ann, users.bob
+    burn = [host.python, "-m", "gq.sim.burn", "--util", "50", "--mem"]
+    a = host.submit(ann, "--mem", "30G", "--", *burn, "20G")
+    b = host.submit(bob, "--mem", "30G", "--", *burn, "10G")
+
+    def held() -> dict:
+        return {j["id"]: j["used"] for card in host.call("gpus") for j in card["jobs"]}
+
+    wait_for(lambda: held() == {a: 20 << 30, b: 10 << 30}, what="both burns on the cards")
+    cards = json.loads(host.gq(bob, "gpus", "--json").stdout)  # what gq gpus shows bob
+    assert {j["id"]: j["used"] for c in cards for j in c["jobs"]} == {a: 20 << 30, b: 10 << 30}
+    card = next(c for c in cards if any(j["id"] == a for j in c["jobs"]))
+    ann_pid = next(p["pid"] for p in card["processes"] if p["used_memory"] == 20 << 30)
+    # Bob can neither write the simulation's files nor register a process not his own.
+    sim = host.state / "sim"
+    write = f"open({str(sim / 'procs' / f'{ann_pid}.json')!r}, 'w')"
+    assert host.run_as(bob, [host.python, "-c", write]).returncode != 0
+    claim = {"visible": str(card["index"]), "mem": 1 << 30, "pid": ann_pid}
+    over = {"visible": str(card["index"]), "mem": 81 << 30}
+    mine, oom = [r["result"] for r in host.raw(bob, [
+        {"v": VERSION, "op": "sim_register", "args": claim},
+        {"v": VERSION, "op": "sim_register", "args": over}])]
+    assert mine["pid"] != ann_pid  # his own client process, gone with it
+    assert oom["oom"].startswith("torch.OutOfMemoryError: CUDA out of memory.")
+    assert held() == {a: 20 << 30, b: 10 << 30}
+    host.call("cancel", ids=[str(a), str(b)])
+    assert {host.wait_ended(a)["state"], host.wait_ended(b)["state"]} == {"cancelled"}
+
+
 def test_notifications_of_a_user_run_as_that_user(host, users):
     ann = users.ann
     job = host.submit(ann, "-g", "0", "--notify", "id -u; id -G", "--", "true")
@@ -230,18 +264,40 @@ def test_the_cli_finds_the_system_daemon_and_starts_none_of_its_own(users):
         assert status.startswith("running: the system daemon for every user, pid")
         assert h.gq(bob, "daemon", "stop", check=False).stderr == \
             "gq: only root can stop the system daemon\n"
+        assert _top_sees(h, bob).startswith("4x SimGPU-80G")  # gq top reads it too, as gq rpc relays to it
+        assert json.loads(h.gq(bob, "rpc", input=PING).stdout)["result"]["system"]
+        # A daemon of one's own on the real cards would hand them out a second time: refused.
+        own = h.user_env(bob, GQ_HOME=f"{bob.home}/gqh")
+        second = h.gq(bob, "daemon", "start", env=own, check=False)
+        assert second.returncode == 1 and "handed out by its system daemon" in second.stderr
+        assert not os.path.exists(f"{bob.home}/gqh/gq.sock")
+        assert "unset GQ_HOME" in h.gq(bob, "daemon", "stop", env=own, check=False).stderr
         h.stop()
         down = h.gq(bob, "ls", check=False)
         assert down.returncode == 1 and "the system daemon does not answer" in down.stderr
         assert not os.path.exists(os.path.join(bob.home, ".local", "state", "gq"))
-        # GQ_HOME asks for a daemon of one's own, as before.
-        own = h.gq(bob, "ls", env=h.user_env(bob, GQ_HOME=f"{bob.home}/gqh"))
-        assert "started the daemon" in own.stderr
-        h.gq(bob, "daemon", "stop", env=h.user_env(bob, GQ_HOME=f"{bob.home}/gqh"))
+        # No advice anywhere to start a daemon of one's own while the system one is down.
+        relayed = h.gq(bob, "rpc", input=PING).stdout
+        for said in (down.stderr, _top_sees(h, bob), relayed):
+            assert "the system daemon does not answer" in said, said
+            assert "gq daemon start" not in said and "GQ_HOME" not in said, said
+        # GQ_HOME with simulated cards asks for a daemon of one's own, as before.
+        own["GQ_SIM_GPUS"] = "1x10G"
+        started = h.gq(bob, "ls", env=own)
+        assert "started the daemon" in started.stderr
+        h.gq(bob, "daemon", "stop", env=own)
         refused = h.gq(bob, "daemon", "run", "--system", check=False)
         assert refused.returncode == 1 and "must run as root" in refused.stderr
     finally:
         h.close()
+
+
+def _top_sees(host: SystemHost, user: User) -> str:
+    """What `gq top` run by `user` reads from its daemon: its cards, or why it cannot."""
+    code = ("from gq.cli.top_cmd import top_app\n"
+            "snap = next(iter(top_app().sources.values())).fetch(0)\n"
+            "print(snap.error or f'{len(snap.cards)}x ' + ' '.join(c.name for c in snap.cards))")
+    return host.run_as(user, [host.python, "-c", code]).stdout
 
 
 def test_private_queues_hide_others_jobs_and_admins_see_all(users):

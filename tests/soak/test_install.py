@@ -24,6 +24,28 @@ def gq_home():
     shutil.rmtree(home, ignore_errors=True)
 
 
+def _quickstart_install() -> str:
+    """What docs/quickstart.md shows ./install.sh printing (tests/support/doc_output.py)."""
+    from tests.support.doc_output import parse_steps
+
+    text = (ROOT / "docs" / "quickstart.md").read_text()
+    body = text.split("```console\n$ ./install.sh\n", 1)[1].split("```", 1)[0]
+    return parse_steps("$ ./install.sh\n" + body)[0][1]
+
+
+def _as_the_quickstart_shows(text: str, home, venv, bin_dir, loader: bool) -> list[str]:
+    """install.sh's output with this test's directories as the quickstart's defaults; without
+    the lines about bash-completion where this host has it (the quickstart's VM had not)."""
+    from tests.support.doc_output import normalise
+
+    text = (text.replace(f'"{bin_dir}:', '"$HOME/.local/bin:')
+            .replace(str(venv), "/home/alice/.local/share/gq/venv")
+            .replace(str(bin_dir), "/home/alice/.local/bin").replace(str(ROOT), "/home/alice/gq")
+            .replace(str(home), "/home/alice"))
+    return [line for line in normalise(text).splitlines()
+            if not (loader and "bash-completion" in line)]
+
+
 def test_install_sh_installs_a_working_gq_and_upgrades_in_place(tmp_path, gq_home):
     home, venv, bin_dir = tmp_path / "home", tmp_path / "venv", tmp_path / "bin"
     home.mkdir()
@@ -38,6 +60,8 @@ def test_install_sh_installs_a_working_gq_and_upgrades_in_place(tmp_path, gq_hom
         "To finish, add these lines to your ~/.bashrc (gq and its Tab completion), then open a "
         "new terminal:", f'    export PATH="{bin_dir}:$PATH"'] + (
         [] if loader else ["    source $HOME/.local/share/bash-completion/completions/gq"])
+    assert _as_the_quickstart_shows(first.stdout, home, venv, bin_dir, loader) == \
+        _as_the_quickstart_shows(_quickstart_install(), home, venv, bin_dir, loader)
     gq = bin_dir / "gq"
     assert gq.is_symlink() and gq.resolve() == (venv / "bin" / "gq").resolve()
     assert f"gq {gq_version} installed" in first.stdout

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from gq.daemon import arrays, mem_history, notify, submission, telemetry_ops
+from gq.daemon import arrays, mem_history, notify, sim_register, submission, telemetry_ops
 from gq.daemon.ops import HANDLERS
 from gq.daemon.peers import forwarding, placement
 from tests.support.sysmode import SystemHost, two_users
@@ -66,7 +66,8 @@ def users():
 
 # Where handlers read more of their arguments than in their own body.
 ALSO_READ = {"submit": [submission, arrays, notify, mem_history, forwarding, placement],
-             "estimate": [submission, placement], "stats": [telemetry_ops]}
+             "estimate": [submission, placement], "stats": [telemetry_ops],
+             "sim_register": [sim_register]}
 
 
 def own_keys(ops) -> dict[str, list[str]]:
