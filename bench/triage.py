@@ -16,7 +16,7 @@ from gq.daemon.oom import run_log
 from gq.triage.classify import EndFacts, classify
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "tests" / "support" / "data" / "failures"
+CORPUS = ROOT / "tests" / "data" / "triage"
 # A long run's log: this many progress lines, then the traceback that ended it.
 LONG_LINES = 200_000
 TARGET_RATIO = 1.0  # triaging a long log at most as costly as reading it once (what `gq logs` does)
