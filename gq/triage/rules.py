@@ -57,7 +57,8 @@ RULES: tuple[Rule, ...] = (
     # A batch system's time limit, said by the batch system itself: nothing outranks it.
     _rule(TIMEOUT_SIGNAL, 95, r"DUE TO TIME LIMIT|CANCELLED AT \S+ DUE TO|TIME LIMIT EXCEEDED"
           r"|^gq: time limit (?:\S+ )?reached|TERM_RUNLIMIT|walltime \d+ exceeded limit"
-          r"|job killed: walltime|exceeded (?:its )?(?:wall ?clock|run ?time) limit",
+          r"|job killed: walltime|(?:exceeded|due to) (?:its |the )?(?:wall ?clock|run ?time|wall ?time)"
+          r"(?: time)? limit",
           re.I, cause=TIME_LIMIT),
     # Out of GPU memory: PyTorch, cuBLAS/cuDNN, the CUDA runtime and driver, JAX/XLA, TF, CuPy.
     _rule(GPU_OOM, 92, r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError"
@@ -68,7 +69,7 @@ RULES: tuple[Rule, ...] = (
     # The kernel's OOM killer, in the kernel log, a cgroup's or a batch system's words.
     _rule(HOST_OOM, 90, r"Out of memory: Kill(?:ed)? process|invoked oom-killer|oom-kill[: ]"
           r"|oom_kill_process|Memory cgroup out of memory|Killed process \d+ \("
-          r"|out-of-memory handler|oom-kill event|OOMKilled|OOM[ -]killer"
+          r"|out-of-memory handler|oom[-_]kill event|OOM ?Killed|OOM[ -]killer|task \d+: Out Of Memory"
           r"|exceeded (?:job )?memory limit|Exceeded job memory limit", cause=OOM_KILLER),
     # The process's own words: an allocation of host memory failed.
     _rule(HOST_OOM, 90, r"DefaultCPUAllocator: (?:not enough memory|can't allocate memory)"
@@ -101,7 +102,8 @@ RULES: tuple[Rule, ...] = (
     _rule(IMPORT_ENV, 78, r"^gq: cannot enter \S.*: No such file|getcwd(?:\(\))?(?: failed|: cannot access)"
           r"|error retrieving current directory|couldn't chdir to"
           r"|current (?:working )?directory: No such file|Unable to read current working"
-          r"|^FileNotFoundError: \[Errno 2\] No such file or directory\s*$", cause=LOST_CWD),
+          r"|^(?:FileNotFoundError|OSError): \[Errno 2\] No such file or directory\s*$",
+          cause=LOST_CWD),
     # The host's NVIDIA driver: missing, not loaded, or older than the job's CUDA needs. Not
     # the job's code; torch says the first as a warning, then fails on it.
     _rule(CUDA_ERROR, 77, r"Found no NVIDIA driver|NVIDIA-SMI has failed|couldn't communicate "
@@ -137,7 +139,7 @@ RULES: tuple[Rule, ...] = (
     # A signal from outside: a launcher or a batch system said it received one.
     _rule(TIMEOUT_SIGNAL, 45, r"got signal: (?:1|2|15)\b|Received (?:1|2|15) death signal"
           r"|received signal SIGTERM|Terminated by signal 15|SIGTERM received"
-          r"|JOB \d+ ON \S+ CANCELLED AT|Signals\.SIGTERM|^Terminated\s*$"
+          r"|JOB \d+ ON \S+ CANCELLED AT|Signals\.SIGTERM|(?<![A-Za-z])Terminated\s*$"
           r"|Job step aborted|forcing job termination|^KeyboardInterrupt\s*$",
           in_warning=True),
     # A core dump with nothing better said: often the abort after another error.
