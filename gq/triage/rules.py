@@ -78,7 +78,7 @@ RULES: tuple[Rule, ...] = (
           r"|[Oo]ut of memory allocating|Cannot allocate memory \(12\)",
           cause=PROCESS_MEMORY),
     # A SIGKILL as the shell and launchers report it: almost always the OOM killer.
-    _rule(HOST_OOM, 90, r"is killed by signal: Killed|(?:exitcode\s*:|return code =)\s*-9\b"
+    _rule(HOST_OOM, 90, r"is killed by signal: Killed|terminated with signal SIGKILL|(?:exitcode\s*:|return code =)\s*-9\b"
           r"|[Ss]ignal 9\b|Signals\.SIGKILL"
           r"|Killed(?:\s*$|\s+\S)|(?:^|: )killed(?:\s*$|\s+\S)|已杀死"
           r"|(?:exit(?:ed)?(?: with)? (?:code|status)|exitcode|return ?code|exit_code)"
@@ -100,7 +100,8 @@ RULES: tuple[Rule, ...] = (
     # A working directory gone before the start (deleted, or a mount gone): the shell, Python
     # and gq's own shim say so in their own words.
     _rule(IMPORT_ENV, 78, r"^gq: cannot enter \S.*: No such file|getcwd(?:\(\))?(?: failed|: cannot access)"
-          r"|error retrieving current directory|couldn't chdir to"
+          r"|error retrieving current directory|(?:couldn't|can't|cannot|could not) chdir to"
+          r"|failed changing into working directory"
           r"|current (?:working )?directory: No such file|Unable to read current working"
           r"|^(?:FileNotFoundError|OSError): \[Errno 2\] No such file or directory\s*$",
           cause=LOST_CWD),
@@ -140,7 +141,8 @@ RULES: tuple[Rule, ...] = (
     _rule(TIMEOUT_SIGNAL, 45, r"got signal: (?:1|2|15)\b|Received (?:1|2|15) death signal"
           r"|received signal SIGTERM|Terminated by signal 15|SIGTERM received"
           r"|JOB \d+ ON \S+ CANCELLED AT|Signals\.SIGTERM|(?<![A-Za-z])Terminated\s*$"
-          r"|Job step aborted|forcing job termination|^KeyboardInterrupt\s*$",
+          r"|Job step aborted|forcing job termination|^KeyboardInterrupt\s*$"
+          r"|[Rr]eceived (?:a )?(?:cancellation|termination) signal",
           in_warning=True),
     # A core dump with nothing better said: often the abort after another error.
     _rule(SEGFAULT, 30, r"core dumped|Aborted \(core"),
