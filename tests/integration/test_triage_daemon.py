@@ -149,3 +149,19 @@ def test_triage_checks_its_advice_against_the_hosts_largest_card(tmp_path, make_
     host = make_host("2x24G")
     told = json.loads(host.gq("triage", str(log), "--json").stdout)["suggestion"]
     assert "more than the largest card here (24G)" in told and "e.g. --mem" not in told
+
+
+def test_a_working_directory_gone_before_the_start_is_told_so(host):
+    """It was import_env with "activate the right environment" (#39); gq's own shim says it
+    cannot enter the directory, and the advice is to resubmit from one that exists."""
+    gone = host.work / "run3"
+    gone.mkdir()
+    job = host.submit("--hold", "--gpus", "0", "--cwd", str(gone), "--", "true")
+    gone.rmdir()
+    host.gq("release", str(job))
+    host.wait_ended(job)
+    shown = host.job(job)
+    assert shown["failure"] == "import_env", shown
+    assert any("cannot enter" in line for line in shown["failure_evidence"]), shown
+    told = shown["failure_suggestion"]
+    assert "--cwd DIR" in told and "activate" not in told, told
