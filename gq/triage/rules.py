@@ -64,7 +64,7 @@ RULES: tuple[Rule, ...] = (
     _rule(GPU_OOM, 92, r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError"
           r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUDA_ERROR_OUT_OF_MEMORY"
           r"|cudaErrorMemoryAllocation|CUDA error: out of memory"
-          r"|RESOURCE_EXHAUSTED: (?:Out of memory|Failed to allocate)"
+          r"|(?i:resource[_ ]exhausted): (?:Out of memory|Failed to allocate)"
           r"|OOM when allocating tensor|cupy\.cuda\.memory\.OutOfMemoryError"),
     # The kernel's OOM killer, in the kernel log, a cgroup's or a batch system's words.
     _rule(HOST_OOM, 90, r"Out of memory: Kill(?:ed)? process|invoked oom-killer|oom-kill[: ]"
@@ -102,7 +102,7 @@ RULES: tuple[Rule, ...] = (
     _rule(IMPORT_ENV, 78, r"^gq: cannot enter \S.*: No such file|getcwd(?:\(\))?(?: failed|: cannot access)"
           r"|error retrieving current directory|(?:couldn't|can't|cannot|could not) chdir to"
           r"|failed changing into working directory"
-          r"|current (?:working )?directory: No such file|Unable to read current working"
+          r"|current (?:working )?directory: No such file|Unable to read current working|uv_cwd"
           r"|^(?:FileNotFoundError|OSError): \[Errno 2\] No such file or directory\s*$",
           cause=LOST_CWD),
     # The host's NVIDIA driver: missing, not loaded, or older than the job's CUDA needs. Not
@@ -142,14 +142,16 @@ RULES: tuple[Rule, ...] = (
           r"|received signal SIGTERM|Terminated by signal 15|SIGTERM received"
           r"|JOB \d+ ON \S+ CANCELLED AT|Signals\.SIGTERM|(?<![A-Za-z])Terminated\s*$"
           r"|Job step aborted|forcing job termination|^KeyboardInterrupt\s*$"
-          r"|[Rr]eceived (?:a )?(?:cancellation|termination) signal",
+          r"|[Rr]eceived (?:a )?(?:cancellation|termination) signal"
+          r"|[Cc]aught signal SIG(?:TERM|HUP|INT|USR[12])\b|job (?:is|was) preempted",
           in_warning=True),
     # A core dump with nothing better said: often the abort after another error.
     _rule(SEGFAULT, 30, r"core dumped|Aborted \(core"),
     # An ordinary exception in the user's code: the last line of a Python traceback.
-    _rule(DATA_ERROR, 20, r"^\s*(?:\[rank\d+\]:\s*)?(?:[A-Za-z_][\w.]*\.)?"
+    _rule(DATA_ERROR, 20, r"^\s*[`'\"]?(?:\[rank\d+\]:\s*)?(?:[A-Za-z_][\w.]*\.)?"
           r"(?!ChildFailedError|SignalException)(?:[A-Z]\w*)?(?:Error|Exception)(?::|\s*$)"),
-    _rule(DATA_ERROR, 20, r"Caught \w+(?:Error|Exception) in DataLoader worker"),
+    _rule(DATA_ERROR, 20, r"Caught \w+(?:Error|Exception) in DataLoader worker"
+          r"|^!!! Exception during processing"),
 )
 
 # A line that only warns: its evidence does not count unless the rule says it does.
