@@ -96,7 +96,8 @@ RULES: tuple[Rule, ...] = (
     # Crashes of native code. A bus error in a DataLoader worker is also how a full /dev/shm
     # shows; the suggestion says so.
     _rule(SEGFAULT, 80, r"Segmentation fault|SIGSEGV|signal 11\b|(?:exitcode\s*:|return code =)\s*-(?:11|7)\b"
-          r"|exit code:? 139\b|Bus error|bus error|BUS error|SIGBUS|Fatal Python error"),
+          r"|exit code:? 139\b|Bus error|bus error|BUS error|SIGBUS|Fatal Python error"
+          r"|Illegal instruction|\bSIGILL\b"),
     # A working directory gone before the start (deleted, or a mount gone): the shell, Python
     # and gq's own shim say so in their own words.
     _rule(IMPORT_ENV, 78, r"^gq: cannot enter \S.*: No such file|getcwd(?:\(\))?(?: failed|: cannot access)"
@@ -112,12 +113,14 @@ RULES: tuple[Rule, ...] = (
           r"system is too old|Driver/library version mismatch|libcuda\.so\S*: cannot open"
           r"|libnvidia-ml\.so\S*: cannot open|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
           r"|no CUDA-capable device is detected|No CUDA GPUs are available"
-          r"|cudaErrorInsufficientDriver|NVIDIA kernel module", in_warning=True, cause=DRIVER),
+          r"|cudaErrorInsufficientDriver|NVIDIA kernel module|CUDA driver initialization failed"
+          r"|unsupported display driver / cuda driver combination", in_warning=True, cause=DRIVER),
     # The environment: modules, shared libraries, symbols, the command itself.
     _rule(IMPORT_ENV, 75, r"ModuleNotFoundError|No module named|ImportError"
           r"|undefined symbol|cannot open shared object file|command not found"
           r"|execve\(\): .*No such file or directory|(?:sh|bash): (?:line )?\d+: .*not found"
-          r"|GLIBC\S* not found|version `\S+' not found|^gq: cannot run "),
+          r"|GLIBC\S* not found|version `\S+' not found|^gq: cannot run "
+          r"|not compiled with CUDA enabled"),
     # CUDA faults that more memory would not cure: bad accesses, device asserts, Xid-like
     # faults, a kernel image that does not match.
     _rule(CUDA_ERROR, 70, r"CUDA error: |cuda runtime error \(|CUDA failure \d+"
@@ -146,12 +149,13 @@ RULES: tuple[Rule, ...] = (
           r"|[Cc]aught signal SIG(?:TERM|HUP|INT|USR[12])\b|job (?:is|was) preempted",
           in_warning=True),
     # A core dump with nothing better said: often the abort after another error.
-    _rule(SEGFAULT, 30, r"core dumped|Aborted \(core"),
+    _rule(SEGFAULT, 30, r"core dumped|Aborted \(core|dumped core"),
     # An ordinary exception in the user's code: the last line of a Python traceback.
     _rule(DATA_ERROR, 20, r"^\s*[`'\"]?(?:\[rank\d+\]:\s*)?(?:[A-Za-z_][\w.]*\.)?"
           r"(?!ChildFailedError|SignalException)(?:[A-Z]\w*)?(?:Error|Exception)(?::|\s*$)"),
     _rule(DATA_ERROR, 20, r"Caught \w+(?:Error|Exception) in DataLoader worker"
-          r"|^!!! Exception during processing"),
+          r"|^!!! Exception during processing"
+          r"|Traceback \(most recent call last\):.* (?:[A-Z]\w*)?(?:Error|Exception): "),
 )
 
 # A line that only warns: its evidence does not count unless the rule says it does.
