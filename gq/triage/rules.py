@@ -65,12 +65,14 @@ RULES: tuple[Rule, ...] = (
           r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUDA_ERROR_OUT_OF_MEMORY"
           r"|cudaErrorMemoryAllocation|CUDA error: out of memory"
           r"|(?i:resource[_ ]exhausted): (?:Out of memory|Failed to allocate)"
-          r"|OOM when allocating tensor|cupy\.cuda\.memory\.OutOfMemoryError"),
+          r"|OOM when allocating tensor|cupy\.cuda\.memory\.OutOfMemoryError"
+          r"|(?:error=2|cuda runtime error \(2\)) : out of memory"),
     # The kernel's OOM killer, in the kernel log, a cgroup's or a batch system's words.
     _rule(HOST_OOM, 90, r"Out of memory: Kill(?:ed)? process|invoked oom-killer|oom-kill[: ]"
           r"|oom_kill_process|Memory cgroup out of memory|Killed process \d+ \("
           r"|out-of-memory handler|oom[-_]kill event|OOM ?Killed|OOM[ -]killer|task \d+: Out Of Memory"
-          r"|exceeded (?:job )?memory limit|Exceeded job memory limit", cause=OOM_KILLER),
+          r"|exceeded (?:job )?memory limit|Exceeded job memory limit"
+          r"|signal terminated program (?:cc1|cc1plus|lto1|ld)\b", cause=OOM_KILLER),
     # The process's own words: an allocation of host memory failed.
     _rule(HOST_OOM, 90, r"DefaultCPUAllocator: (?:not enough memory|can't allocate memory)"
           r"|MemoryError\b|std::bad_alloc|Unable to allocate [\d.]+ \w+ for an array"
@@ -95,7 +97,7 @@ RULES: tuple[Rule, ...] = (
           re.I),
     # Crashes of native code. A bus error in a DataLoader worker is also how a full /dev/shm
     # shows; the suggestion says so.
-    _rule(SEGFAULT, 80, r"Segmentation fault|SIGSEGV|signal 11\b|(?:exitcode\s*:|return code =)\s*-(?:11|7)\b"
+    _rule(SEGFAULT, 80, r"[Ss]egmentation fault|SIGSEGV|signal 11\b|(?:exitcode\s*:|return code =)\s*-(?:11|7)\b"
           r"|exit code:? 139\b|Bus error|bus error|BUS error|SIGBUS|Fatal Python error"
           r"|Illegal instruction|\bSIGILL\b"),
     # A working directory gone before the start (deleted, or a mount gone): the shell, Python
@@ -128,13 +130,16 @@ RULES: tuple[Rule, ...] = (
           r"|unspecified launch failure"
           r"|misaligned address|CUBLAS_STATUS_EXECUTION_FAILED|CUDNN_STATUS_EXECUTION_FAILED"
           r"|CUDA-capable device\(s\) is/are busy|Xid \d+"
-          r"|cudaErrorIllegalAddress|cudaErrorLaunchFailure|CUDA_ERROR_ILLEGAL_ADDRESS"),
+          r"|cudaErrorIllegalAddress|cudaErrorLaunchFailure|CUDA_ERROR_ILLEGAL_ADDRESS"
+          r"|CUDNN_STATUS_(?:INTERNAL_ERROR|NOT_INITIALIZED|MAPPING_ERROR|NOT_SUPPORTED|BAD_PARAM"
+          r"|ARCH_MISMATCH)|[Cc]u[Dd][Nn][Nn] error: "),
     # Collective communication: a watchdog's or a rendezvous's timeout, then errors. Often the
     # echo of a rank that died of something else, hence below the classes above.
     _rule(NCCL, 50, r"Watchdog caught collective operation timeout|watchdog got stuck"
           r"|Some NCCL operations have failed or timed out|ProcessGroupNCCL.*(?:[Tt]imeout|"
           r"[Ww]atchdog|[Tt]imed out)|DistStoreError|RendezvousTimeoutError"
-          r"|Timed out (?:after \d+ seconds )?waiting for (?:clients|workers|the store)",
+          r"|Timed out (?:after \d+ seconds )?waiting for (?:clients|workers|the store)"
+          r"|is setting up NCCL communicator|Timeout waiting for key",
           in_warning=True, cause=COLLECTIVE_TIMEOUT),
     _rule(NCCL, 50, r"NCCL error"
           r"|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError"
@@ -146,7 +151,8 @@ RULES: tuple[Rule, ...] = (
           r"|JOB \d+ ON \S+ CANCELLED AT|Signals\.SIGTERM|(?<![A-Za-z])Terminated\s*$"
           r"|Job step aborted|forcing job termination|^KeyboardInterrupt\s*$"
           r"|[Rr]eceived (?:a )?(?:cancellation|termination) signal"
-          r"|[Cc]aught signal SIG(?:TERM|HUP|INT|USR[12])\b|job (?:is|was) preempted",
+          r"|[Cc]aught signal SIG(?:TERM|HUP|INT|USR[12])\b|job (?:is|was) preempted"
+          r"|^job preempted|Job deleted at request of",
           in_warning=True),
     # A core dump with nothing better said: often the abort after another error.
     _rule(SEGFAULT, 30, r"core dumped|Aborted \(core|dumped core"),
@@ -154,7 +160,7 @@ RULES: tuple[Rule, ...] = (
     _rule(DATA_ERROR, 20, r"^\s*[`'\"]?(?:\[rank\d+\]:\s*)?(?:[A-Za-z_][\w.]*\.)?"
           r"(?!ChildFailedError|SignalException)(?:[A-Z]\w*)?(?:Error|Exception)(?::|\s*$)"),
     _rule(DATA_ERROR, 20, r"Caught \w+(?:Error|Exception) in DataLoader worker"
-          r"|^!!! Exception during processing"
+          r"|^!!! Exception during processing|Expected all tensors to be on the same device"
           r"|Traceback \(most recent call last\):.* (?:[A-Z]\w*)?(?:Error|Exception): "),
 )
 
