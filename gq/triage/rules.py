@@ -58,7 +58,7 @@ RULES: tuple[Rule, ...] = (
     _rule(TIMEOUT_SIGNAL, 95, r"DUE TO TIME LIMIT|CANCELLED AT \S+ DUE TO|TIME LIMIT EXCEEDED"
           r"|^gq: time limit (?:\S+ )?reached|TERM_RUNLIMIT|walltime \d+ exceeded limit"
           r"|job killed: walltime|(?:exceeded|due to) (?:its |the )?(?:wall ?clock|run ?time|wall ?time)"
-          r"(?: time)? limit",
+          r"(?: time)? limit|not requeued because: timed-out|JobState=TIMEOUT",
           re.I, cause=TIME_LIMIT),
     # Out of GPU memory: PyTorch, cuBLAS/cuDNN, the CUDA runtime and driver, JAX/XLA, TF, CuPy.
     _rule(GPU_OOM, 92, r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError"
@@ -66,7 +66,8 @@ RULES: tuple[Rule, ...] = (
           r"|cudaErrorMemoryAllocation|CUDA error: out of memory"
           r"|(?i:resource[_ ]exhausted): (?:Out of memory|Failed to allocate)"
           r"|OOM when allocating tensor|cupy\.cuda\.memory\.OutOfMemoryError"
-          r"|(?:error=2|cuda runtime error \(2\)) : out of memory"),
+          r"|(?:error=2|cuda runtime error \(2\)) : out of memory|cudaSuccess \(2 vs\. 0\)"
+          r"|(?:not|n't) have enough (?:GPU|video|device) memory"),
     # The kernel's OOM killer, in the kernel log, a cgroup's or a batch system's words.
     _rule(HOST_OOM, 90, r"Out of memory: Kill(?:ed)? process|invoked oom-killer|oom-kill[: ]"
           r"|oom_kill_process|Memory cgroup out of memory|Killed process \d+ \("
@@ -98,7 +99,8 @@ RULES: tuple[Rule, ...] = (
     # Crashes of native code. A bus error in a DataLoader worker is also how a full /dev/shm
     # shows; the suggestion says so.
     _rule(SEGFAULT, 80, r"[Ss]egmentation fault|SIGSEGV|signal 11\b|(?:exitcode\s*:|return code =)\s*-(?:11|7)\b"
-          r"|exit code:? 139\b|Bus error|bus error|BUS error|SIGBUS|Fatal Python error"
+          r"|exit code:? 139\b|Bus error|bus error|BUS error|SIGBUS"
+          r"|Fatal Python error: (?:Segmentation fault|Bus error|Illegal instruction)"
           r"|Illegal instruction|\bSIGILL\b"),
     # A working directory gone before the start (deleted, or a mount gone): the shell, Python
     # and gq's own shim say so in their own words.
@@ -122,7 +124,7 @@ RULES: tuple[Rule, ...] = (
           r"|undefined symbol|cannot open shared object file|command not found"
           r"|execve\(\): .*No such file or directory|(?:sh|bash): (?:line )?\d+: .*not found"
           r"|GLIBC\S* not found|version `\S+' not found|^gq: cannot run "
-          r"|not compiled with CUDA enabled"),
+          r"|not compiled with CUDA enabled|doesn't have NCCL built in"),
     # CUDA faults that more memory would not cure: bad accesses, device asserts, Xid-like
     # faults, a kernel image that does not match.
     _rule(CUDA_ERROR, 70, r"CUDA error: |cuda runtime error \(|CUDA failure \d+"
@@ -132,7 +134,8 @@ RULES: tuple[Rule, ...] = (
           r"|CUDA-capable device\(s\) is/are busy|Xid \d+"
           r"|cudaErrorIllegalAddress|cudaErrorLaunchFailure|CUDA_ERROR_ILLEGAL_ADDRESS"
           r"|CUDNN_STATUS_(?:INTERNAL_ERROR|NOT_INITIALIZED|MAPPING_ERROR|NOT_SUPPORTED|BAD_PARAM"
-          r"|ARCH_MISMATCH)|[Cc]u[Dd][Nn][Nn] error: "),
+          r"|ARCH_MISMATCH)|[Cc]u[Dd][Nn][Nn] error: |invalid device function|::cuda_error\b"
+          r"|CU(?:RAND|BLAS|SPARSE|FFT|SOLVER)_STATUS_(?!SUCCESS\b|ALLOC_FAILED\b)[A-Z_]+"),
     # Collective communication: a watchdog's or a rendezvous's timeout, then errors. Often the
     # echo of a rank that died of something else, hence below the classes above.
     _rule(NCCL, 50, r"Watchdog caught collective operation timeout|watchdog got stuck"
@@ -152,16 +155,17 @@ RULES: tuple[Rule, ...] = (
           r"|Job step aborted|forcing job termination|^KeyboardInterrupt\s*$"
           r"|[Rr]eceived (?:a )?(?:cancellation|termination) signal"
           r"|[Cc]aught signal SIG(?:TERM|HUP|INT|USR[12])\b|job (?:is|was) preempted"
-          r"|^job preempted|Job deleted at request of",
+          r"|^job preempted|Job deleted at request of|RaisedSignal:(?:1|2|15)\b",
           in_warning=True),
     # A core dump with nothing better said: often the abort after another error.
-    _rule(SEGFAULT, 30, r"core dumped|Aborted \(core|dumped core"),
+    _rule(SEGFAULT, 30, r"core dumped|Aborted \(core|dumped core|Fatal Python error"),
     # An ordinary exception in the user's code: the last line of a Python traceback.
-    _rule(DATA_ERROR, 20, r"^\s*[`'\"]?(?:\[rank\d+\]:\s*)?(?:[A-Za-z_][\w.]*\.)?"
+    _rule(DATA_ERROR, 20, r"^\s*[`'\"]?(?:\[(?:rank)?\d+\]:?\s*)?(?:[A-Za-z_][\w.]*\.)?"
           r"(?!ChildFailedError|SignalException)(?:[A-Z]\w*)?(?:Error|Exception)(?::|\s*$)"),
     _rule(DATA_ERROR, 20, r"Caught \w+(?:Error|Exception) in DataLoader worker"
           r"|^!!! Exception during processing|Expected all tensors to be on the same device"
-          r"|Traceback \(most recent call last\):.* (?:[A-Z]\w*)?(?:Error|Exception): "),
+          r"|Traceback \(most recent call last\):.* (?:[A-Z]\w*)?(?:Error|Exception): "
+          r"|^(?:[A-Z]\w*)?(?:Error|Exception)\s{2,}Traceback \(most recent call last\)"),
 )
 
 # A line that only warns: its evidence does not count unless the rule says it does.
