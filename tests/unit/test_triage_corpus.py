@@ -12,7 +12,7 @@ from tests.support.triage_corpus import CORPUS, SPLITS, confusion_matrix, corpus
 
 # What the rules reach (bench/triage.py prints the per-class table): dev is what they were
 # written with; heldout was labelled and committed before it was ever scored.
-FLOORS = {"dev": 0.99, "heldout": 0.90}
+FLOORS = {"dev": 0.99, "heldout": 0.98}  # heldout: round 7, 52 of 53 (README)
 
 
 def test_the_corpus_is_large_labelled_and_cited():
