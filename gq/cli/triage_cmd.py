@@ -8,6 +8,9 @@ from typing import Any
 
 from gq.protocol import BAD_INPUT, GqError
 from gq.triage.classify import TAIL_BYTES, EndFacts, classify, suggest
+from gq.triage.rules import GPU_OOM
+
+ASK_TIMEOUT = 2.0  # seconds the host's daemon has to say its largest card; else none is known
 
 
 def read_tail(path: str) -> str:
@@ -27,9 +30,29 @@ def read_tail(path: str) -> str:
 
 
 def triage_file(path: str, exit_code: int | None = None) -> dict[str, Any]:
-    """{"failure", "evidence", "suggestion"} of a log file, as `gq triage --json` prints."""
+    """{"failure", "evidence", "suggestion"} of a log file, as `gq triage --json` prints; the
+    advice checked against this host's largest card when its daemon runs and says it."""
     found = classify(read_tail(path), EndFacts(exit_code=exit_code))
-    return found.as_json(suggest(found.failure))
+    advice = suggest(found.failure, evidence=found.evidence,
+                     largest_card=host_largest_card() if found.failure == GPU_OOM else None)
+    return found.as_json(advice)
+
+
+def host_largest_card() -> int | None:
+    """The memory of this host's largest card, as its daemon says it (ping); None when no
+    daemon answers. Never starts one: triage works offline."""
+    from gq.cli.client import try_connect
+    from gq.paths import daemon_socket
+
+    try:
+        conn = try_connect(daemon_socket()[0], ASK_TIMEOUT)
+        if conn is None:
+            return None
+        with conn:
+            size = conn.call("ping").get("largest_card")
+    except (GqError, OSError, ValueError):
+        return None
+    return size if isinstance(size, int) and size > 0 else None
 
 
 def print_triage(result: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from gq.daemon.listing import expected_start, start_basis
 from gq.daemon.lookup import resolve_id
 from gq.daemon.startable import never_starts
 from gq.daemon.submission import Caller
-from gq.daemon.views import failure_json, failure_text, job_label, why_sentence
+from gq.daemon.views import failure_json, failure_text, job_label, largest_card, why_sentence
 from gq.model import Job, JobState, Reason
 from gq.units import format_duration, iso
 
@@ -67,9 +67,10 @@ def op_why(daemon: Context, caller: Caller, args: dict) -> dict:
         found = daemon.store.light_jobs(members)
         return why_array(daemon, job.array.id, [found[i] for i in members])
     return {"id": job.id, "label": job_label(job), "state": str(job.state), "reason": job.reason,
-            "why": explain(daemon, job) + failure_text(job),
+            "why": explain(daemon, job) + failure_text(job, largest_card(daemon.cards)),
             "expected_start": expected_start(daemon, job.id),
-            "expected_start_basis": start_basis(daemon, job.id), **failure_json(job)}
+            "expected_start_basis": start_basis(daemon, job.id),
+            **failure_json(job, largest_card(daemon.cards))}
 
 
 def why_array(daemon: Context, array_id: int, jobs: list[Job]) -> dict:

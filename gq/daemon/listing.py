@@ -19,7 +19,7 @@ from typing import Any
 
 from gq.daemon.context import Context
 from gq.daemon.submission import Caller
-from gq.daemon.views import brief_json, job_json
+from gq.daemon.views import brief_json, job_json, largest_card
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState
 from gq.protocol import BadInput, RawJSON
 from gq.units import iso
@@ -68,7 +68,8 @@ def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
         return _everything(daemon, query, brief=bool(args.get("brief")))
     if columns is None:  # pages of whole jobs (`gq ls --json`), without their environments
         jobs = _jobs_page(daemon, query, after, page)
-        out = [_annotated(daemon, job_json(j)) for j in jobs[:page]]
+        largest = largest_card(daemon.cards)  # the failures' advice checked against it
+        out = [_annotated(daemon, job_json(j, largest)) for j in jobs[:page]]
         _add_outcomes(daemon, out)
         return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
     rows, more, ids, array_ids = _rows_page(daemon, query, columns, after, page)

@@ -29,7 +29,7 @@ from gq.daemon.identity import identity_of, prepare_user_dir
 from gq.daemon.jobfiles import open_job_file
 from gq.daemon.oom import run_log
 from gq.daemon.userfiles import job_file_owner
-from gq.daemon.views import failure_json
+from gq.daemon.views import failure_json, largest_card
 from gq.model import ENDED_STATES, Job, Notify
 from gq.protocol import BadInput
 from gq.units import iso
@@ -66,8 +66,9 @@ def check_notify(args: dict[str, Any], config: NotifyConfig) -> Notify | None:
     return Notify(command=command, mail=mail)
 
 
-def facts(job: Job, layout) -> dict[str, str]:
-    """The GQ_* variables every notification gets."""
+def facts(job: Job, layout, largest_card: int | None = None) -> dict[str, str]:
+    """The GQ_* variables every notification gets; the advice checked against the host's
+    largest card."""
     out = {
         "GQ_JOB_ID": str(job.id),
         "GQ_JOB_NAME": job.name,
@@ -89,7 +90,7 @@ def facts(job: Job, layout) -> dict[str, str]:
         out.update(GQ_ARRAY_ID=str(job.array.id), GQ_ARRAY_INDEX=str(job.array.index))
     if job.failure is not None:  # why it failed (docs/triage.md)
         out.update(GQ_FAILURE=job.failure, GQ_FAILURE_EVIDENCE="\n".join(job.failure_evidence),
-                   GQ_FAILURE_SUGGESTION=failure_json(job)["failure_suggestion"],
+                   GQ_FAILURE_SUGGESTION=failure_json(job, largest_card)["failure_suggestion"],
                    GQ_LOG_TAIL=log_tail(job, layout))
     return out
 
@@ -166,7 +167,7 @@ class Notifier:
         self._sent[key] = None
         if len(self._sent) > 10_000:
             del self._sent[next(iter(self._sent))]
-        env = facts(job, daemon.layout)
+        env = facts(job, daemon.layout, largest_card(daemon.cards))
         mine = {**job.env, **env}
         if job.notify and job.notify.command:
             self._spawn(job, "--notify", ["/bin/sh", "-c", job.notify.command], mine, job.cwd)

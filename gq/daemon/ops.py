@@ -34,7 +34,7 @@ from gq.daemon.telemetry_ops import (
 )
 from gq.daemon.top import op_top
 from gq.daemon.update import op_update
-from gq.daemon.views import job_json
+from gq.daemon.views import job_json, largest_card
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState, Reason
 from gq.protocol import VERSION, GqError
 from gq.protocol.ops import Op
@@ -50,6 +50,7 @@ def op_ping(daemon: Context, caller: Caller, args: dict) -> dict:
         "home": str(daemon.layout.home),
         "backend": daemon.backend.kind,
         "gpus": len(daemon.cards),
+        "largest_card": largest_card(daemon.cards),  # bytes; `gq triage` checks advice by it
         "user": caller.user,
         "uid": caller.uid,
         "system": daemon.layout.system,
@@ -68,7 +69,7 @@ def op_show(daemon: Context, caller: Caller, args: dict) -> dict:
     job_id = resolve_id(daemon, caller, args.get("id", ""))
     daemon.passes.explain_now()  # the reasons as of now, if the queue changed since they were given
     job = daemon.store.get_job(job_id)
-    out = job_json(job)
+    out = job_json(job, largest_card(daemon.cards))  # advice checked against the host
     out["why"] = explain(daemon, job)
     out["expected_start"] = expected_start(daemon, job.id)
     out["expected_start_basis"] = start_basis(daemon, job.id)

@@ -16,7 +16,7 @@ PUBLIC_FIELDS = (
 ).split()
 
 
-def job_json(job: Job) -> dict[str, Any]:
+def job_json(job: Job, largest: int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in PUBLIC_FIELDS:
         value = getattr(job, key)
@@ -44,21 +44,27 @@ def job_json(job: Job) -> dict[str, Any]:
         "id": job.array.id, "index": job.array.index, "size": job.array.size,
         "limit": job.array.limit, "params": job.array.params,
     }
-    out.update(failure_json(job))
+    out.update(failure_json(job, largest))
     return out
 
 
-def failure_json(job: Job) -> dict[str, Any]:
-    """Why the job's last run failed (docs/triage.md): its class, the evidence, what to do."""
+def failure_json(job: Job, largest_card: int | None = None) -> dict[str, Any]:
+    """Why the job's last run failed (docs/triage.md): its class, the evidence, what to do,
+    the advice checked against what it held and tried and the host's largest card."""
     if job.failure is None:
         return {"failure": None, "failure_evidence": [], "failure_suggestion": None}
-
     known = max(job.mem or 0, job.peak_mem or 0)
-    hint = mem_hint(known, tried_bytes(job.failure_evidence), None)
+    hint = mem_hint(known, tried_bytes(job.failure_evidence), largest_card)
     return {"failure": job.failure, "failure_evidence": job.failure_evidence,
             "failure_suggestion": suggest(job.failure, job.id,
                                           None if hint is None else format_size(hint),
-                                          job.failure_evidence)}
+                                          job.failure_evidence, largest_card, known,
+                                          whole_card=job.gpus > 0 and job.mem is None)}
+
+
+def largest_card(cards: list[Gpu]) -> int | None:
+    """The memory of the host's largest card (or MIG instance); None without cards."""
+    return max((g.memory_total for g in cards), default=None)
 
 
 # What `gq ls` shows of a job: read from the store's memory, or its light rows, so that a
@@ -193,12 +199,12 @@ def frozen_sentence(job: Job, shortfall: str | None = None) -> str:
     return text + "."
 
 
-def failure_text(job: Job) -> str:
+def failure_text(job: Job, largest: int | None = None) -> str:
     """`gq why` of a failed job, after its sentence: the class, evidence and what to do."""
     if job.failure is None:
         return ""
     lines = [f"Failure: {job.failure}", *(f"  {line}" for line in job.failure_evidence),
-             f"What to do: {failure_json(job)['failure_suggestion']}"]
+             f"What to do: {failure_json(job, largest)['failure_suggestion']}"]
     return "\n" + "\n".join(lines)
 
 

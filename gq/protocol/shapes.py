@@ -386,6 +386,7 @@ class PingAnswer(TypedDict, total=False):
     home: str
     backend: str
     gpus: int
+    largest_card: int | None  # bytes: the memory of its largest card (None: no cards)
     user: str
     uid: int
     system: bool

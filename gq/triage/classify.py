@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gq.triage.advice import needs_larger_card, tried_bytes
-from gq.triage.rules import (
-    CUDA_ERROR, DATA_ERROR, DISK_FULL, GPU_OOM, HOST_OOM, IMPORT_ENV, NCCL, RULES,
-    SEGFAULT, TIMEOUT_SIGNAL, UNKNOWN, WARNING,
-)
+from gq.triage.advice import suggest  # noqa: F401  (callers import it from here)
+from gq.triage.rules import HOST_OOM, IMPORT_ENV, RULES, SEGFAULT, TIMEOUT_SIGNAL, UNKNOWN, WARNING
 
 EVIDENCE_LINES = 3  # at most this many lines of evidence
 LINE_CHARS = 300  # and each cut to this length
@@ -52,7 +49,7 @@ def classify(text: str, facts: EndFacts | None = None) -> Triage:
     """The class of a failed run: what killed it, not the first error it printed."""
     facts = facts or EndFacts()
     if facts.stopped_by == "time_limit":
-        return Triage(TIMEOUT_SIGNAL, ["gq: the job reached its time limit (--time)"])
+        return Triage(TIMEOUT_SIGNAL, ["gq: time limit reached (--time)"])
     if facts.kernel_oom:
         return Triage(HOST_OOM, [_cut(facts.kernel_oom)])
     best_priority, found = -1, {}  # class -> the lines of its best priority, in log order
@@ -107,52 +104,3 @@ def _last_position(lines: list[str], text: str) -> int:
 
 def _cut(line: str) -> str:
     return line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…"
-
-
-# What to do, per class: each names a command or option of gq that exists. The second part
-# is for a job gq ran ({id}); a log triaged offline gets the first only. {mem}: a --mem that
-# would have fit, when known.
-_SUGGESTIONS = {
-    GPU_OOM: ("out of GPU memory: resubmit with more per card ({mem}), or without --mem for "
-              "whole cards; add --retry-oom 2 and gq retries such deaths with 1.5 times the "
-              "memory.", " `gq show {id}` gives the peak it reached."),
-    HOST_OOM: ("the kernel killed it for host memory: resubmit with --ram SIZE above its peak "
-               "(or fewer DataLoader workers); `gq offenders` shows who else holds memory.", ""),
-    NCCL: ("a collective failed or timed out: the rank that died first has the cause in its "
-           "own error; if none did, check the interconnect (NCCL_DEBUG=INFO) and requeue.",
-           " Its errors: `gq logs {id} --err`; requeue: `gq requeue {id}`."),
-    CUDA_ERROR: ("a CUDA fault that more memory will not cure: rerun with "
-                 "CUDA_LAUNCH_BLOCKING=1 (`gq submit --env CUDA_LAUNCH_BLOCKING=1 ...`) to find "
-                 "the kernel; for 'no kernel image' or a driver mismatch, install a build for "
-                 "this card.", ""),
-    IMPORT_ENV: ("the environment is wrong (module, library or command missing): activate the "
-                 "right environment in the job's command, or pass variables with `gq submit "
-                 "--env K=V`.", ""),
-    DISK_FULL: ("a disk (or /dev/shm, or a quota) is full: free space where it writes "
-                "(`df -h`); checkpoints belong in $GQ_CHECKPOINT_DIR.",
-                " Then `gq requeue {id}`."),
-    SEGFAULT: ("native code crashed: check that compiled extensions match the installed "
-               "libraries; a bus error in a DataLoader worker means /dev/shm is full (use "
-               "fewer workers).", " The trace: `gq logs {id} --err`."),
-    DATA_ERROR: ("an exception in the job's own code: the traceback's last line says which; "
-                 "fix it.", " Then `gq requeue {id}`."),
-    TIMEOUT_SIGNAL: ("it was stopped from outside (its time limit, or a signal): give it a "
-                     "longer --time, and checkpoint on --signal (e.g. --signal USR1@5m) to "
-                     "$GQ_CHECKPOINT_DIR so that a requeue resumes.", ""),
-    UNKNOWN: ("no known cause in the end of its log: read the whole log.",
-              " `gq logs {id} --err` and `gq logs {id}`."),
-}
-
-
-def suggest(failure: str, job_id: int | str | None = None, mem_hint: str | None = None,
-            evidence: list[str] | None = None, largest_card: int | None = None) -> str:
-    """The suggestion for a class, for a job (or offline, for a file: job_id None), checked
-    against what the evidence says it tried and the largest card (gq/triage/advice.py)."""
-    if failure == GPU_OOM:
-        truth = needs_larger_card(tried_bytes(evidence or []), largest_card)
-        if truth is not None:
-            return truth
-    text, for_job = _SUGGESTIONS.get(failure, _SUGGESTIONS[UNKNOWN])
-    if job_id is not None:
-        text += for_job.format(id=job_id)
-    return text.format(mem=f"e.g. --mem {mem_hint}" if mem_hint else "a larger --mem")

@@ -85,7 +85,7 @@ def test_an_agent_lists_tools_submits_reads_why_and_cancels(host):
         text = await refused(session, "submit", command=["true"], mem="12XB")
         assert "gq: --mem '12XB': expected a size" in text
         triaged = await tool(session, "triage",
-                             path=str(ROOT / "tests/support/data/failures/nccl-pytorch-4921.log"))
+                             path=str(ROOT / "tests/data/triage/dev/nccl-pytorch-4921.log"))
         assert triaged["failure"] == "nccl"
 
     run_session(params, body)
@@ -149,7 +149,7 @@ def test_every_tool_takes_the_integers_an_agent_sends(host):
         assert len((await tool(session, "gpus"))["gpus"]) == 4
         assert (await tool(session, "offenders"))["offenders"] == []
         assert "health" in await tool(session, "stats", since="1d")
-        log = ROOT / "tests/support/data/failures/nccl-pytorch-4921.log"
+        log = ROOT / "tests/data/triage/dev/nccl-pytorch-4921.log"
         assert (await tool(session, "triage", path=str(log), exit_code=1))["failure"] == "nccl"
         for action, args in (("update", {"priority": "high"}), ("hold", {}), ("release", {}),
                              ("cancel", {})):

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+from tests.support.cli import gq as run_gq
 from tests.support.hosts import wait_for
 from tests.support.jobs import env_file
 
@@ -73,7 +75,11 @@ def test_a_simulated_gpu_oom_is_a_gpu_oom(host):
                             "--mem", "100G", "--seconds", "1")
     ended = check_everywhere(host, job, out, "gpu_oom", "CUDA out of memory")
     assert ended["state"] == "oom"
-    assert "--retry-oom" in host.job(job)["failure_suggestion"]
+    # 100G at once on 80G cards: the daemon's answer knows the host's largest card, and the
+    # advice is the truth, not a --mem that cannot fit (it was "--mem 15G" and --retry-oom 2)
+    told = host.job(job)["failure_suggestion"]
+    assert "more than the largest card here (80G)" in told and "e.g. --mem" not in told, told
+    assert "more than the largest card here (80G)" in host.gq("why", str(job)).stdout
 
 
 def test_a_time_limit_is_a_timeout(host):
@@ -129,3 +135,33 @@ def test_the_kernel_log_names_the_oom_killers_victim(tmp_path):
     assert kernel_oom_line(4242, str(kmsg)).startswith("Out of memory: Killed process 4242 ")
     assert kernel_oom_line(424, str(kmsg)) is None
     assert kernel_oom_line(4242, str(tmp_path / "none")) is None
+
+
+def test_triage_checks_its_advice_against_the_hosts_largest_card(tmp_path, make_host):
+    """Through the daemon's answer (ping), never by opening the cards itself; offline, with
+    no daemon, the card is not known and the advice says so less surely."""
+    log = tmp_path / "slurm-7.out"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 40.00 GiB. "
+                   "GPU 0 has a total capacity of 23.64 GiB of which 20.1 GiB is free.\n")
+    offline = json.loads(run_gq("triage", str(log), "--json",
+                                    env={**os.environ, "GQ_HOME": str(tmp_path / "none")}).stdout)
+    assert "e.g. --mem 40G" in offline["suggestion"]
+    host = make_host("2x24G")
+    told = json.loads(host.gq("triage", str(log), "--json").stdout)["suggestion"]
+    assert "more than the largest card here (24G)" in told and "e.g. --mem" not in told
+
+
+def test_a_working_directory_gone_before_the_start_is_told_so(host):
+    """It was import_env with "activate the right environment" (#39); gq's own shim says it
+    cannot enter the directory, and the advice is to resubmit from one that exists."""
+    gone = host.work / "run3"
+    gone.mkdir()
+    job = host.submit("--hold", "--gpus", "0", "--cwd", str(gone), "--", "true")
+    gone.rmdir()
+    host.gq("release", str(job))
+    host.wait_ended(job)
+    shown = host.job(job)
+    assert shown["failure"] == "import_env", shown
+    assert any("cannot enter" in line for line in shown["failure_evidence"]), shown
+    told = shown["failure_suggestion"]
+    assert "--cwd DIR" in told and "activate" not in told, told

@@ -6,4 +6,5 @@ from pathlib import Path
 
 SUPPORT = Path(__file__).resolve().parent
 ROOT = SUPPORT.parent.parent  # the checkout
-FAILURES = SUPPORT / "data" / "failures"  # real failure logs, by kind (docs/triage.md)
+TRIAGE = ROOT / "tests" / "data" / "triage"  # real failure logs, labelled (manifest.csv, docs/triage.md)
+FAILURES = TRIAGE / "dev"  # the part the rules were written with

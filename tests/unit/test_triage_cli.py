@@ -37,3 +37,4 @@ def test_triage_of_a_missing_file_is_bad_input(tmp_path):
     done = gq("triage", str(tmp_path / "nope.log"), home=tmp_path)
     assert done.returncode == 2
     assert done.stderr == f"gq: {tmp_path / 'nope.log'}: no such file\n"
+

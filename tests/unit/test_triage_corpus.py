@@ -1,54 +1,40 @@
-"""The failure classifier against real log tails from public issue threads
-(tests/support/data/failures/index.csv cites each one): at least 95% right, with the confusion matrix."""
+"""The failure classifier against real public log excerpts (tests/data/triage/manifest.csv
+cites each one): the corpus loads, every label is a class of the contract, and the share right
+stays at or above the floor reached on each split, the held-out one included (docs/triage.md).
+A floor, not an exact figure: a rule that fixes a log may raise it, none may lower it."""
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
-from gq.triage.classify import EndFacts, classify
+
 from gq.triage.rules import CLASSES
-from tests.support.paths import FAILURES as CORPUS
+from tests.support.triage_corpus import CORPUS, SPLITS, confusion_matrix, corpus, score, table
+
+# What the rules reach (bench/triage.py prints the per-class table): dev is what they were
+# written with; heldout was labelled and committed before it was ever scored.
+FLOORS = {"dev": 0.99, "heldout": 0.98}  # heldout: round 7, 52 of 53 (README)
 
 
-def corpus() -> list[dict]:
-    with open(CORPUS / "index.csv", newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def predict(row: dict) -> str:
-    text = (CORPUS / row["file"]).read_text()
-    code = int(row["exit_code"]) if row["exit_code"] else None
-    return classify(text, EndFacts(exit_code=code)).failure
-
-
-def confusion_matrix(pairs: list[tuple[str, str]]) -> str:
-    counts = Counter(pairs)
-    width = max(len(c) for c in CLASSES)
-    head = " " * width + " " + " ".join(c[:5].rjust(5) for c in CLASSES)
-    rows = [f"{c.ljust(width)} " + " ".join(str(counts[(c, p)] or ".").rjust(5)
-                                          for p in CLASSES) for c in CLASSES]
-    return "\n".join(["true \\ predicted", head, *rows])
-
-
-def test_corpus_is_large_and_cited():
-    rows = corpus()
-    assert len(rows) >= 100
-    per_class = Counter(r["failure"] for r in rows)
-    assert set(per_class) <= set(CLASSES)
+def test_the_corpus_is_large_labelled_and_cited():
+    logs = corpus()
+    assert len(logs) >= 200 and len({log.file for log in logs}) == len(logs)
+    assert len(corpus("heldout")) >= 50
+    assert {log.split for log in logs} == set(SPLITS)
+    assert {log.failure for log in logs} <= set(CLASSES)
+    per_class = Counter(log.failure for log in logs)
     assert all(per_class[c] >= 8 for c in CLASSES), per_class
-    for row in rows:
-        assert row["source"].startswith("https://github.com/"), row
-        assert (CORPUS / row["file"]).is_file(), row
+    for log in logs:
+        assert log.source.startswith("https://github.com/"), log
+        text = (CORPUS / log.file).read_text(errors="replace")
+        assert text.strip() and len(text.splitlines()) <= 40, log.file
 
 
-def test_classifier_gets_95_percent_of_the_corpus_right():
-    rows = corpus()
-    pairs = [(r["failure"], predict(r)) for r in rows]
+def test_the_classifier_stays_at_its_floor_on_each_split():
+    scores = {split: score(corpus(split)) for split in SPLITS}
     print()
-    print(confusion_matrix(pairs))
-    wrong = [(r["file"], p) for r, (t, p) in zip(rows, pairs) if t != p]
-    for name, predicted in wrong:
-        print(f"wrong: {name} -> {predicted}")
-    right = len(rows) - len(wrong)
-    print(f"{right}/{len(rows)} right ({100 * right / len(rows):.1f}%)")
-    assert right / len(rows) >= 0.95, wrong
+    print(table(scores))
+    print(confusion_matrix(scores["heldout"].pairs))
+    for split, floor in FLOORS.items():
+        wrong = [(log.file, got) for log, (_, got) in zip(corpus(split), scores[split].pairs)
+                 if log.failure != got]
+        assert scores[split].accuracy >= floor, (split, scores[split].accuracy, wrong)
