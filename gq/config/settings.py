@@ -101,6 +101,9 @@ class Config:
     host_cpus: int
     host_ram: int | None
     kill_wait: float = 30.0  # seconds between SIGTERM and SIGKILL on cancel, as Slurm's KillWait
+    # Seconds a job's process may take to reach its command (its directory, its exec) before
+    # its run fails: a directory on a hung mount would hold its cards for good.
+    start_timeout: float = 60.0
     tick: float = 1.0  # seconds between the daemon's housekeeping rounds
     show_ended: float = 24 * 3600.0  # how long `gq ls` keeps listing a job after it ended
     default_time: float = 24 * 3600.0  # how long a job without --time is assumed to run
@@ -127,7 +130,7 @@ class Config:
 
 _KNOWN = {
     "host": {"cpus", "ram"},
-    "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout",
+    "daemon": {"kill_wait", "start_timeout", "tick", "max_connections_per_user", "max_request", "idle_timeout",
                "max_submit_jobs", "max_submit_bytes", "max_waiting_per_user", "show_ended"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
                   "weight_age", "weight_short", "share_util_max", "learn_mem"},
@@ -255,6 +258,8 @@ def _apply(config: Config, data: dict) -> None:
         config.host_ram = parse_size(str(host["ram"]))
     if "kill_wait" in daemon:
         config.kill_wait = _duration("[daemon] kill_wait", daemon["kill_wait"])
+    if "start_timeout" in daemon:
+        config.start_timeout = _duration("[daemon] start_timeout", daemon["start_timeout"])
     if "tick" in daemon:
         config.tick = _duration("[daemon] tick", daemon["tick"])
     if "show_ended" in daemon:

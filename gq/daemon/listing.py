@@ -19,7 +19,7 @@ from typing import Any
 
 from gq.daemon.context import Context
 from gq.daemon.submission import Caller
-from gq.daemon.views import brief_json, job_json
+from gq.daemon.views import STOPPING, brief_json, job_json
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState
 from gq.protocol import BadInput, RawJSON
 from gq.units import iso
@@ -68,7 +68,7 @@ def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
         return _everything(daemon, query, brief=bool(args.get("brief")))
     if columns is None:  # pages of whole jobs (`gq ls --json`), without their environments
         jobs = _jobs_page(daemon, query, after, page)
-        out = [_annotated(daemon, job_json(j)) for j in jobs[:page]]
+        out = [_annotated(daemon, _stopping(daemon, j, job_json(j))) for j in jobs[:page]]
         _add_outcomes(daemon, out)
         return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
     rows, more, ids, array_ids = _rows_page(daemon, query, columns, after, page)
@@ -118,7 +118,7 @@ def _everything(daemon: Context, query: Query, brief: bool) -> list[dict]:
     if query.recent_of is not None:
         jobs = sorted(jobs + recently_ended(daemon, query.recent_of, brief), key=lambda j: j.id)
     view = brief_json if brief else job_json
-    out = [_annotated(daemon, view(j)) for j in jobs
+    out = [_annotated(daemon, _stopping(daemon, j, view(j))) for j in jobs
            if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
     _add_outcomes(daemon, out)
     return out
@@ -185,7 +185,7 @@ def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | N
         more, raw = len(raw) > page, raw[:page]
         return (RawJSON(f"[{','.join([r[2] for r in raw])}]"), more, [r[0] for r in raw],
                 {r[1] for r in raw if r[1] is not None})
-    rows = [[job_field(j, c) for c in columns]
+    rows = [_stopping_row(daemon, j, columns, [job_field(j, c) for c in columns])
             for j in active_jobs(daemon, query.user, after, page + 1)]
     since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
     if since is not None:
@@ -199,6 +199,21 @@ def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | N
     array = columns.index("array_id") if "array_id" in columns else None
     arrays = set() if array is None else {r[array] for r in rows if r[array] is not None}
     return rows, more, [r[0] for r in rows], arrays
+
+
+def _stopping(daemon: Context, job: Job, shown: dict) -> dict:
+    """A stopping job's reason says when its SIGKILL is due, or what still holds its cards."""
+    if job.is_stopping:
+        shown["reason"] = daemon.stopping.describe(job)
+    return shown
+
+
+def _stopping_row(daemon: Context, job: Job, columns: list[str], row: list) -> list:
+    if job.is_stopping:
+        for column, value in (("state", STOPPING), ("reason", daemon.stopping.describe(job))):
+            if column in columns:
+                row[columns.index(column)] = value
+    return row
 
 
 def job_field(job: Job, column: str) -> Any:

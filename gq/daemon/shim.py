@@ -12,6 +12,7 @@ import ctypes
 import errno
 import json
 import os
+import select
 import signal
 import socket
 import stat
@@ -59,6 +60,9 @@ class ShimSpec(TypedDict):
     checkpoint_dir: str
     run_dir: str  # where the run's lock file is, the exit record in it (EXIT_AT)
     kill_wait: float  # seconds between SIGTERM and SIGKILL when the job is cancelled
+    # Seconds its process may take to reach its command (under a system daemon); absent:
+    # START_TIMEOUT.
+    start_timeout: float
     grace: float  # seconds between the checkpoint signal (or the time limit) and SIGKILL
     checkpoint_signal: int  # sent to the main process (its group with signal_group)
     signal_group: bool
@@ -210,8 +214,10 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
         else:
             err_offset = _log_size(spec["stderr"])
             out_offset = _log_size(spec["stdout"])
-            pid, error, code = _start_job(spec)
-            if pid is None:  # it never ran: no such command, no log, no directory...
+            pid, error, code, stop = _start_job(spec, asked)
+            if stop is not None:  # stopped while it hung before its command (killed)
+                job["status"] = signal.SIGKILL
+            elif pid is None:  # it never ran: no such command, no log, no directory...
                 job["status"] = code << 8
             else:
                 job["pid"] = pid
@@ -451,13 +457,14 @@ def _rename_new(old: str, new: str) -> bool:
         return False
 
 
-def _start_job(spec: ShimSpec) -> tuple[int | None, str | None, int]:
+def _start_job(spec: ShimSpec, asked: Callable[[int], bool]
+               ) -> tuple[int | None, str | None, int, str | None]:
     """Start the job's process: its pid (None if it never ran), why it could not start (None:
-    it runs the command), and the exit code that stands for that (127, 126)."""
+    it runs the command), the exit code that stands for that (127, 126), and the stop asked
+    for while it was starting (None: none)."""
     if spec.get("uid") is None:
-        return _spawn_job(spec)
-    pid, error = _fork_job(spec)
-    return pid, error, 127
+        return (*_spawn_job(spec), None)
+    return _fork_job(spec, asked)
 
 
 def _spawn_job(spec: ShimSpec) -> tuple[int | None, str | None, int]:
@@ -524,10 +531,13 @@ def _spawnvpe(argv: list[str], env: dict[str, str], out: int, err: int) -> int:
     raise saved or last or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
-def _fork_job(spec: ShimSpec) -> tuple[int, str | None]:
+def _fork_job(spec: ShimSpec, asked: Callable[[int], bool]
+              ) -> tuple[int | None, str | None, int, str | None]:
     """Fork the job's process, which becomes the job's user (a system daemon's shim runs as
-    root); its pid, and why it could not start (None: it runs the command). The child says
-    why through a pipe that its exec closes."""
+    root); what _start_job returns. The child says why it could not start through a pipe that
+    its exec closes. Its start may hang (its directory or command on a hung mount): the
+    shim waits for it at most `start_timeout` seconds, and takes a stop meanwhile; either
+    kills the child, so that the run ends and its cards are freed."""
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
@@ -537,11 +547,52 @@ def _fork_job(spec: ShimSpec) -> tuple[int, str | None]:
         finally:
             os._exit(127)
     os.close(report_w)
+    try:
+        said, stop = _start_report(report_r, spec.get("start_timeout") or START_TIMEOUT, asked)
+    finally:
+        os.close(report_r)
+    if said is None or stop is not None:  # it hangs before its command: it never runs it
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if stop is not None:
+            return None, None, 137, stop
+        wait = spec.get("start_timeout") or START_TIMEOUT
+        return None, (f"the job did not start within {wait:g}s: entering {spec['cwd']} or "
+                      f"starting {spec['command'][0]!r} hangs (a hung mount?); killed"), 127, None
+    return pid, said or None, 127, None
+
+
+# Seconds a job's process may take from its fork to its command (its identity, logs,
+# directory, exec): ShimSpec's start_timeout, [daemon] start_timeout.
+START_TIMEOUT = 60.0
+START_POLL = 0.05  # seconds between looks for a stop while a start hangs
+
+
+def _start_report(report: int, timeout: float, asked: Callable[[int], bool]
+                  ) -> tuple[str | None, str | None]:
+    """Read what the job's child says of its start until its exec closes the pipe: (what it
+    said, None), '' when it runs its command; (None, None) after `timeout` seconds; (None,
+    stop) when the daemon asked a stop meanwhile (the request is taken)."""
+    poller = select.poll()
+    poller.register(report, select.POLLIN)
+    deadline = time.monotonic() + timeout
     chunks = []
-    while chunk := os.read(report_r, 4096):
-        chunks.append(chunk)
-    os.close(report_r)
-    return pid, b"".join(chunks).decode(errors="replace") or None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, None
+        if poller.poll(min(left, START_POLL) * 1000):
+            chunk = os.read(report, 4096)
+            if not chunk:
+                return b"".join(chunks).decode(errors="replace"), None
+            chunks.append(chunk)
+            continue
+        for signo in set(REQUESTS) & signal.sigpending():
+            signal.sigtimedwait([signo], 0)
+            if asked(signo):
+                return None, REQUESTS[signo]
 
 
 def _become_job(spec: ShimSpec, report: int) -> None:

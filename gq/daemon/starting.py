@@ -194,6 +194,7 @@ class Starting:
             checkpoint_dir=checkpoint_dir,
             run_dir=self.supervisor.run_dir,
             kill_wait=self.config.kill_wait,
+            start_timeout=self.config.start_timeout,
             grace=self.stopping.grace_of(job),
             checkpoint_signal=int(signal.Signals[job.signal]),
             signal_group=job.signal_group,

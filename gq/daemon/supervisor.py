@@ -307,6 +307,24 @@ class Supervisor:
             time.sleep(0.01)
         return len(killed)
 
+    def holders(self, job_id: int) -> str:
+        """What still holds a stopping run, in words: its shim and what is left of its
+        processes (those whose environment carries the run's token), each with its state and,
+        in the kernel, what it waits in (a hung mount: `fuse_get_req`, `nfs_...`)."""
+        info = self.shim_info(job_id)
+        parts = []
+        pid = info.get("pid")
+        if isinstance(pid, int) and pid > 0:
+            parts.append(f"its shim (pid {pid}) {_proc_state(pid)}")
+        token = info.get("token")
+        if isinstance(token, str) and token:
+            left = _carrying(f"\0{RUN_TOKEN}={token}\0".encode())
+            if left:
+                shown = ", ".join(f"{p} {_proc_state(p)}" for p in left[:3])
+                more = f" and {len(left) - 3} more" if len(left) > 3 else ""
+                parts.append(f"{len(left)} of its processes: {shown}{more}")
+        return "; ".join(parts) or "its shim, which has not said its pid"
+
     def exit_record(self, job_id: int) -> dict | None:
         """What the run's shim recorded when its job ended; None: nothing (yet)."""
         try:
@@ -463,6 +481,26 @@ class Supervisor:
 def _blank(fd: int) -> None:
     """Zeros over a run's lock file: no shim's pid, no exit record (a record reads as none)."""
     os.pwrite(fd, bytes(RUN_FILE_SIZE), 0)
+
+
+_STATES = {"R": "running", "S": "sleeping", "D": "blocked in the kernel", "T": "stopped",
+           "t": "stopped", "Z": "a zombie"}
+
+
+def _proc_state(pid: int) -> str:
+    """'blocked in the kernel (in fuse_get_req)', 'sleeping'...: from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return "gone"
+    words = _STATES.get(state, state)
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read().strip()
+    except OSError:
+        wchan = ""
+    return f"{words} (in {wchan})" if wchan and wchan != "0" else words
 
 
 def _carrying(mark: bytes) -> list[int]:

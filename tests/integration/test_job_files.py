@@ -9,6 +9,7 @@ import sys
 
 from gq.daemon.jobfiles import open_log
 from tests.support.hosts import wait_for
+from tests.support.hung_mount import blocked_in_fuse, hung_mount
 
 import pytest
 
@@ -45,6 +46,36 @@ def cancel_frees_the_card(host, script: str, ready: str) -> None:
     host.gq("cancel", str(job))
     assert host.wait_ended(job, timeout=20)["state"] == "cancelled"
     after = host.submit("--", "true")
+    assert host.wait_ended(after, timeout=15)["state"] == "completed"
+
+
+def test_a_cancelled_run_that_cannot_let_go_shows_stopping_with_what_holds_it(make_host):
+    """A user's own daemon: its shim enters the job's directory itself, and on a hung mount
+    blocks there, beyond any signal but SIGKILL. Before #34 the job showed `cancelled` at once
+    while its cards stayed held; now it is `stopping` until its run has let them go, and once
+    the SIGKILL was due its reason says what holds them."""
+    host = make_host("1x80G", kill_wait="1s")
+    mount = host.work / "nfs"
+    (mount / "data").mkdir(parents=True)
+    job = host.submit("--hold", "--cwd", str(mount / "data"), "--", "true")
+    with hung_mount(str(mount)):
+        host.gq("release", str(job))
+        wait_for(blocked_in_fuse, what="the job's start to hang on the mount")
+        assert host.gq("cancel", str(job)).stdout.strip() == f"job {job}: cancelled"
+        assert host.job(job)["state"] == "stopping"
+        assert host.job(job)["ended_at"] is None
+        held = wait_for(lambda: "after its SIGKILL was due" in host.job(job)["reason"]
+                        and host.job(job), what="the reason to say what holds the cards")
+        assert held["state"] == "stopping" and held["stop"] == "cancelled", held
+        assert f"its shim (pid {host.shim_pid(job)}) blocked in the kernel (in fuse" in \
+            held["reason"], held["reason"]
+        listed = host.gq("ls").stdout
+        assert "stopping" in listed and "its cards held" in listed, listed
+        again = host.gq("cancel", str(job), check=False)
+        assert again.returncode == 1 and "still stopping" in again.stderr, again.stderr
+    ended = host.wait_ended(job)  # the mount aborted: the shim's chdir fails, the run ends
+    assert ended["state"] == "cancelled" and ended["ended_at"], ended
+    after = host.submit("--", "true")  # and the card is free
     assert host.wait_ended(after, timeout=15)["state"] == "completed"
 
 

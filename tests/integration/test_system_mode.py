@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.hosts import wait_for
+from tests.support.hung_mount import blocked_in_fuse, hung_mount
 
 from tests.support.paths import ROOT
 from gq.protocol import VERSION
@@ -37,7 +38,7 @@ def users():
 def host(users):
     # The daemon runs with supplementary groups of its own, which no job may inherit.
     h = SystemHost(config=f'[access]\nadmins = "{users.admins}"\n',
-                   daemon_groups=[0, group_id(users.extra)])
+                   daemon_groups=[0, group_id(users.extra)], daemon='start_timeout = "3s"')
     try:
         yield h.start()
     finally:
@@ -193,6 +194,35 @@ def test_a_fifo_planted_at_a_log_path_fails_the_run_and_frees_its_cards(host, us
     assert ended["state"] == "failed", ended
     assert "not a regular file (a FIFO or a device)" in ended["reason"], ended["reason"]
     after = host.submit(ann, "-g", "4", "--", "true")  # the four cards are free
+    assert host.wait_ended(after)["state"] == "completed"
+
+
+def test_a_job_whose_start_hangs_on_a_mount_frees_its_cards_on_cancel_or_in_time(host, users):
+    """A job whose directory is on a hung mount: its process, as its user, blocks entering it.
+    Before #34 its shim blocked reading the child's start report: `gq cancel` answered
+    "cancelled", and the four cards stayed held until the mount came back. Now a cancel ends
+    it within kill_wait (2s), and without one it fails once [daemon] start_timeout (3s) has
+    passed; both in one line, the cards freed."""
+    ann = users.ann
+    mount = host.root / "nfs"
+    (mount / "data").mkdir(parents=True)
+    mount.chmod(0o755)
+    (mount / "data").chmod(0o777)
+    where = str(mount / "data")
+    cancelled = host.submit(ann, "--hold", "-g", "4", "--cwd", where, "--", "true")
+    timed_out = host.submit(ann, "--hold", "-g", "4", "--cwd", where, "--", "true")
+    with hung_mount(str(mount)):
+        host.gq(ann, "release", str(cancelled))
+        wait_for(blocked_in_fuse, what="the job's start to hang on the mount")
+        host.gq(ann, "cancel", str(cancelled))
+        ended = host.wait_ended(cancelled, timeout=15)
+        assert (ended["state"], ended["exit_code"]) == ("cancelled", 137), ended
+        host.gq(ann, "release", str(timed_out))  # the four cards are free for it
+        ended = host.wait_ended(timed_out, timeout=20)
+        assert ended["state"] == "failed", ended
+        assert ended["reason"] == (f"the job did not start within 3s: entering {where} or "
+                                   "starting 'true' hangs (a hung mount?); killed"), ended
+    after = host.submit(ann, "-g", "4", "--", "true")
     assert host.wait_ended(after)["state"] == "completed"
 
 
