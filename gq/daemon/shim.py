@@ -19,6 +19,7 @@ import stat
 import time
 from typing import Callable, TypedDict
 
+from gq.daemon import cgroups
 from gq.daemon.diskfull import disk_is_full
 from gq.daemon.fdpass import receive
 from gq.daemon.jobfiles import open_log
@@ -63,6 +64,10 @@ class ShimSpec(TypedDict):
     # Seconds its process may take to reach its command (under a system daemon); absent:
     # START_TIMEOUT.
     start_timeout: float
+    # The run's own cgroup v2 (gq/daemon/cgroups.py), which its process joins before its
+    # command and which ends it whole; None (or absent): none, a sweep of its tree ends it.
+    cgroup: str | None
+    max_procs: int | None  # its pids.max ([host] max_procs_per_job); None: no bound
     grace: float  # seconds between the checkpoint signal (or the time limit) and SIGKILL
     checkpoint_signal: int  # sent to the main process (its group with signal_group)
     signal_group: bool
@@ -208,6 +213,10 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stop, wait, err_offset, out_offset, error = None, spec["kill_wait"], None, None, None
+    group = spec.get("cgroup")
+    if group and not cgroups.make(group, spec.get("max_procs")):
+        group = None
+    spec = ShimSpec(**{**spec, "cgroup": group})
     try:
         if CANCEL in signal.sigpending() and asked(CANCEL):  # cancelled before it began
             stop = "cancel"
@@ -229,7 +238,9 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
     # leftovers (as Slurm does), so no process keeps holding the job's cards.
     killed = False
     try:
-        killed = _kill_tree(wait, job)
+        killed = _kill_tree(wait, job, group)
+        if group:
+            cgroups.remove(group)
     finally:
         code, sig = _decode(job.get("status"))
         write_exit_record(
@@ -462,7 +473,7 @@ def _start_job(spec: ShimSpec, asked: Callable[[int], bool]
     """Start the job's process: its pid (None if it never ran), why it could not start (None:
     it runs the command), the exit code that stands for that (127, 126), and the stop asked
     for while it was starting (None: none)."""
-    if spec.get("uid") is None:
+    if spec.get("uid") is None and not spec.get("cgroup"):  # its cgroup is joined forked
         return (*_spawn_job(spec), None)
     return _fork_job(spec, asked)
 
@@ -605,6 +616,8 @@ def _become_job(spec: ShimSpec, report: int) -> None:
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     try:
+        if spec.get("cgroup"):  # as root, before anything of the user's can run
+            cgroups.join(spec["cgroup"])
         os.setpgid(0, 0)
         if spec.get("uid") is not None:
             _drop_privileges(spec["uid"], spec["gid"], spec["groups"])
@@ -690,9 +703,9 @@ def _has_children() -> bool:
     return True
 
 
-def _kill_tree(grace: float, job: dict[str, int]) -> bool:
-    """SIGTERM (and SIGCONT, for stopped ones) to every descendant, SIGKILL after grace.
-    Whether anything had to be killed."""
+def _kill_tree(grace: float, job: dict[str, int], group: str | None = None) -> bool:
+    """SIGTERM (and SIGCONT, for stopped ones) to every descendant, SIGKILL after grace: to
+    the run's cgroup at once where it has one. Whether anything had to be killed."""
     _reap(job)
     # We are the subreaper: with no child left there is no descendant left either, and the
     # common case needs no walk over every process of the machine.
@@ -709,10 +722,19 @@ def _kill_tree(grace: float, job: dict[str, int]) -> bool:
         if not _descendants():
             break
         time.sleep(0.02)
+    killed = False
+    # Its cgroup ends it whole (cgroup.kill), whatever it forks meanwhile; what is left
+    # outside it (none, unless its process could not join) goes as below.
+    while group and cgroups.populated(group):
+        if not killed:
+            job["killed_at"] = time.time()
+        killed = True
+        cgroups.kill(group)
+        time.sleep(0.01)
+        _reap(job)
     # Kill until nothing is left: a process may fork while we look. Each round stops the
     # whole tree first (SIGSTOP), then kills it: a stopped process forks no more, so a fork
     # bomb cannot outrun the walk over its tree.
-    killed = False
     while procs := _descendants():
         if not killed:
             job["killed_at"] = time.time()

@@ -30,7 +30,7 @@ STOP_REQUESTS = {
 
 # How long after its SIGKILL was due a stopping run may take to be recorded (its shim reaps,
 # writes its record, the daemon reads it) before `describe` says what still holds its cards.
-SETTLE = 2.0
+SETTLE = 1.0
 
 # A job requeued for going over its budget gets its peak plus this, rounded up to 256M.
 PEAK_MARGIN = 0.10

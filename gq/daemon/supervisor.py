@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from gq.daemon import cgroups as job_cgroups
+from gq.daemon.cgroups import JobCgroups
 from gq.daemon.fdpass import readable, receive, send
 from gq.daemon.shim import (
     EXIT_AT, EXIT_RECORD_ROOM, REQUEST_AT, RUN_FILE_SIZE, THAWED_AT, ShimSpec,
@@ -77,8 +79,9 @@ IDLE_FOR = 30.0  # seconds a shim waits for another run before it is let go
 
 
 class Supervisor:
-    def __init__(self, run_root: Path):
+    def __init__(self, run_root: Path, cgroups: JobCgroups | None = None):
         self.run_root = run_root
+        self.cgroups = cgroups  # where each run gets a cgroup of its own; None: no cgroups
         self.run_dir = str(run_root)  # the hot paths join strings: a Path costs more
         run_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.spare_dir = f"{self.run_dir}/spare"
@@ -291,11 +294,19 @@ class Supervisor:
         whose environment carries the run's token, also those that left its session or were
         reparented to init. Processes that emptied their environment are not found. Returns
         how many were killed."""
+        killed: set[int] = set()
+        group = self.cgroup_of(job_id)
+        if group is not None and os.path.isdir(group):  # all at once, however it forks
+            deadline = time.monotonic() + within
+            while (pids := job_cgroups.members(group)) and time.monotonic() < deadline:
+                killed.update(pids)
+                job_cgroups.kill(group)
+                time.sleep(0.01)
+            job_cgroups.remove(group, within=0.5)
         token = self.shim_info(job_id).get("token")
         if not isinstance(token, str) or not token:
-            return 0  # a shim of a gq from before tokens, or one that died before writing
+            return len(killed)  # a shim of a gq from before tokens, or one that died early
         mark = f"\0{RUN_TOKEN}={token}\0".encode()
-        killed: set[int] = set()
         deadline = time.monotonic() + within
         while (pids := _carrying(mark)) and time.monotonic() < deadline:
             for pid in pids:
@@ -306,6 +317,10 @@ class Supervisor:
                     pass
             time.sleep(0.01)
         return len(killed)
+
+    def cgroup_of(self, job_id: int) -> str | None:
+        """The cgroup of the job's runs (gq/daemon/cgroups.py); None without cgroups."""
+        return None if self.cgroups is None else self.cgroups.of(job_id)
 
     def holders(self, job_id: int) -> str:
         """What still holds a stopping run, in words: its shim and what is left of its

@@ -54,7 +54,7 @@ def test_a_cancelled_run_that_cannot_let_go_shows_stopping_with_what_holds_it(ma
     blocks there, beyond any signal but SIGKILL. Before #34 the job showed `cancelled` at once
     while its cards stayed held; now it is `stopping` until its run has let them go, and once
     the SIGKILL was due its reason says what holds them."""
-    host = make_host("1x80G", kill_wait="1s")
+    host = make_host("1x80G", kill_wait="0.3s")
     mount = host.work / "nfs"
     (mount / "data").mkdir(parents=True)
     job = host.submit("--hold", "--cwd", str(mount / "data"), "--", "true")

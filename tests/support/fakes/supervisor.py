@@ -53,6 +53,9 @@ class FakeSupervisor:
         self.asked.append(("end_leftovers", job_id))
         return self.leftovers
 
+    def cgroup_of(self, job_id: int) -> str | None:
+        return None
+
     def holders(self, job_id: int) -> str:
         return "its shim (pid 1) is running"
 
