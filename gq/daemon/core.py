@@ -170,6 +170,7 @@ class Daemon:
             self.recovery.settle_or_retry(job_id)
         self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
         self.stopping.enforce_time_limits()
+        self.stopping.free_stuck()
         self.telemetry.maintain(self.clock())
         # Spaced like any other (request_pass): under a flood of requests, a pass on every
         # tick as well would leave the daemon little time to answer them.

@@ -50,6 +50,7 @@ class Stopping:
                  clock: Callable[[], float]):
         self.store, self.config, self.runs = store, config, runs
         self.reading, self.clock = reading, clock
+        self._stuck: dict[int, int] = {}  # job id -> ticks its shim was seen stuck (free_stuck)
 
     def grace_of(self, job: Job) -> float:
         return job.grace if job.grace is not None else self.config.preemption.grace
@@ -105,6 +106,29 @@ class Stopping:
         log.info("job %s: requeued with %s (%s)", job.id, shown, why)
         self.stop(job, JobState.PREEMPTING, f"requeued by gq with {shown} ({why})",
                   mem=new_mem)
+
+    def free_stuck(self) -> None:
+        """A stopping run past its SIGKILL (and SETTLE) whose shim is blocked in the kernel
+        before its job began (a user daemon's shim enters the job's directory itself: on a
+        hung mount it waits there, beyond any signal but SIGKILL): seen so at two ticks in a
+        row, the shim is killed, and the run ends as a dead shim's, its cards freed. Nothing
+        of the job runs yet: no process carries its run's token."""
+        now, seen = self.clock(), {}
+        for job in self.store.holding_jobs():
+            due = self.kill_due(job) if job.is_stopping else None
+            if due is None or now < due + SETTLE:
+                continue
+            pid = self.runs.supervisor.stuck_before_its_job(job.id)
+            if pid is None:
+                continue
+            seen[job.id] = self._stuck.get(job.id, 0) + 1
+            if seen[job.id] >= 2 and self.runs.kill_shim(job.id):
+                log.warning("job %s: its shim (pid %s) is stuck in the kernel before its job "
+                            "began; killed, to free its cards", job.id, pid)
+                self.store.note(job.id, now, f"its shim (pid {pid}) was blocked in the kernel "
+                                "before the job began (its directory or command on a hung "
+                                "mount?); killed, to free its cards")
+        self._stuck = seen
 
     def enforce_time_limits(self) -> None:
         for stop in time_limit_stops(self.store.holding_jobs(), self.clock(), self.config.pools):

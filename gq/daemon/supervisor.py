@@ -322,6 +322,27 @@ class Supervisor:
         """The cgroup of the job's runs (gq/daemon/cgroups.py); None without cgroups."""
         return None if self.cgroups is None else self.cgroups.of(job_id)
 
+    def stuck_before_its_job(self, job_id: int) -> int | None:
+        """The pid of the run's shim if it is blocked in the kernel (state D: entering the
+        job's directory on a hung mount, or exec'ing a command there) while no process of the
+        run exists (none carries its token): killing it then kills nothing of the job's."""
+        info = self.shim_info(job_id)
+        pid, token = info.get("pid"), info.get("token")
+        if not isinstance(pid, int) or pid <= 0 or not isinstance(token, str) or not token:
+            return None
+        if not _proc_state(pid).startswith(_STATES["D"]):
+            return None
+        if _carrying(f"\0{RUN_TOKEN}={token}\0".encode()):
+            return None
+        return pid
+
+    def kill_shim(self, shim: Shim) -> None:
+        """SIGKILL a shim (through its pidfd): its run's end is then read as a dead shim's."""
+        try:
+            signal.pidfd_send_signal(shim.pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
     def holders(self, job_id: int) -> str:
         """What still holds a stopping run, in words: its shim and what is left of its
         processes (those whose environment carries the run's token), each with its state and,
