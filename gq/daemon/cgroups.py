@@ -75,7 +75,7 @@ def own_cgroup() -> str | None:
     try:
         with open("/proc/self/cgroup") as f:
             line = next((ln for ln in f if ln.startswith("0::")), None)
-        mount = _v2_mount()
+        mount = v2_mount()
     except OSError:
         return None
     if line is None or mount is None:
@@ -84,7 +84,8 @@ def own_cgroup() -> str | None:
     return mount if path == "/" else mount + path
 
 
-def _v2_mount() -> str | None:
+def v2_mount() -> str | None:
+    """Where the cgroup v2 hierarchy is mounted (the first mount of it); None: nowhere."""
     with open("/proc/self/mountinfo") as f:
         for line in f:
             left, _, right = line.partition(" - ")

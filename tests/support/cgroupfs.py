@@ -16,16 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from gq.daemon.cgroups import members
-
-
-def _v2_mount() -> str | None:
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            if right.split(" ", 1)[0] == "cgroup2":
-                return left.split()[4]
-    return None
+from gq.daemon.cgroups import members, v2_mount
 
 
 @contextmanager
@@ -33,7 +24,7 @@ def cgroup_dir(required: bool = True) -> Iterator[str | None]:
     """A new, empty directory of a cgroup v2 hierarchy, removed (with what the jobs left) at
     the end. Where none can be made the test skips, or with `required=False` gets None."""
     why = _cannot()
-    mount, mounted = _v2_mount(), None
+    mount, mounted = v2_mount(), None
     if why is None and mount is None:
         mounted = tempfile.mkdtemp(prefix="gq-cg-")
         if subprocess.run(["mount", "-t", "cgroup2", "none", mounted]).returncode != 0:
