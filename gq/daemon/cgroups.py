@@ -49,6 +49,8 @@ def prepare(setting: str, system: bool) -> tuple[JobCgroups | None, str]:
     own = own_cgroup()
     if own is None:
         return None, "cgroups: none (no cgroup v2 hierarchy here); a sweep stops each job's tree"
+    if os.path.basename(own) == "daemon" and _delegated(os.path.dirname(own)):
+        own = os.path.dirname(own)  # a daemon started again from the one it replaced
     if not _delegated(own):
         return None, (f"cgroups: none: {own} is not delegated to the daemon (Delegate=yes in "
                       "gq.service); a sweep stops each job's tree")

@@ -105,6 +105,8 @@ def test_the_system_daemon_takes_its_cgroup_only_where_it_is_delegated(cgroups):
     os.setxattr(unit, "trusted.delegate", b"1")
     root, own, said = in_unit()
     assert (root, own) == (f"{unit}/jobs", f"{unit}/daemon"), said
+    unit = f"{unit}/daemon"  # a daemon started by the last one, in its cgroup: the same
+    assert in_unit()[:2] == [f"{unit[:-len('/daemon')]}/jobs", unit]
 
 
 def test_a_cgroups_setting_that_is_no_cgroup_runs_jobs_without_one(tmp_path):
