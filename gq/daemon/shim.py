@@ -221,9 +221,11 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
         if CANCEL in signal.sigpending() and asked(CANCEL):  # cancelled before it began
             stop = "cancel"
         else:
-            err_offset = _log_size(spec["stderr"])
-            out_offset = _log_size(spec["stdout"])
-            pid, error, code, stop = _start_job(spec, asked)
+            if spec.get("uid") is None:  # else its process, as its user, says (_fork_job)
+                err_offset = _log_size(spec["stderr"])
+                out_offset = _log_size(spec["stdout"])
+            pid, error, code, stop = _start_job(spec, asked, job)
+            err_offset, out_offset = job.pop("offsets", (err_offset, out_offset))
             if stop is not None:  # stopped while it hung before its command (killed)
                 job["status"] = signal.SIGKILL
             elif pid is None:  # it never ran: no such command, no log, no directory...
@@ -251,7 +253,7 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
              "signalled_at": job.get("signalled_at"), "killed_at": job.get("killed_at"),
              "stderr_offset": err_offset, "stdout_offset": out_offset, "pid": job.get("pid"),
              "error": error and error[:ERROR_ROOM],
-             "log_full": disk_is_full(os.path.dirname(spec["stdout"]))},
+             "log_full": disk_is_full(_log_disk(spec))},
         )
 
 
@@ -339,6 +341,15 @@ def _checkpoint_signal(spec: ShimSpec, job: dict[str, int]) -> None:
             os.kill(job["pid"], spec["checkpoint_signal"])
     except ProcessLookupError:  # it has just ended; the next reap sees it
         pass
+
+
+def _log_disk(spec: ShimSpec) -> str:
+    """Where to see whether the run's log filled its disk: its directory; as root (a system
+    daemon's shim), the daemon's own directory, never a path a user may point elsewhere (a
+    hung mount would block the shim before it records the end)."""
+    if spec.get("uid") is None:
+        return os.path.dirname(spec["stdout"])
+    return os.path.dirname(spec["run_dir"])
 
 
 def _log_size(path: str) -> int | None:
@@ -468,14 +479,14 @@ def _rename_new(old: str, new: str) -> bool:
         return False
 
 
-def _start_job(spec: ShimSpec, asked: Callable[[int], bool]
+def _start_job(spec: ShimSpec, asked: Callable[[int], bool], job: dict
                ) -> tuple[int | None, str | None, int, str | None]:
     """Start the job's process: its pid (None if it never ran), why it could not start (None:
     it runs the command), the exit code that stands for that (127, 126), and the stop asked
-    for while it was starting (None: none)."""
+    for while it was starting (None: none). A forked one's logs' sizes go to job["offsets"]."""
     if spec.get("uid") is None and not spec.get("cgroup"):  # its cgroup is joined forked
         return (*_spawn_job(spec), None)
-    return _fork_job(spec, asked)
+    return _fork_job(spec, asked, job)
 
 
 def _spawn_job(spec: ShimSpec) -> tuple[int | None, str | None, int]:
@@ -542,7 +553,7 @@ def _spawnvpe(argv: list[str], env: dict[str, str], out: int, err: int) -> int:
     raise saved or last or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
-def _fork_job(spec: ShimSpec, asked: Callable[[int], bool]
+def _fork_job(spec: ShimSpec, asked: Callable[[int], bool], job: dict
               ) -> tuple[int | None, str | None, int, str | None]:
     """Fork the job's process, which becomes the job's user (a system daemon's shim runs as
     root); what _start_job returns. The child says why it could not start through a pipe that
@@ -570,8 +581,12 @@ def _fork_job(spec: ShimSpec, asked: Callable[[int], bool]
         if stop is not None:
             return None, None, 137, stop
         wait = spec.get("start_timeout") or START_TIMEOUT
-        return None, (f"the job did not start within {wait:g}s: entering {spec['cwd']} or "
-                      f"starting {spec['command'][0]!r} hangs (a hung mount?); killed"), 127, None
+        return None, (f"the job did not start within {wait:g}s: opening its logs, entering "
+                      f"{spec['cwd']} or starting {spec['command'][0]!r} hangs (a hung "
+                      "mount?); killed"), 127, None
+    if said.startswith("\0"):  # the sizes of its logs, as it opened them (_become_job)
+        sizes, _, said = said[1:].partition("\0")
+        job["offsets"] = tuple(int(n) for n in sizes.split())
     return pid, said or None, 127, None
 
 
@@ -625,6 +640,9 @@ def _become_job(spec: ShimSpec, report: int) -> None:
             os.umask(spec["umask"])
         err = open_log(spec["stderr"])
         out = open_log(spec["stdout"])
+        # Where this run's output starts in each: said by it, so that its shim, as root,
+        # looks up no path of the user's (which may lead to a hung mount).
+        os.write(report, f"\0{os.fstat(err).st_size} {os.fstat(out).st_size}\0".encode())
         os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
     except OSError as e:
         _fail(report, err, f"could not start the job: {e}", 127)

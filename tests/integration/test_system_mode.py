@@ -211,8 +211,9 @@ def test_a_job_whose_start_hangs_on_a_mount_frees_its_cards_on_cancel_or_in_time
     """A job whose directory is on a hung mount: its process, as its user, blocks entering it.
     Before #34 its shim blocked reading the child's start report: `gq cancel` answered
     "cancelled", and the four cards stayed held until the mount came back. Now a cancel ends
-    it within kill_wait (2s), and without one it fails once [daemon] start_timeout (2s) has
-    passed; both in one line, the cards freed."""
+    it within kill_wait (2s). A job whose #SBATCH -o log is there (its shim, as root, looked
+    the path up itself, and blocked) fails once [daemon] start_timeout (2s) has passed; both
+    in one line, the cards freed."""
     ann = users.ann
     mount = host.root / "nfs"
     (mount / "data").mkdir(parents=True)
@@ -220,7 +221,10 @@ def test_a_job_whose_start_hangs_on_a_mount_frees_its_cards_on_cancel_or_in_time
     (mount / "data").chmod(0o777)
     where = str(mount / "data")
     cancelled = host.submit(ann, "--hold", "-g", "4", "--cwd", where, "--", "true")
-    timed_out = host.submit(ann, "--hold", "-g", "4", "--cwd", where, "--", "true")
+    script = os.path.join(ann.home, "logged.sh")
+    host.run_as(ann, ["sh", "-c", f"printf '#!/bin/sh\\n#SBATCH -o {where}/out.log\\ntrue\\n' "
+                      f"> {script} && chmod +x {script}"])
+    timed_out = host.submit(ann, "--hold", "-g", "4", script)
     with hung_mount(str(mount)):
         host.gq(ann, "release", str(cancelled))
         wait_for(blocked_in_fuse, what="the job's start to hang on the mount")
@@ -230,8 +234,9 @@ def test_a_job_whose_start_hangs_on_a_mount_frees_its_cards_on_cancel_or_in_time
         host.gq(ann, "release", str(timed_out))  # the four cards are free for it
         ended = host.wait_ended(timed_out, timeout=20)
         assert ended["state"] == "failed", ended
-        assert ended["reason"] == (f"the job did not start within 2s: entering {where} or "
-                                   "starting 'true' hangs (a hung mount?); killed"), ended
+        assert ended["reason"] == (f"the job did not start within 2s: opening its logs, "
+                                   f"entering {ann.home} or starting {script!r} hangs (a hung "
+                                   "mount?); killed"), ended
     after = host.submit(ann, "-g", "4", "--", "true")
     assert host.wait_ended(after)["state"] == "completed"
 
