@@ -204,13 +204,14 @@ def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | N
 def _stopping(daemon: Context, job: Job, shown: dict) -> dict:
     """A stopping job's reason says when its SIGKILL is due, or what still holds its cards."""
     if job.is_stopping:
-        shown["reason"] = daemon.stopping.describe(job)
+        shown["reason"] = daemon.stopping.describe(job, detail=False)
     return shown
 
 
 def _stopping_row(daemon: Context, job: Job, columns: list[str], row: list) -> list:
     if job.is_stopping:
-        for column, value in (("state", STOPPING), ("reason", daemon.stopping.describe(job))):
+        for column, value in (("state", STOPPING),
+                              ("reason", daemon.stopping.describe(job, detail=False))):
             if column in columns:
                 row[columns.index(column)] = value
     return row

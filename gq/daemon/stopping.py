@@ -72,8 +72,10 @@ class Stopping:
         wait = self.config.kill_wait if job.state == JobState.CANCELLED else self.grace_of(job)
         return job.stop_asked_at + wait
 
-    def describe(self, job: Job) -> str:
-        """Why a stopping job (Job.is_stopping) is not ended yet, in one line."""
+    def describe(self, job: Job, detail: bool = True) -> str:
+        """Why a stopping job (Job.is_stopping) is not ended yet, in one line. `detail`: what
+        holds its cards, read from /proc (for one job: `gq show`, `gq cancel`); a listing
+        points there instead."""
         due, now = self.kill_due(job), self.clock()
         said = job.reason or str(job.state)
         if due is None:
@@ -82,7 +84,8 @@ class Stopping:
             return (f"{said}; stopping: SIGTERM sent at {_clock(job.stop_asked_at)} UTC, "
                     f"SIGKILL at {_clock(due)} if it is still running; its cards are held "
                     "until its processes are gone")
-        holders = self.runs.supervisor.holders(job.id)
+        holders = (self.runs.supervisor.holders(job.id) if detail
+                   else f"`gq show {job.id}` says by what")
         return (f"{said}; still stopping {format_duration(now - due)} after its SIGKILL was "
                 f"due ({_clock(due)} UTC), its cards held: {holders}")
 
@@ -115,7 +118,8 @@ class Stopping:
         of the job runs yet: no process carries its run's token."""
         now, seen = self.clock(), {}
         for job in self.store.holding_jobs():
-            due = self.kill_due(job) if job.is_stopping else None
+            stopping = job.is_stopping or (job.state == JobState.PREEMPTING and not job.freeze_op)
+            due = self.kill_due(job) if stopping else None
             if due is None or now < due + SETTLE:
                 continue
             pid = self.runs.supervisor.stuck_before_its_job(job.id)
