@@ -19,7 +19,7 @@ from typing import Any
 
 from gq.daemon.context import Context
 from gq.daemon.submission import Caller
-from gq.daemon.views import STOPPING, brief_json, job_json
+from gq.daemon.views import STOPPING, brief_json, job_json, shown_state
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState
 from gq.protocol import BadInput, RawJSON
 from gq.units import iso
@@ -221,8 +221,10 @@ def job_field(job: Job, column: str) -> Any:
     """A listing field of a job in memory, as the store gives it."""
     if column.startswith("array_"):
         return None if job.array is None else getattr(job.array, column[6:])
+    if column == "state":
+        return shown_state(job)  # `stopping`: decided ended, its run not gone
     value = getattr(job, column)
-    if column in ("state", "priority"):
+    if column == "priority":
         return str(value)
     if column in _TIMES:
         return None if value is None else int(value)
