@@ -201,6 +201,10 @@ class Job:
     frozen_at: float | None = None
     freeze_op: str | None = None
     freeze_note: str | None = None
+    # When the daemon asked its running shim to stop (cancel, time limit, preemption). A job
+    # decided cancelled or timed out keeps ended_at None until its run has let go of its
+    # cards: until then it is `stopping` (is_stopping).
+    stop_asked_at: float | None = None
     # Cards kept from a waiting job (not stored): those where another job's overrun killed its
     # last run, while that job runs (gq/daemon/collateral.py).
     avoid_gpus: frozenset[int] = frozenset()
@@ -211,6 +215,11 @@ class Job:
     @property
     def whole_cards(self) -> bool:
         return self.gpus > 0 and self.mem is None
+
+    @property
+    def is_stopping(self) -> bool:
+        """Decided ended (cancelled, timed out) while its run may still hold its cards."""
+        return self.ended_at is None and self.stop_asked_at is not None and self.state.ended
 
     @property
     def gpus_held(self) -> int:

@@ -102,6 +102,13 @@ class Config:
     host_cpus: int
     host_ram: int | None
     kill_wait: float = 30.0  # seconds between SIGTERM and SIGKILL on cancel, as Slurm's KillWait
+    # [host] cgroups: "auto" (the system daemon's delegated cgroup), "off", or the directory of
+    # a cgroup v2 hierarchy under which each job gets its own (gq/daemon/cgroups.py).
+    cgroups: str = "auto"
+    max_procs_per_job: int | None = None  # each job's cgroup's pids.max; None: no bound
+    # Seconds a job's process may take to reach its command (its directory, its exec) before
+    # its run fails: a directory on a hung mount would hold its cards for good.
+    start_timeout: float = 60.0
     tick: float = 1.0  # seconds between the daemon's housekeeping rounds
     show_ended: float = 24 * 3600.0  # how long `gq ls` keeps listing a job after it ended
     default_time: float = 24 * 3600.0  # how long a job without --time is assumed to run
@@ -128,8 +135,8 @@ class Config:
 
 
 _KNOWN = {
-    "host": {"cpus", "ram"},
-    "daemon": {"kill_wait", "tick", "max_connections_per_user", "max_request", "idle_timeout",
+    "host": {"cpus", "ram", "cgroups", "max_procs_per_job"},
+    "daemon": {"kill_wait", "start_timeout", "tick", "max_connections_per_user", "max_request", "idle_timeout",
                "max_submit_jobs", "max_submit_bytes", "max_waiting_per_user", "show_ended"},
     "scheduler": {"default_time", "reservations", "half_life", "age_cap", "weight_fairshare",
                   "weight_age", "weight_short", "share_util_max", "learn_mem"},
@@ -147,6 +154,13 @@ _KNOWN = {
     "slurm_compat": {"default_gpus", "partitions", "qos"},  # read by gq submit (gq/sbatch)
 }
 _LIMIT_KEYS = _KNOWN["limits"] - {"users"}
+
+
+def _cgroups(value: Any) -> str:
+    if value in ("auto", "off") or (isinstance(value, str) and value.startswith("/")):
+        return value
+    raise ValueError(f"[host] cgroups = {value!r}: expected \"auto\", \"off\" or the absolute "
+                     "path of a directory in a cgroup v2 hierarchy")
 
 
 def _whole(where: str, value: Any, minimum: int) -> int:
@@ -256,8 +270,15 @@ def _apply(config: Config, data: dict) -> None:
         config.host_cpus = _whole("[host] cpus", host["cpus"], 1)
     if "ram" in host:
         config.host_ram = parse_size(str(host["ram"]))
+    if "cgroups" in host:
+        config.cgroups = _cgroups(host["cgroups"])
+    if "max_procs_per_job" in host:
+        config.max_procs_per_job = _whole("[host] max_procs_per_job",
+                                          host["max_procs_per_job"], 1)
     if "kill_wait" in daemon:
         config.kill_wait = _duration("[daemon] kill_wait", daemon["kill_wait"])
+    if "start_timeout" in daemon:
+        config.start_timeout = _duration("[daemon] start_timeout", daemon["start_timeout"])
     if "tick" in daemon:
         config.tick = _duration("[daemon] tick", daemon["tick"])
     if "show_ended" in daemon:

@@ -30,7 +30,10 @@ def _or_none(fmt: Callable[[Any], Any]) -> Callable[[Any], Any]:
 _GETTERS: dict[tuple[str, str], Callable[[Config], Any]] = {
     ("host", "cpus"): lambda c: c.host_cpus,
     ("host", "ram"): lambda c: _or_none(_size)(c.host_ram),
+    ("host", "cgroups"): lambda c: c.cgroups,
+    ("host", "max_procs_per_job"): lambda c: c.max_procs_per_job,
     ("daemon", "kill_wait"): lambda c: _duration(c.kill_wait),
+    ("daemon", "start_timeout"): lambda c: _duration(c.start_timeout),
     ("daemon", "tick"): lambda c: _duration(c.tick),
     ("daemon", "max_connections_per_user"): lambda c: c.access.max_connections,
     ("daemon", "max_request"): lambda c: _size(c.access.max_request),

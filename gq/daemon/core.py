@@ -20,6 +20,7 @@ from gq.config.scheduling import scheduler_input
 from gq.daemon.attribution import Attributor, job_memory_by_card, split_memory
 from gq.daemon.authz import Authority
 from gq.daemon.backups import BackupSchedule
+from gq.daemon.cgroups import prepare as prepare_cgroups
 from gq.daemon.collateral import Collateral
 from gq.daemon.diskfull import CutLogs
 from gq.daemon.ending import Ending
@@ -77,7 +78,11 @@ class Daemon:
         self.group_commit = GroupCommit(lambda: self.store.unsynced, self.store.sync_wal)
         # Said at start (the log, `gq daemon status`).
         self.warnings: list[str] = [w for w in [skip_lost_ids(self.store, layout)] if w]
-        self.supervisor = Supervisor(layout.run)
+        job_cgroups, said = prepare_cgroups(config.cgroups, layout.system)
+        log.info("%s", said)
+        if config.max_procs_per_job and (job_cgroups is None or not job_cgroups.pids):
+            self.warnings.append(f"[host] max_procs_per_job is not applied: {said}")
+        self.supervisor = Supervisor(layout.run, job_cgroups)
         self.runs = Runs(self.supervisor, self.on_shim_exit)
         self.reading = Reading()  # the cards, and whose memory is whose (read_cards)
         self.stopping = Stopping(self.store, config, self.runs, self.reading, clock)
@@ -170,6 +175,7 @@ class Daemon:
             self.recovery.settle_or_retry(job_id)
         self.cut_logs.watch([j.id for j in self.store.holding_jobs()])
         self.stopping.enforce_time_limits()
+        self.stopping.free_stuck()
         self.telemetry.maintain(self.clock())
         self.metrics.tick()
         # Spaced like any other (request_pass): under a flood of requests, a pass on every

@@ -93,11 +93,12 @@ class Ending:
             label, failure = self._record_end(job, record, ended_at, now)
         elif job.state == JobState.PREEMPTING:
             label = self._requeue_stopped(job, record, never_started, now)
-        else:  # stopped on request: the state is already final, only the facts are new
+        else:  # stopped on request: the state was decided, the end is only now (its cards free)
             triage = stopped_triage(str(job.state), job.reason)
             failure = triage and triage.failure
             self.store.update(job_id, exit_code=code, holding=0, failure=failure,
-                              failure_evidence=triage.evidence if triage else [])
+                              failure_evidence=triage.evidence if triage else [],
+                              ended_at=job.ended_at or ended_at)
             self.store.note(job_id, now, f"stopped (exit code {code})")
             label = str(job.state)
         if not never_started:  # what the run cost, for fair share and stats

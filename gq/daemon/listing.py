@@ -19,7 +19,7 @@ from typing import Any
 
 from gq.daemon.context import Context
 from gq.daemon.submission import Caller
-from gq.daemon.views import brief_json, job_json, largest_card
+from gq.daemon.views import STOPPING, brief_json, job_json, largest_card, shown_state
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState
 from gq.protocol import BadInput, RawJSON
 from gq.units import iso
@@ -69,7 +69,8 @@ def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
     if columns is None:  # pages of whole jobs (`gq ls --json`), without their environments
         jobs = _jobs_page(daemon, query, after, page)
         largest = largest_card(daemon.cards)  # the failures' advice checked against it
-        out = [_annotated(daemon, job_json(j, largest)) for j in jobs[:page]]
+        out = [_annotated(daemon, _stopping(daemon, j, job_json(j, largest)))
+               for j in jobs[:page]]
         _add_outcomes(daemon, out)
         return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
     rows, more, ids, array_ids = _rows_page(daemon, query, columns, after, page)
@@ -122,7 +123,7 @@ def _everything(daemon: Context, query: Query, brief: bool) -> list[dict]:
     if query.recent_of is not None:
         jobs = sorted(jobs + recently_ended(daemon, query.recent_of, brief), key=lambda j: j.id)
     view = brief_json if brief else job_json
-    out = [_annotated(daemon, view(j)) for j in jobs
+    out = [_annotated(daemon, _stopping(daemon, j, view(j))) for j in jobs
            if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
     _add_outcomes(daemon, out)
     return out
@@ -189,7 +190,7 @@ def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | N
         more, raw = len(raw) > page, raw[:page]
         return (RawJSON(f"[{','.join([r[2] for r in raw])}]"), more, [r[0] for r in raw],
                 {r[1] for r in raw if r[1] is not None})
-    rows = [[job_field(j, c) for c in columns]
+    rows = [_stopping_row(daemon, j, columns, [job_field(j, c) for c in columns])
             for j in active_jobs(daemon, query.user, after, page + 1)]
     since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
     if since is not None:
@@ -205,12 +206,30 @@ def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | N
     return rows, more, [r[0] for r in rows], arrays
 
 
+def _stopping(daemon: Context, job: Job, shown: dict) -> dict:
+    """A stopping job's reason says when its SIGKILL is due, or what still holds its cards."""
+    if job.is_stopping:
+        shown["reason"] = daemon.stopping.describe(job, detail=False)
+    return shown
+
+
+def _stopping_row(daemon: Context, job: Job, columns: list[str], row: list) -> list:
+    if job.is_stopping:
+        for column, value in (("state", STOPPING),
+                              ("reason", daemon.stopping.describe(job, detail=False))):
+            if column in columns:
+                row[columns.index(column)] = value
+    return row
+
+
 def job_field(job: Job, column: str) -> Any:
     """A listing field of a job in memory, as the store gives it."""
     if column.startswith("array_"):
         return None if job.array is None else getattr(job.array, column[6:])
+    if column == "state":
+        return shown_state(job)  # `stopping`: decided ended, its run not gone
     value = getattr(job, column)
-    if column in ("state", "priority"):
+    if column == "priority":
         return str(value)
     if column in _TIMES:
         return None if value is None else int(value)

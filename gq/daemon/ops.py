@@ -70,6 +70,8 @@ def op_show(daemon: Context, caller: Caller, args: dict) -> dict:
     daemon.passes.explain_now()  # the reasons as of now, if the queue changed since they were given
     job = daemon.store.get_job(job_id)
     out = job_json(job, largest_card(daemon.cards))  # advice checked against the host
+    if job.is_stopping:
+        out["reason"] = daemon.stopping.describe(job)
     out["why"] = explain(daemon, job)
     out["expected_start"] = expected_start(daemon, job.id)
     out["expected_start_basis"] = start_basis(daemon, job.id)
@@ -120,6 +122,9 @@ def op_cancel(daemon: Context, caller: Caller, args: dict) -> list[dict]:
     reason = f"cancelled by {caller.user}"
     waiting, running = [], []
     for job in jobs:
+        if job.is_stopping:  # cancelled or timed out, its run not gone yet
+            results.append(arrays.result(job, False, daemon.stopping.describe(job), from_array))
+            continue
         if job.state in ENDED_STATES:
             results.append(arrays.result(job, False, f"already {job.state}", from_array))
             continue
@@ -193,7 +198,8 @@ def _requeue(daemon: Context, caller: Caller, job: Job) -> tuple[bool, str]:
                       f"after {grace})")
     if job.state in ENDED_STATES and daemon.store.is_holding(job.id):
         # Its last run still stops: a new one would share its cards and run directory.
-        return False, f"is {job.state} but its run is still stopping; requeue it once it has"
+        return False, (f"is still stopping ({daemon.stopping.describe(job)}); requeue it "
+                       "once it has ended")
     if job.state in ENDED_STATES:
         daemon.store.transition(
             job.id, JobState.PENDING, now, detail=detail, restarts=job.restarts + 1,

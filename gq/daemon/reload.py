@@ -16,7 +16,8 @@ from gq.protocol import GqError
 log = logging.getLogger("gq.daemon")
 
 # Read once when the daemon starts serving: a new value waits for `gq daemon restart`.
-AT_START = {("daemon", "max_connections_per_user"), ("daemon", "max_request")}
+AT_START = {("daemon", "max_connections_per_user"), ("daemon", "max_request"),
+            ("host", "cgroups")}  # where the jobs' cgroups are: arranged at start
 
 
 def op_reload(daemon: Context, caller: Caller, args: dict) -> dict:

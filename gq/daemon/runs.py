@@ -29,6 +29,12 @@ class Supervision(Protocol):
 
     def end_leftovers(self, job_id: int) -> int: ...
 
+    def holders(self, job_id: int) -> str: ...
+
+    def stuck_before_its_job(self, job_id: int) -> int | None: ...
+
+    def kill_shim(self, shim: Shim) -> None: ...
+
     def finished(self, job_id: int) -> None: ...
 
     def run_ids(self) -> list[int]: ...
@@ -70,6 +76,14 @@ class Runs:
         if shim is None:
             return False
         self.supervisor.ask(shim, request)
+        return True
+
+    def kill_shim(self, job_id: int) -> bool:
+        """SIGKILL the job's shim (one stuck in the kernel); False when it is not watched."""
+        shim = self.shims.get(job_id)
+        if shim is None:
+            return False
+        self.supervisor.kill_shim(shim)
         return True
 
     def mark_thawed(self, job_id: int) -> None:

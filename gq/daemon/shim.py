@@ -12,12 +12,14 @@ import ctypes
 import errno
 import json
 import os
+import select
 import signal
 import socket
 import stat
 import time
 from typing import Callable, NotRequired, TypedDict
 
+from gq.daemon import cgroups
 from gq.daemon.diskfull import disk_is_full
 from gq.daemon.fdpass import receive
 from gq.daemon.jobfiles import open_log
@@ -59,6 +61,13 @@ class ShimSpec(TypedDict):
     checkpoint_dir: str
     run_dir: str  # where the run's lock file is, the exit record in it (EXIT_AT)
     kill_wait: float  # seconds between SIGTERM and SIGKILL when the job is cancelled
+    # Seconds its process may take to reach its command (under a system daemon); absent:
+    # START_TIMEOUT.
+    start_timeout: float
+    # The run's own cgroup v2 (gq/daemon/cgroups.py), which its process joins before its
+    # command and which ends it whole; None (or absent): none, a sweep of its tree ends it.
+    cgroup: str | None
+    max_procs: int | None  # its pids.max ([host] max_procs_per_job); None: no bound
     grace: float  # seconds between the checkpoint signal (or the time limit) and SIGKILL
     checkpoint_signal: int  # sent to the main process (its group with signal_group)
     signal_group: bool
@@ -207,14 +216,22 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
 
     job: dict[str, int] = {}  # "pid" and "status" of the job's own process, once known
     stop, wait, err_offset, out_offset, error = None, spec["kill_wait"], None, None, None
+    group = spec.get("cgroup")
+    if group and not cgroups.make(group, spec.get("max_procs")):
+        group = None
+    spec = ShimSpec(**{**spec, "cgroup": group})
     try:
         if CANCEL in signal.sigpending() and asked(CANCEL):  # cancelled before it began
             stop = "cancel"
         else:
-            err_offset = _log_size(spec["stderr"])
-            out_offset = _log_size(spec["stdout"])
-            pid, error, code = _start_job(spec)
-            if pid is None:  # it never ran: no such command, no log, no directory...
+            if spec.get("uid") is None:  # else its process, as its user, says (_fork_job)
+                err_offset = _log_size(spec["stderr"])
+                out_offset = _log_size(spec["stdout"])
+            pid, error, code, stop = _start_job(spec, asked, job)
+            err_offset, out_offset = job.pop("offsets", (err_offset, out_offset))
+            if stop is not None:  # stopped while it hung before its command (killed)
+                job["status"] = signal.SIGKILL
+            elif pid is None:  # it never ran: no such command, no log, no directory...
                 job["status"] = code << 8
             else:
                 job["pid"] = pid
@@ -226,7 +243,9 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
     # leftovers (as Slurm does), so no process keeps holding the job's cards.
     killed = False
     try:
-        killed = _kill_tree(wait, job)
+        killed = _kill_tree(wait, job, group)
+        if group:
+            cgroups.remove(group)
     finally:
         code, sig = _decode(job.get("status"))
         write_exit_record(
@@ -237,7 +256,7 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
              "signalled_at": job.get("signalled_at"), "killed_at": job.get("killed_at"),
              "stderr_offset": err_offset, "stdout_offset": out_offset, "pid": job.get("pid"),
              "error": error and error[:ERROR_ROOM],
-             "log_full": disk_is_full(os.path.dirname(spec["stdout"]))},
+             "log_full": disk_is_full(_log_disk(spec))},
         )
 
 
@@ -328,6 +347,15 @@ def _checkpoint_signal(spec: ShimSpec, job: dict[str, int]) -> None:
             os.kill(job["pid"], spec["checkpoint_signal"])
     except ProcessLookupError:  # it has just ended; the next reap sees it
         pass
+
+
+def _log_disk(spec: ShimSpec) -> str:
+    """Where to see whether the run's log filled its disk: its directory; as root (a system
+    daemon's shim), the daemon's own directory, never a path a user may point elsewhere (a
+    hung mount would block the shim before it records the end)."""
+    if spec.get("uid") is None:
+        return os.path.dirname(spec["stdout"])
+    return os.path.dirname(spec["run_dir"])
 
 
 def _log_size(path: str) -> int | None:
@@ -457,13 +485,14 @@ def _rename_new(old: str, new: str) -> bool:
         return False
 
 
-def _start_job(spec: ShimSpec) -> tuple[int | None, str | None, int]:
+def _start_job(spec: ShimSpec, asked: Callable[[int], bool], job: dict
+               ) -> tuple[int | None, str | None, int, str | None]:
     """Start the job's process: its pid (None if it never ran), why it could not start (None:
-    it runs the command), and the exit code that stands for that (127, 126)."""
-    if spec.get("uid") is None:
-        return _spawn_job(spec)
-    pid, error = _fork_job(spec)
-    return pid, error, 127
+    it runs the command), the exit code that stands for that (127, 126), and the stop asked
+    for while it was starting (None: none). A forked one's logs' sizes go to job["offsets"]."""
+    if spec.get("uid") is None and not spec.get("cgroup"):  # its cgroup is joined forked
+        return (*_spawn_job(spec), None)
+    return _fork_job(spec, asked, job)
 
 
 def _spawn_job(spec: ShimSpec) -> tuple[int | None, str | None, int]:
@@ -530,10 +559,13 @@ def _spawnvpe(argv: list[str], env: dict[str, str], out: int, err: int) -> int:
     raise saved or last or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
-def _fork_job(spec: ShimSpec) -> tuple[int, str | None]:
+def _fork_job(spec: ShimSpec, asked: Callable[[int], bool], job: dict
+              ) -> tuple[int | None, str | None, int, str | None]:
     """Fork the job's process, which becomes the job's user (a system daemon's shim runs as
-    root); its pid, and why it could not start (None: it runs the command). The child says
-    why through a pipe that its exec closes."""
+    root); what _start_job returns. The child says why it could not start through a pipe that
+    its exec closes. Its start may hang (its directory or command on a hung mount): the
+    shim waits for it at most `start_timeout` seconds, and takes a stop meanwhile; either
+    kills the child, so that the run ends and its cards are freed."""
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
@@ -543,11 +575,56 @@ def _fork_job(spec: ShimSpec) -> tuple[int, str | None]:
         finally:
             os._exit(127)
     os.close(report_w)
+    try:
+        said, stop = _start_report(report_r, spec.get("start_timeout") or START_TIMEOUT, asked)
+    finally:
+        os.close(report_r)
+    if said is None or stop is not None:  # it hangs before its command: it never runs it
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if stop is not None:
+            return None, None, 137, stop
+        wait = spec.get("start_timeout") or START_TIMEOUT
+        return None, (f"the job did not start within {wait:g}s: opening its logs, entering "
+                      f"{spec['cwd']} or starting {spec['command'][0]!r} hangs (a hung "
+                      "mount?); killed"), 127, None
+    if said.startswith("\0"):  # the sizes of its logs, as it opened them (_become_job)
+        sizes, _, said = said[1:].partition("\0")
+        job["offsets"] = tuple(int(n) for n in sizes.split())
+    return pid, said or None, 127, None
+
+
+# Seconds a job's process may take from its fork to its command (its identity, logs,
+# directory, exec): ShimSpec's start_timeout, [daemon] start_timeout.
+START_TIMEOUT = 60.0
+START_POLL = 0.05  # seconds between looks for a stop while a start hangs
+
+
+def _start_report(report: int, timeout: float, asked: Callable[[int], bool]
+                  ) -> tuple[str | None, str | None]:
+    """Read what the job's child says of its start until its exec closes the pipe: (what it
+    said, None), '' when it runs its command; (None, None) after `timeout` seconds; (None,
+    stop) when the daemon asked a stop meanwhile (the request is taken)."""
+    poller = select.poll()
+    poller.register(report, select.POLLIN)
+    deadline = time.monotonic() + timeout
     chunks = []
-    while chunk := os.read(report_r, 4096):
-        chunks.append(chunk)
-    os.close(report_r)
-    return pid, b"".join(chunks).decode(errors="replace") or None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, None
+        if poller.poll(min(left, START_POLL) * 1000):
+            chunk = os.read(report, 4096)
+            if not chunk:
+                return b"".join(chunks).decode(errors="replace"), None
+            chunks.append(chunk)
+            continue
+        for signo in set(REQUESTS) & signal.sigpending():
+            signal.sigtimedwait([signo], 0)
+            if asked(signo):
+                return None, REQUESTS[signo]
 
 
 def _become_job(spec: ShimSpec, report: int) -> None:
@@ -560,6 +637,8 @@ def _become_job(spec: ShimSpec, report: int) -> None:
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     try:
+        if spec.get("cgroup"):  # as root, before anything of the user's can run
+            cgroups.join(spec["cgroup"])
         os.setpgid(0, 0)
         if spec.get("uid") is not None:
             _drop_privileges(spec["uid"], spec["gid"], spec["groups"])
@@ -567,6 +646,9 @@ def _become_job(spec: ShimSpec, report: int) -> None:
             os.umask(spec["umask"])
         err = open_log(spec["stderr"])
         out = open_log(spec["stdout"])
+        # Where this run's output starts in each: said by it, so that its shim, as root,
+        # looks up no path of the user's (which may lead to a hung mount).
+        os.write(report, f"\0{os.fstat(err).st_size} {os.fstat(out).st_size}\0".encode())
         os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
     except OSError as e:
         _fail(report, err, f"could not start the job: {e}", 127)
@@ -646,9 +728,9 @@ def _has_children() -> bool:
     return True
 
 
-def _kill_tree(grace: float, job: dict[str, int]) -> bool:
-    """SIGTERM (and SIGCONT, for stopped ones) to every descendant, SIGKILL after grace.
-    Whether anything had to be killed."""
+def _kill_tree(grace: float, job: dict[str, int], group: str | None = None) -> bool:
+    """SIGTERM (and SIGCONT, for stopped ones) to every descendant, SIGKILL after grace: to
+    the run's cgroup at once where it has one. Whether anything had to be killed."""
     _reap(job)
     # We are the subreaper: with no child left there is no descendant left either, and the
     # common case needs no walk over every process of the machine.
@@ -665,10 +747,19 @@ def _kill_tree(grace: float, job: dict[str, int]) -> bool:
         if not _descendants():
             break
         time.sleep(0.02)
+    killed = False
+    # Its cgroup ends it whole (cgroup.kill), whatever it forks meanwhile; what is left
+    # outside it (none, unless its process could not join) goes as below.
+    while group and cgroups.populated(group):
+        if not killed:
+            job["killed_at"] = time.time()
+        killed = True
+        cgroups.kill(group)
+        time.sleep(0.01)
+        _reap(job)
     # Kill until nothing is left: a process may fork while we look. Each round stops the
     # whole tree first (SIGSTOP), then kills it: a stopped process forks no more, so a fork
     # bomb cannot outrun the walk over its tree.
-    killed = False
     while procs := _descendants():
         if not killed:
             job["killed_at"] = time.time()

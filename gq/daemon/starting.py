@@ -48,6 +48,8 @@ class Spawning(Protocol):
 
     def take_lost(self) -> list[int]: ...
 
+    def cgroup_of(self, job_id: int) -> str | None: ...
+
     def ask(self, shim: Shim, request: signal.Signals) -> None: ...
 
 
@@ -194,6 +196,9 @@ class Starting:
             checkpoint_dir=checkpoint_dir,
             run_dir=self.supervisor.run_dir,
             kill_wait=self.config.kill_wait,
+            start_timeout=self.config.start_timeout,
+            cgroup=self.supervisor.cgroup_of(job.id),
+            max_procs=self.config.max_procs_per_job,
             grace=self.stopping.grace_of(job),
             checkpoint_signal=int(signal.Signals[job.signal]),
             signal_group=job.signal_group,

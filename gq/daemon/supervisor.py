@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from gq.daemon import cgroups as job_cgroups
+from gq.daemon.cgroups import JobCgroups
 from gq.daemon.fdpass import readable, receive, send
 from gq.daemon.shim import (
     EXIT_AT, EXIT_RECORD_ROOM, REQUEST_AT, RUN_FILE_SIZE, THAWED_AT, ShimSpec,
@@ -77,8 +79,9 @@ IDLE_FOR = 30.0  # seconds a shim waits for another run before it is let go
 
 
 class Supervisor:
-    def __init__(self, run_root: Path):
+    def __init__(self, run_root: Path, cgroups: JobCgroups | None = None):
         self.run_root = run_root
+        self.cgroups = cgroups  # where each run gets a cgroup of its own; None: no cgroups
         self.run_dir = str(run_root)  # the hot paths join strings: a Path costs more
         run_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.spare_dir = f"{self.run_dir}/spare"
@@ -291,11 +294,19 @@ class Supervisor:
         whose environment carries the run's token, also those that left its session or were
         reparented to init. Processes that emptied their environment are not found. Returns
         how many were killed."""
+        killed: set[int] = set()
+        group = self.cgroup_of(job_id)
+        if group is not None and os.path.isdir(group):  # all at once, however it forks
+            deadline = time.monotonic() + within
+            while (pids := job_cgroups.members(group)) and time.monotonic() < deadline:
+                killed.update(pids)
+                job_cgroups.kill(group)
+                time.sleep(0.01)
+            job_cgroups.remove(group, within=0.5)
         token = self.shim_info(job_id).get("token")
         if not isinstance(token, str) or not token:
-            return 0  # a shim of a gq from before tokens, or one that died before writing
+            return len(killed)  # a shim of a gq from before tokens, or one that died early
         mark = f"\0{RUN_TOKEN}={token}\0".encode()
-        killed: set[int] = set()
         deadline = time.monotonic() + within
         while (pids := _carrying(mark)) and time.monotonic() < deadline:
             for pid in pids:
@@ -306,6 +317,49 @@ class Supervisor:
                     pass
             time.sleep(0.01)
         return len(killed)
+
+    def cgroup_of(self, job_id: int) -> str | None:
+        """The cgroup of the job's runs (gq/daemon/cgroups.py); None without cgroups."""
+        return None if self.cgroups is None else self.cgroups.of(job_id)
+
+    def stuck_before_its_job(self, job_id: int) -> int | None:
+        """The pid of the run's shim if it is blocked in the kernel (state D: entering the
+        job's directory on a hung mount, or exec'ing a command there) while no process of the
+        run exists (none carries its token): killing it then kills nothing of the job's."""
+        info = self.shim_info(job_id)
+        pid, token = info.get("pid"), info.get("token")
+        if not isinstance(pid, int) or pid <= 0 or not isinstance(token, str) or not token:
+            return None
+        if not _proc_state(pid).startswith(_STATES["D"]):
+            return None
+        if _carrying(f"\0{RUN_TOKEN}={token}\0".encode()):
+            return None
+        return pid
+
+    def kill_shim(self, shim: Shim) -> None:
+        """SIGKILL a shim (through its pidfd): its run's end is then read as a dead shim's."""
+        try:
+            signal.pidfd_send_signal(shim.pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def holders(self, job_id: int) -> str:
+        """What still holds a stopping run, in words: its shim and what is left of its
+        processes (those whose environment carries the run's token), each with its state and,
+        in the kernel, what it waits in (a hung mount: `fuse_get_req`, `nfs_...`)."""
+        info = self.shim_info(job_id)
+        parts = []
+        pid = info.get("pid")
+        if isinstance(pid, int) and pid > 0:
+            parts.append(f"its shim (pid {pid}) {_proc_state(pid)}")
+        token = info.get("token")
+        if isinstance(token, str) and token:
+            left = _carrying(f"\0{RUN_TOKEN}={token}\0".encode())
+            if left:
+                shown = ", ".join(f"{p} {_proc_state(p)}" for p in left[:3])
+                more = f" and {len(left) - 3} more" if len(left) > 3 else ""
+                parts.append(f"{len(left)} of its processes: {shown}{more}")
+        return "; ".join(parts) or "its shim, which has not said its pid"
 
     def exit_record(self, job_id: int) -> dict | None:
         """What the run's shim recorded when its job ended; None: nothing (yet)."""
@@ -463,6 +517,26 @@ class Supervisor:
 def _blank(fd: int) -> None:
     """Zeros over a run's lock file: no shim's pid, no exit record (a record reads as none)."""
     os.pwrite(fd, bytes(RUN_FILE_SIZE), 0)
+
+
+_STATES = {"R": "running", "S": "sleeping", "D": "blocked in the kernel", "T": "stopped",
+           "t": "stopped", "Z": "a zombie"}
+
+
+def _proc_state(pid: int) -> str:
+    """'blocked in the kernel (in fuse_get_req)', 'sleeping'...: from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return "gone"
+    words = _STATES.get(state, state)
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read().strip()
+    except OSError:
+        wchan = ""
+    return f"{words} (in {wchan})" if wchan and wchan != "0" else words
 
 
 def _carrying(mark: bytes) -> list[int]:

@@ -40,7 +40,8 @@ def op_top(daemon: Context, caller: Caller, args: dict) -> dict[str, Any]:
         jobs = active_jobs(daemon, user)
         out["ids"] = [j.id for j in jobs]
     else:
-        jobs = sorted((j for j in changed if j.state in ACTIVE_STATES and j.moved_to is None
+        jobs = sorted((j for j in changed if (j.state in ACTIVE_STATES or j.is_stopping)
+                       and j.moved_to is None
                        and (user is None or j.user == user)), key=lambda j: j.id)
         # a job that left (ended, sent to a peer) is in no change: the ids tell
         out["ids"] = ([j.id for j in active_jobs(daemon, user)] if store.version > version

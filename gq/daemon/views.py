@@ -16,15 +16,28 @@ PUBLIC_FIELDS = (
 ).split()
 
 
+# A job decided cancelled or timed out whose run may still hold its cards (Job.is_stopping):
+# not ended yet. `stop` says what it ends as; the daemon's reason says when its SIGKILL is due
+# (gq/daemon/stopping.py's describe).
+STOPPING = "stopping"
+
+
+def shown_state(job: Job) -> str:
+    return STOPPING if job.is_stopping else str(job.state)
+
+
 def job_json(job: Job, largest: int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in PUBLIC_FIELDS:
         value = getattr(job, key)
         if key.endswith("_at"):
             value = iso(value)
-        elif key in ("state", "priority"):
+        elif key == "state":
+            value = shown_state(job)
+        elif key == "priority":
             value = str(value)
         out[key] = value
+    out["stop"] = str(job.state) if job.is_stopping else None
     out["ram"] = job.ram
     out["time_limit"] = job.time_limit
     out["deps"] = {str(k): v for k, v in job.deps.items()}
@@ -79,7 +92,8 @@ def brief_json(job: Job) -> dict[str, Any]:
     out = {key: getattr(job, key) for key in BRIEF_FIELDS}
     for key in ("submitted_at", "started_at", "ended_at"):
         out[key] = iso(out[key])
-    out["state"], out["priority"] = str(job.state), str(job.priority)
+    out["state"], out["priority"] = shown_state(job), str(job.priority)
+    out["stop"] = str(job.state) if job.is_stopping else None
     out["array"] = None if job.array is None else {
         "id": job.array.id, "index": job.array.index, "size": job.array.size,
         "limit": job.array.limit}

@@ -186,7 +186,8 @@ class JobView(TypedDict, total=False):
     name: str | None
     user: str
     host: str
-    state: str
+    state: str  # a JobState's name, or `stopping`: decided ended, its run not gone yet
+    stop: str | None  # what a stopping job ends as (cancelled, timeout); None otherwise
     reason: str | None
     priority: str
     gpus: int

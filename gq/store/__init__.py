@@ -33,7 +33,7 @@ _JOB_COLUMNS = (
     "deps submitted_at started_at ended_at exit_code restarts gpu_ids preemptible signal "
     "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem "
     "forward moved_to umask pool gpus_max interactive failure failure_evidence "
-    "preempt_mode host_mem frozen_cards frozen_at freeze_op freeze_note"
+    "preempt_mode host_mem frozen_cards frozen_at freeze_op freeze_note stop_asked_at"
 ).split()
 # Interned, as the names of Job's parameters are: Job(**row) then matches each keyword by
 # identity; with names split from a string it compared them as text, each against every
@@ -62,7 +62,7 @@ _ENDED_NAMES = frozenset(str(s) for s in ENDED_STATES)
 _AS_THEY_ARE = frozenset(
     "state reason started_at ended_at exit_code gpu_ids holding peak_mem failure "
     "failure_evidence restarts mem oom_retries preemptions host_mem freeze_op frozen_at "
-    "freeze_note".split())
+    "freeze_note stop_asked_at".split())
 _TIMES = ("submitted_at", "started_at", "ended_at")
 if not _AS_THEY_ARE - {"holding"} <= {f.name for f in dataclasses.fields(Job)}:
     raise ImportError("Store._recache sets fields that Job does not have")

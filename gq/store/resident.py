@@ -59,7 +59,7 @@ class Resident:
             self.waiting_of[job.uid] += 1
         if holding:
             self.holding[job.id] = None
-        if job.state in ACTIVE_STATES and job.moved_to is None:
+        if _listed(job):
             self._index(job, add=True)
 
     def drop(self, job_id: int) -> Job | None:
@@ -72,7 +72,7 @@ class Resident:
                 del self.waiting_of[job.uid]
         self.holding.pop(job_id, None)
         self._count(job, add=False)
-        if job.state in ACTIVE_STATES and job.moved_to is None:
+        if _listed(job):
             self._index(job, add=False)
         return job
 
@@ -135,6 +135,11 @@ class Resident:
 
     def listed_count(self, user: str | None = ANYONE) -> int:
         return len(self._listed.get(user, ()))
+
+
+def _listed(job: Job) -> bool:
+    """Active, or stopping (its run not gone: listed as active ones are), and not moved."""
+    return (job.state in ACTIVE_STATES or job.is_stopping) and job.moved_to is None
 
 
 def _from(ids: SortedList | None, after: int | None) -> Iterator[int]:

@@ -397,3 +397,11 @@ def m018_counters(db: Database) -> None:
     # and the value of its one label, kept apart from the jobs that `gq clean` forgets.
     db.execute("CREATE TABLE tallies (name TEXT NOT NULL, label TEXT NOT NULL DEFAULT '', "
                "value REAL NOT NULL DEFAULT 0, PRIMARY KEY (name, label))")
+
+
+@migrations()
+def m020_stop_asked_at(db: Database) -> None:
+    # When the daemon asked a running job's shim to stop (a cancel, its time limit, a
+    # preemption): until its run has let go of its cards, a job decided cancelled or timed out
+    # has no ended_at and shows as `stopping`, with when its SIGKILL is due (docs/reliability.md).
+    db.execute("ALTER TABLE jobs ADD COLUMN stop_asked_at REAL")

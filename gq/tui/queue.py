@@ -34,6 +34,7 @@ SORTS: dict[str, Callable[[JobRow], tuple]] = {
     "gpus": lambda j: (-j.gpus, -(j.mem or 1 << 60), j.id),
 }
 STATE_STYLES = {"running": Style(color="green"), "preempting": Style(color="rgb(255,160,0)"),
+                "stopping": Style(color="rgb(255,160,0)"),
                 "pending": Style(color="yellow"), "held": Style(color="magenta"),
                 "frozen": Style(color="rgb(120,170,255)")}
 TIER_STYLES = {"high": Style(color="red", bold=True), "normal": Style(), "low": Style(dim=True)}

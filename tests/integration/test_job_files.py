@@ -9,6 +9,7 @@ import sys
 
 from gq.daemon.jobfiles import open_log
 from tests.support.hosts import wait_for
+from tests.support.hung_mount import blocked_in_fuse, hung_mount
 
 import pytest
 
@@ -46,6 +47,38 @@ def cancel_frees_the_card(host, script: str, ready: str) -> None:
     assert host.wait_ended(job, timeout=20)["state"] == "cancelled"
     after = host.submit("--", "true")
     assert host.wait_ended(after, timeout=15)["state"] == "completed"
+
+
+def test_a_cancel_frees_the_card_of_a_run_whose_shim_hangs_on_a_mount(make_host):
+    """A user's own daemon: its shim enters the job's directory itself, and on a hung mount
+    blocks there, beyond any signal but SIGKILL. Before #34 the job showed `cancelled` at once
+    and its card stayed held until the mount answered. Now it is `stopping` (no end recorded)
+    while its run may hold the card; once its SIGKILL was due, its shim, blocked in the
+    kernel with nothing of the job started, is killed: the job ends and the card is free,
+    with the mount still hung."""
+    host = make_host("1x80G", kill_wait="0.3s")
+    mount = host.work / "nfs"
+    (mount / "data").mkdir(parents=True)
+    job = host.submit("--hold", "--cwd", str(mount / "data"), "--", "true")
+    with hung_mount(str(mount)):
+        host.gq("release", str(job))
+        wait_for(blocked_in_fuse, what="the job's start to hang on the mount")
+        assert host.gq("cancel", str(job)).stdout.strip() == f"job {job}: cancelled"
+        shown = host.job(job)
+        assert (shown["state"], shown["stop"], shown["ended_at"]) == (
+            "stopping", "cancelled", None), shown
+        assert "SIGTERM sent at" in shown["reason"], shown["reason"]
+        listed = host.gq("ls").stdout
+        assert "stopping" in listed and "cancelled by" in listed, listed
+        top = host.call("top")  # gq top's queue, too
+        assert [r[top["columns"].index("state")] for r in top["rows"]] == ["stopping"]
+        ended = host.wait_ended(job)
+        assert ended["state"] == "cancelled" and ended["ended_at"], ended
+        history = [e["detail"] or "" for e in host.job(job)["events"]]
+        assert any("was blocked in the kernel before the job began" in d for d in history), \
+            history
+        after = host.submit("--", "true")  # the card is free, the mount still hung
+        assert host.wait_ended(after, timeout=15)["state"] == "completed"
 
 
 @pytest.mark.parametrize("plant", ["fifo", "symlink", "directory"])

@@ -81,7 +81,9 @@ def test_an_agent_lists_tools_submits_reads_why_and_cancels(host):
         sleeper = await tool(session, "submit", command=["sleep", "60"], gpus="0")
         done = await tool(session, "cancel", ids=[str(sleeper["id"])])
         assert done["results"][0]["ok"] is True
-        assert (await tool(session, "show", id=str(sleeper["id"])))["state"] == "cancelled"
+        shown = await tool(session, "show", id=str(sleeper["id"]))
+        # `stopping` until its run has let go of its card (docs/reliability.md)
+        assert "cancelled" in (shown["state"], shown["stop"]), shown
         text = await refused(session, "submit", command=["true"], mem="12XB")
         assert "gq: --mem '12XB': expected a size" in text
         triaged = await tool(session, "triage",

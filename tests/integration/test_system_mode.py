@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.hosts import wait_for
+from tests.support.cgroupfs import cgroup_dir
+from tests.support.hung_mount import blocked_in_fuse, hung_mount
 
 from tests.support.paths import ROOT
 from gq.protocol import VERSION
@@ -34,10 +36,19 @@ def users():
 
 
 @pytest.fixture(scope="module")
-def host(users):
+def cgroups():
+    """A cgroup v2 directory for the jobs of the module's daemon; None where none can be made
+    (the tests that need one skip)."""
+    with cgroup_dir(required=False) as root:
+        yield root
+
+
+@pytest.fixture(scope="module")
+def host(users, cgroups):
     # The daemon runs with supplementary groups of its own, which no job may inherit.
     h = SystemHost(config=f'[access]\nadmins = "{users.admins}"\n',
-                   daemon_groups=[0, group_id(users.extra)])
+                   daemon_groups=[0, group_id(users.extra)], daemon='start_timeout = "2s"',
+                   host=f'cgroups = "{cgroups}"\n' if cgroups else "")
     try:
         yield h.start()
     finally:
@@ -124,7 +135,7 @@ def test_only_the_owner_and_admins_read_the_environment_and_admins_act_on_all(ho
     assert {(j["id"], j["user"]) for j in listed} >= {(job, ann.name)}
     assert host.gq(cat, "release", str(job)).stdout == f"job {job}: released\n"
     assert host.gq(cat, "cancel", str(job)).stdout == f"job {job}: cancelled\n"
-    assert host.job(job)["reason"] == f"cancelled by {cat.name}"
+    assert host.wait_ended(job)["reason"] == f"cancelled by {cat.name}"
 
 
 def test_a_user_field_in_a_raw_request_is_ignored(host, users):
@@ -228,6 +239,61 @@ def test_every_users_burn_registers_on_the_simulated_cards_counted_to_its_job(ho
     assert held() == {a: 20 << 30, b: 10 << 30}
     host.call("cancel", ids=[str(a), str(b)])
     assert {host.wait_ended(a)["state"], host.wait_ended(b)["state"]} == {"cancelled"}
+
+
+def test_a_job_whose_start_hangs_on_a_mount_frees_its_cards_on_cancel_or_in_time(host, users):
+    """A job whose directory is on a hung mount: its process, as its user, blocks entering it.
+    Before #34 its shim blocked reading the child's start report: `gq cancel` answered
+    "cancelled", and the four cards stayed held until the mount came back. Now a cancel ends
+    it within kill_wait (2s). A job whose #SBATCH -o log is there (its shim, as root, looked
+    the path up itself, and blocked) fails once [daemon] start_timeout (2s) has passed; both
+    in one line, the cards freed."""
+    ann = users.ann
+    mount = host.root / "nfs"
+    (mount / "data").mkdir(parents=True)
+    mount.chmod(0o755)
+    (mount / "data").chmod(0o777)
+    where = str(mount / "data")
+    cancelled = host.submit(ann, "--hold", "-g", "4", "--cwd", where, "--", "true")
+    script = os.path.join(ann.home, "logged.sh")
+    host.run_as(ann, ["sh", "-c", f"printf '#!/bin/sh\\n#SBATCH -o {where}/out.log\\ntrue\\n' "
+                      f"> {script} && chmod +x {script}"])
+    timed_out = host.submit(ann, "--hold", "-g", "4", script)
+    with hung_mount(str(mount)):
+        host.gq(ann, "release", str(cancelled))
+        wait_for(blocked_in_fuse, what="the job's start to hang on the mount")
+        host.gq(ann, "cancel", str(cancelled))
+        ended = host.wait_ended(cancelled, timeout=15)
+        assert (ended["state"], ended["exit_code"]) == ("cancelled", 137), ended
+        host.gq(ann, "release", str(timed_out))  # the four cards are free for it
+        ended = host.wait_ended(timed_out, timeout=20)
+        assert ended["state"] == "failed", ended
+        assert ended["reason"] == (f"the job did not start within 2s: opening its logs, "
+                                   f"entering {ann.home} or starting {script!r} hangs (a hung "
+                                   "mount?); killed"), ended
+    after = host.submit(ann, "-g", "4", "--", "true")
+    assert host.wait_ended(after)["state"] == "completed"
+
+
+def test_a_users_job_cannot_leave_its_cgroup_nor_make_one(host, users, cgroups):
+    """Under the system daemon each job runs in a cgroup of its own, root's: its processes,
+    as its user, can neither move themselves out (the parent's and the top's cgroup.procs are
+    root's) nor make cgroups of their own in it, so `pids.max` and the cancel reach them all."""
+    if cgroups is None:
+        pytest.skip("no cgroup v2 hierarchy for the daemon's jobs here")
+    top = os.path.dirname(cgroups)
+    script = (f"echo $$ > {cgroups}/cgroup.procs && echo left-for-the-parent; "
+              f"echo $$ > {top}/cgroup.procs && echo left-for-the-top; "
+              f"mkdir {cgroups}/job-$GQ_JOB_ID/mine && echo made-one; "
+              "grep '^0::' /proc/self/cgroup")
+    job = host.submit(users.ann, "-g", "0", "--", "sh", "-c", script)
+    assert host.wait_ended(job)["state"] == "completed"
+    out = host.user_file(users.ann, "logs", f"{job}.out").read_text()
+    err = host.user_file(users.ann, "logs", f"{job}.err").read_text()
+    assert out.strip().endswith(f"/job-{job}"), out  # where it ran, to its end
+    assert "left-for" not in out and "made-one" not in out, out
+    assert err.count("Permission denied") == 3, err
+    assert not os.path.exists(os.path.join(cgroups, f"job-{job}"))  # gone with the run
 
 
 def test_notifications_of_a_user_run_as_that_user(host, users):

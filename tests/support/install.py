@@ -49,5 +49,7 @@ def verify_unit(unit: Path) -> None:
     parsed = configparser.ConfigParser(strict=True, interpolation=None)
     parsed.read_string(unit.read_text())
     assert parsed["Service"]["KillMode"] == "process"  # jobs outlive a stop or restart
+    if "--system" in parsed["Service"]["ExecStart"]:  # a cgroup for each job below the unit's
+        assert parsed["Service"]["Delegate"] == "yes"
     assert Path(parsed["Service"]["ExecStart"].split()[0]).exists()
     assert parsed["Install"]["WantedBy"]

@@ -185,15 +185,17 @@ class SystemHost:
     """A system daemon below a temporary root, and the test's users' `gq` commands."""
 
     def __init__(self, config: str = "", sim_gpus: str = "4x80G",
-                 daemon_groups: list[int] | None = None, daemon: str = ""):
+                 daemon_groups: list[int] | None = None, daemon: str = "", host: str = ""):
         # Short: the socket path must fit in 107 bytes. Open to all: it stands for `/`.
         self.root = Path(tempfile.mkdtemp(prefix="gq-", dir="/tmp"))
         self.root.chmod(0o755)
         self.python, self.pythonpath = user_python()
         self.config = self.root / "etc" / "gq" / "config.toml"
         self.config.parent.mkdir(parents=True)
-        self.config.write_text('[host]\ncpus = 16\n\n[daemon]\nkill_wait = "2s"\n'
-                               f'tick = "0.2s"\n{daemon}\n{config}')
+        # `host`: more [host] lines, in place of the blank one (the lines below keep their
+        # numbers, which `gq config show` says).
+        self.config.write_text(f'[host]\ncpus = 16\n{host or chr(10)}[daemon]\n'
+                               f'kill_wait = "2s"\ntick = "0.2s"\n{daemon}\n{config}')
         self.socket = self.root / "run" / "gq" / "gq.sock"
         self.state = self.root / "var" / "lib" / "gq"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")}

@@ -136,7 +136,9 @@ class JobStates(RuleBasedStateMachine):
             assert store.light_jobs([job_id])[job_id].state == state
         assert store.waiting_count(1000) == sum(
             s in (JobState.PENDING, JobState.HELD) for s, _ in self.model.values())
-        listed = {i for i, (s, _) in self.model.items() if s not in ENDED_STATES}
+        # Listed: the active ones, and those stopping (ended, their run still holding: #34).
+        listed = {i for i, (s, holding) in self.model.items()
+                  if s not in ENDED_STATES or holding}
         assert set(store.resident.listed()) == listed == set(store.resident.lines("ann"))
 
 

@@ -19,6 +19,7 @@ class FakeSupervisor:
         self.live: dict[int, Shim] = {}  # job id -> the shim adopt() finds
         self.runs: dict[int, int] = {}  # job id -> the run number of its run files
         self.leftovers = 0
+        self.stuck: dict[int, int] = {}  # job id -> the pid of its shim, stuck in the kernel
         self.specs: dict[int, ShimSpec] = {}  # job id -> the spec of the shim spawn() "started"
         self.spawn_error: OSError | None = None  # what spawn() raises, if set
         # Asked without waiting (a daemon's loop): the spawner is never started here.
@@ -52,6 +53,18 @@ class FakeSupervisor:
     def end_leftovers(self, job_id: int) -> int:
         self.asked.append(("end_leftovers", job_id))
         return self.leftovers
+
+    def cgroup_of(self, job_id: int) -> str | None:
+        return None
+
+    def stuck_before_its_job(self, job_id: int) -> int | None:
+        return self.stuck.get(job_id)
+
+    def kill_shim(self, shim: Shim) -> None:
+        self.asked.append(("kill_shim", shim.job_id))
+
+    def holders(self, job_id: int) -> str:
+        return "its shim (pid 1) is running"
 
     def finished(self, job_id: int) -> None:
         self.asked.append(("finished", job_id))
