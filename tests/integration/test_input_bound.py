@@ -67,7 +67,9 @@ def test_the_cpu_meter_reads_a_process_tree():
         def busy():
             meter.sample({1: shim.pid}, time.monotonic())
             w = meter.window(1, 60.0, time.monotonic())
-            return w if w is not None and w.samples >= 2 and w.busiest > 0.2 else None
+            # a loaded 2-core machine (load 15 seen) gives the spinner a tenth of a core; an
+            # idle tree reads 0: what is read is the child's, through the shim
+            return w if w is not None and w.samples >= 2 and w.busiest > 0.03 else None
 
         w = wait_for(busy, interval=0.3, what="a busy core")
         assert w.processes == 1 and w.cores >= w.busiest

@@ -117,7 +117,9 @@ HEARTBEAT = ["--", sys.executable, "-c", "import signal, time\n"
 
 
 def _times(host, job_id: int, word: str) -> list[float]:
-    return [float(line.split()[1]) for line in host.log(job_id).splitlines()
+    """The times of the lines the job has written whole (the last may be half written)."""
+    whole = host.log(job_id).rpartition("\n")[0]
+    return [float(line.split()[1]) for line in whole.splitlines()
             if line.startswith(word + " ")]
 
 
