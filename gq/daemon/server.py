@@ -13,7 +13,6 @@ import json
 import logging
 import pwd
 import socket
-import struct
 
 from gq.daemon.admission import ConnectionCap, Turns
 from gq.daemon.core import Daemon
@@ -21,6 +20,7 @@ from gq.daemon.diskfull import is_disk_full, refusal
 from gq.daemon.ops import HANDLERS
 from gq.daemon.peers.route import ROUTED, route
 from gq.daemon.submission import Caller
+from gq.protocol.attach import peer_uid
 from gq.protocol import VERSION, BadInput, GqError, encode, error, ok
 from gq.protocol.ops import parse_op
 from gq.units import format_size
@@ -29,8 +29,7 @@ log = logging.getLogger("gq.daemon")
 
 
 def peer_caller(sock: socket.socket) -> Caller:
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
+    uid = peer_uid(sock)
     try:
         user = pwd.getpwuid(uid).pw_name
     except KeyError:

@@ -44,6 +44,9 @@ def job_json(job: Job) -> dict[str, Any]:
         "id": job.array.id, "index": job.array.index, "size": job.array.size,
         "limit": job.array.limit, "params": job.array.params,
     }
+    # `gq run` (docs/run.md): attached to its caller's terminal or pipes; never its key.
+    out["attached"] = None if job.attach is None else {
+        "tty": job.attach.get("tty", False), "no_hangup": job.attach.get("no_hangup", False)}
     out.update(failure_json(job))
     return out
 

@@ -397,3 +397,10 @@ def m018_counters(db: Database) -> None:
     # and the value of its one label, kept apart from the jobs that `gq clean` forgets.
     db.execute("CREATE TABLE tallies (name TEXT NOT NULL, label TEXT NOT NULL DEFAULT '', "
                "value REAL NOT NULL DEFAULT 0, PRIMARY KEY (name, label))")
+
+
+@migrations()
+def m019_run(db: Database) -> None:
+    # `gq run` (docs/run.md): how an attached job's shim meets its caller, as JSON; NULL for a
+    # batch job.
+    db.execute("ALTER TABLE jobs ADD COLUMN attach TEXT")
