@@ -5,6 +5,7 @@ does. Light: no Typer, no daemon module."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import sys
@@ -106,8 +107,7 @@ class Run:
                   f"{_first_line(why.get('why', ''))}", file=sys.stderr)
             return 1
         if why.get("state") in ("pending", "held", "frozen"):
-            self._status(f"job {self.job_id} waiting: {_first_line(why.get('why', ''))} "
-                         "(Ctrl-C cancels)")
+            self._status(f"job {self.job_id} waiting (Ctrl-C cancels): {_short(why)}")
         return None
 
     def _status(self, line: str) -> None:
@@ -207,6 +207,8 @@ class Run:
             return wait_status(wait_for_jobs([str(self.job_id)]))
         if end.get("stop") in STOP_WORDS:
             print(f"\r\ngq: job {self.job_id} {STOP_WORDS[end['stop']]}", file=sys.stderr)
+        if end.get("stop") == "interrupt":  # killed, but as a Ctrl-C: a shell loop stops
+            return _die_by(signal.SIGINT)
         if end.get("signal"):
             return _die_by(int(end["signal"]))
         code = end.get("exit")
@@ -234,6 +236,15 @@ def _die_by(signo: int) -> int:
     except (OSError, ValueError):
         pass
     return 128 + signo
+
+
+def _short(why: dict) -> str:
+    """`gq why` in short: its first sentence less the job's own words, and when it may start."""
+    line = _first_line(why.get("why", ""))
+    line = re.sub(r"^Job \S+ is ", "", line).rstrip(".")
+    if why.get("expected_start"):
+        line += f"; expected to start {why['expected_start'][11:16]} UTC"
+    return line
 
 
 def _first_line(text: str) -> str:
