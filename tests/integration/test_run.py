@@ -220,3 +220,4 @@ def test_a_burn_started_from_a_gq_run_shell_is_counted_against_its_slice(host):
     run.stdin.write(b"kill $!; exit 4\n")
     run.stdin.close()
     assert run.wait(timeout=20) == 4
+

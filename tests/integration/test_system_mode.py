@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support.hosts import wait_for
+from tests.support.jobs import gated
 
 from tests.support.paths import ROOT
 from gq.protocol import VERSION
@@ -333,3 +336,52 @@ def test_the_users_gq_works_from_a_checkout_in_a_private_directory(host, users, 
     opened = host.run_as(users.ann, [host.python, "-c", code],
                          env=host.user_env(users.ann, PYTHONPATH=f"{tree}:{tree}/site"))
     assert (opened.returncode, opened.stdout) == (0, "ok\n"), opened.stderr
+
+
+# Another user's try at a run's channel, which /proc/net/unix names to everyone: connect, hand
+# it this process's descriptors, and say whether the shim took them (it answers a caller it
+# takes with {"started": 1}).
+INTRUDER = """
+import socket, sys
+from gq.protocol.fdpass import receive, send
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(b"\\0" + sys.argv[1].encode())
+try:
+    send(s, {"hello": {"tty": False}}, [0, 1, 2])
+    s.settimeout(10)
+    print("taken" if receive(s)[0] is not None else "refused")
+except OSError:
+    print("refused")
+"""
+
+
+def _channels() -> list[str]:
+    with open("/proc/net/unix") as f:
+        return [line.split()[-1][1:] for line in f if line.split()[-1].startswith("@gq-run-")]
+
+
+def test_gq_run_is_its_callers_alone(host, users):
+    """gq run (docs/run.md): the job runs as its caller on the caller's pipes, and its channel,
+    which anyone can see, takes no other user's descriptors."""
+    ann, bob = users.ann, users.bob
+    gate = host.root / "gate"
+    blocker = host.submit(bob, "-g", "4", *gated(gate))
+    wait_for(lambda: host.job(blocker)["state"] == "running", what="bob's job")
+    run = subprocess.Popen(
+        [host.python, "-m", "gq", "run", "--", "sh", "-c", "id -u; cat"], user=ann.uid,
+        group=ann.gid, extra_groups=ann.groups(), env=host.user_env(ann), cwd=ann.home,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: host.call("list", states=["pending"], user=ann.name), what="her run")
+        run.send_signal(signal.SIGSTOP)  # her run starts while she cannot attach yet
+        gate.touch()
+        [key] = wait_for(_channels, what="the run's channel")
+        tried = host.run_as(bob, [host.python, "-c", INTRUDER, key])
+        assert tried.stdout == "refused\n", tried.stderr
+        run.send_signal(signal.SIGCONT)
+        out, err = run.communicate(b"hers\n", timeout=30)
+        assert run.returncode == 0, err
+        assert out.decode().splitlines() == [str(ann.uid), "hers"]
+    finally:
+        if run.poll() is None:
+            run.kill()
