@@ -135,18 +135,38 @@ class Attached:
         """What the caller typed, to the job's terminal: an interrupt character that the
         terminal turns into SIGINT counts as an interrupt (a program in raw mode, an editor,
         gets it as a key, and no second one cancels)."""
+        suspend = False
         try:
             attrs = termios.tcgetattr(self.master)
-            intr = attrs[6][termios.VINTR]
+            intr, susp = attrs[6][termios.VINTR], attrs[6][termios.VSUSP]
             if attrs[3] & termios.ISIG and intr in data:
                 now = time.monotonic()
                 if now - self.last_interrupt < DOUBLE_INTERRUPT:
                     self._end("interrupt")
                     return
                 self.last_interrupt = now
+            suspend = bool(attrs[3] & termios.ISIG) and susp in data
         except (termios.error, IndexError):
             pass
         _write_all(self.master, data)
+        if suspend:
+            self._suspend()
+
+    def _suspend(self) -> None:
+        """Ctrl-Z: the terminal sends SIGTSTP to the job's foreground group, but the kernel
+        drops it for the job's own group, orphaned (its parent, the shim, is in another
+        session), where no shell's job control would act on it. Stop that group as a shell
+        would (the shim's loop then gives the caller its terminal back), unless its leader
+        takes SIGTSTP itself (an editor stops itself) or ignores it. Groups that a shell in the
+        job made (its own jobs) are not orphaned: the terminal stops them."""
+        if self.pid is None or self._foreground() != self.pid:
+            return
+        if SIGTSTP_BIT & (_signal_mask(self.pid, "SigCgt") | _signal_mask(self.pid, "SigIgn")):
+            return
+        try:
+            os.killpg(self.pid, signal.SIGSTOP)
+        except OSError:
+            pass
 
     def _end(self, stop: str) -> None:
         if self.stop is None:
@@ -300,6 +320,21 @@ def await_caller(spec: dict, cancelled: Callable[[], bool]) -> Attached | str:
         return "hangup"
     finally:
         listener.close()
+
+
+SIGTSTP_BIT = 1 << (signal.SIGTSTP - 1)
+
+
+def _signal_mask(pid: int, field: str) -> int:
+    """A process's caught (SigCgt) or ignored (SigIgn) signals, from /proc; 0 if unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _read(fd: int) -> bytes:

@@ -72,7 +72,7 @@ class Terminal:
 
     def __init__(self, rows: int = 30, cols: int = 100):
         self.master, self.slave = os.openpty()
-        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("4H", rows, cols, 0, 0))
+        self.resize(rows, cols)
         self.settings = termios.tcgetattr(self.slave)
         self.seen = b""
 
@@ -80,6 +80,9 @@ class Terminal:
         return gq_run(host, *args, stdin=self.slave, stdout=self.slave, stderr=self.slave,
                       start_new_session=True,
                       preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+
+    def resize(self, rows: int, cols: int) -> None:  # the kernel tells gq run (SIGWINCH)
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("4H", rows, cols, 0, 0))
 
     def type(self, data: bytes) -> None:
         os.write(self.master, data)
@@ -133,9 +136,12 @@ def test_on_a_terminal_the_job_gets_a_terminal_of_its_own_sized_as_the_callers(h
 
 
 def test_ctrl_c_reaches_the_job_and_a_second_one_cancels_it(host, terminal):
-    script = 'trap "echo caught" INT; echo ready; while :; do sleep 0.05; done'
+    script = ('trap "echo caught" INT; trap "stty size" WINCH; echo ready; '
+              'while :; do sleep 0.05; done')
     run = terminal.start(host, "--", "sh", "-c", script)
     terminal.expect(b"ready")
+    terminal.resize(40, 120)  # the job's terminal follows the caller's (SIGWINCH)
+    terminal.expect(b"40 120")
     terminal.type(b"\x03")  # the job's terminal makes it SIGINT, for the job's foreground
     terminal.expect(b"caught")
     terminal.type(b"\x03")
@@ -143,6 +149,24 @@ def test_ctrl_c_reaches_the_job_and_a_second_one_cancels_it(host, terminal):
     assert run.wait(timeout=20) == -signal.SIGINT
     job = host.call("list", all=True)[-1]
     assert job["state"] == "cancelled" and "second Ctrl-C" in job["reason"]
+
+
+def test_ctrl_z_stops_the_job_gives_the_terminal_back_and_it_goes_on_after(host, terminal):
+    run = terminal.start(host, "--", "sh", "-c", 'echo ready; read x; echo "after $x"')
+    terminal.expect(b"ready")
+    terminal.type(b"\x1a")
+    wait_for(lambda: _state(run.pid) == "T", what="gq run to stop, as the job has")
+    assert termios.tcgetattr(terminal.slave) == terminal.settings  # the caller's shell's again
+    assert only_job(host)["state"] == "running"  # its card kept
+    run.send_signal(signal.SIGCONT)  # what the caller's `fg` does
+    terminal.type(b"more\r")
+    terminal.expect(b"after more")
+    assert run.wait(timeout=20) == 0
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def test_a_signal_to_gq_run_reaches_the_job_and_gq_run_dies_by_it(host):
