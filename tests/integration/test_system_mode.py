@@ -338,26 +338,29 @@ def test_the_users_gq_works_from_a_checkout_in_a_private_directory(host, users, 
     assert (opened.returncode, opened.stdout) == (0, "ok\n"), opened.stderr
 
 
-# Another user's try at a run's channel, which /proc/net/unix names to everyone: connect, hand
-# it this process's descriptors, and say whether the shim took them (it answers a caller it
-# takes with {"started": 1}).
+# Another user's try at a run's channel, which /proc/net/unix names to everyone: as soon as one
+# appears, connect, hand it this process's descriptors, and say whether the shim took them (it
+# answers a caller it takes with {"started": 1}).
 INTRUDER = """
-import socket, sys
+import socket, sys, time
 from gq.protocol.fdpass import receive, send
+print("watching", flush=True)
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    with open("/proc/net/unix") as f:
+        names = [line.split()[-1] for line in f if line.split()[-1].startswith("@gq-run-")]
+    if names:
+        break
+    time.sleep(0.005)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(b"\\0" + sys.argv[1].encode())
 try:
+    s.connect(b"\\0" + names[0][1:].encode())
     send(s, {"hello": {"tty": False}}, [0, 1, 2])
     s.settimeout(10)
-    print("taken" if receive(s)[0] is not None else "refused")
-except OSError:
-    print("refused")
+    print("taken" if receive(s)[0] is not None else "refused", flush=True)
+except OSError:  # dropped unheard
+    print("refused", flush=True)
 """
-
-
-def _channels() -> list[str]:
-    with open("/proc/net/unix") as f:
-        return [line.split()[-1][1:] for line in f if line.split()[-1].startswith("@gq-run-")]
 
 
 def test_gq_run_is_its_callers_alone(host, users):
@@ -367,21 +370,26 @@ def test_gq_run_is_its_callers_alone(host, users):
     gate = host.root / "gate"
     blocker = host.submit(bob, "-g", "4", *gated(gate))
     wait_for(lambda: host.job(blocker)["state"] == "running", what="bob's job")
-    run = subprocess.Popen(
-        [host.python, "-m", "gq", "run", "--", "sh", "-c", "id -u; cat"], user=ann.uid,
-        group=ann.gid, extra_groups=ann.groups(), env=host.user_env(ann), cwd=ann.home,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def as_user(user, argv):
+        return subprocess.Popen(argv, user=user.uid, group=user.gid, extra_groups=user.groups(),
+                                env=host.user_env(user), cwd=user.home, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    run = as_user(ann, [host.python, "-m", "gq", "run", "--", "sh", "-c", "id -u; cat"])
+    intruder = as_user(bob, [host.python, "-c", INTRUDER])
     try:
         wait_for(lambda: host.call("list", states=["pending"], user=ann.name), what="her run")
         run.send_signal(signal.SIGSTOP)  # her run starts while she cannot attach yet
+        assert intruder.stdout.readline() == b"watching\n"
         gate.touch()
-        [key] = wait_for(_channels, what="the run's channel")
-        tried = host.run_as(bob, [host.python, "-c", INTRUDER, key])
-        assert tried.stdout == "refused\n", tried.stderr
+        assert intruder.stdout.readline() == b"refused\n", intruder.communicate(timeout=30)
         run.send_signal(signal.SIGCONT)
         out, err = run.communicate(b"hers\n", timeout=30)
         assert run.returncode == 0, err
         assert out.decode().splitlines() == [str(ann.uid), "hers"]
     finally:
-        if run.poll() is None:
-            run.kill()
+        for proc in (run, intruder):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
