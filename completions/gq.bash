@@ -21,7 +21,7 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="command" ;;
         "run")
             _gq_subs=""
-            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --notify --mail --host --no-hangup --help -h"
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --notify --mail --host --no-hangup --log --help -h"
             _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --name -n --cwd --env --notify --mail --host "
             _gq_arg="command" ;;
         "ls")

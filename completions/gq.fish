@@ -376,6 +376,7 @@ complete -c gq -n '__gq_at \'run\'' -l notify -x -d 'run this shell command when
 complete -c gq -n '__gq_at \'run\'' -l mail -x -a '(__fish_complete_users)' -d 'mail USER when the job ends (needs sendmail)'
 complete -c gq -n '__gq_at \'run\'' -l host -x -a '(__gq_ask hosts)' -d 'not yet: gq run on a peer is refused (gq submit --host, then gq logs -f)'
 complete -c gq -n '__gq_at \'run\'' -l no-hangup -d 'keep the job running, detached, when this gq run goes away (killed, its terminal closed)'
+complete -c gq -n '__gq_at \'run\'' -l log -d 'also keep the job\'s output in its log files (gq logs ID), as gq submit does'
 complete -c gq -n '__gq_at \'run\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'run\'' -F -a '(__fish_complete_command)'
 complete -c gq -n '__gq_at \'ls\'' -l all -s a -d 'also ended jobs, however old'

@@ -132,6 +132,8 @@ RUN_OPTIONS = tuple(_RUN_HOST if o.dest == "host" else o
                     for o in SUBMIT_OPTIONS if o.dest not in _NOT_RUN) + (
     Opt(("--no-hangup",), "no_hangup", "flag", "keep the job running, detached, when this gq run "
         "goes away (killed, its terminal closed); by default it is cancelled"),
+    Opt(("--log",), "log", "flag", "also keep the job's output in its log files (gq logs ID), "
+        "as gq submit does"),
 )
 RUN = Command("run", "Run a job in the foreground, as srun does: queued like any job, then "
               "attached to this terminal (a pseudo-terminal of its own when stdin is one), its "

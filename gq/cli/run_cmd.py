@@ -35,7 +35,8 @@ def run_job(command: list[str], values: dict[str, Any]) -> int:
         command = [os.environ.get("SHELL") or "/bin/sh"]
     args = request_args(values, command)
     key, tty = new_key(), os.isatty(0)
-    args["attach"] = {"key": key, "tty": tty, "no_hangup": bool(values.get("no_hangup"))}
+    args["attach"] = {"key": key, "tty": tty, "no_hangup": bool(values.get("no_hangup")),
+                      "log": bool(values.get("log"))}
     job = submit_job(args)
     for note in job.get("notes", ()):
         print(f"gq: {note}", file=sys.stderr)

@@ -31,8 +31,9 @@ class Attached:
     """A run attached to its `gq run`: the caller's connection and descriptors (stdin, stdout,
     stderr), and with a terminal the pseudo-terminal's master the relay copies to and from."""
 
-    def __init__(self, conn: socket.socket, hello: dict, fds: list[int], no_hangup: bool):
-        self.conn, self.fds, self.no_hangup = conn, fds, no_hangup
+    def __init__(self, conn: socket.socket, hello: dict, fds: list[int], no_hangup: bool,
+                 log: bool = False):
+        self.conn, self.fds, self.no_hangup, self.log = conn, fds, no_hangup, log
         self.tty = bool(hello.get("tty")) and len(fds) == 3 and os.isatty(fds[0])
         self.size = (int(hello.get("rows") or 24), int(hello.get("cols") or 80))
         self.master: int | None = None
@@ -47,12 +48,26 @@ class Attached:
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._ending = False
         self._thread: threading.Thread | None = None
+        # --log: the job's logs (out, err), which its process opens as its user and passes
+        # back on a socket pair; without a terminal, the pipes its stdout and stderr are, whose
+        # read ends the relay copies to the caller's and to the logs.
+        self.logs: list[int] = []
+        self._log_pass: tuple[socket.socket, socket.socket] | None = None
+        self.pipes: dict[int, list[int]] = {}  # read end -> [the caller's descriptor, its log's]
+        self._job_ends: list[int] = []
 
     # -- before the job starts -------------------------------------------------------------
-    def open_terminal(self, uid: int | None, gid: int | None) -> None:
+    def prepare(self, uid: int | None, gid: int | None) -> None:
         """The job's own pseudo-terminal, sized as the caller's, owned by the job's user and
-        closed to everyone else; the caller's terminal in raw mode, the job's doing the rest."""
+        closed to everyone else; the caller's terminal in raw mode, the job's doing the rest.
+        With --log and no terminal: the pipes the job writes to."""
+        if self.log:
+            self._log_pass = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         if not self.tty:
+            if self.log:
+                (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
+                self.pipes = {out_r: [self.fds[1], 0], err_r: [self.fds[2], 1]}
+                self._job_ends = [out_w, err_w]
             return
         self.master, self.slave = os.openpty()
         if uid is not None:
@@ -70,7 +85,7 @@ class Attached:
         """In the job's forked process, before exec: the caller's pipes as its stdin, stdout
         and stderr, or the terminal as its controlling terminal (a session of its own)."""
         if self.slave is None:
-            for i, fd in enumerate(self.fds):
+            for i, fd in enumerate([self.fds[0], *(self._job_ends or self.fds[1:])]):
                 os.dup2(fd, i)
             os.setpgid(0, 0)
             return
@@ -79,8 +94,35 @@ class Attached:
         for i in range(3):
             os.dup2(self.slave, i)
 
+    def give_logs(self, out: int, err: int) -> None:
+        """In the job's forked process, its logs opened as its user: to the shim (--log)."""
+        if self._log_pass is not None:
+            send(self._log_pass[1], {"logs": 1}, [out, err])
+
+    def _take_logs(self) -> None:
+        for fd in self._job_ends:
+            os.close(fd)
+        self._job_ends = []
+        if self._log_pass is None:
+            return
+        ours, theirs = self._log_pass
+        self._log_pass = None
+        theirs.close()
+        ours.setblocking(False)  # sent before the exec that the shim waited for
+        try:
+            fds = receive(ours)[1]
+        except OSError:
+            fds = []
+        ours.close()
+        if len(fds) == 2:
+            self.logs = fds
+        else:
+            for fd in fds:
+                os.close(fd)
+
     def started(self, pid: int) -> None:
         self.pid = pid
+        self._take_logs()
         if self.slave is not None:
             os.close(self.slave)  # the relay sees the end of output once the job's tree closes it
             self.slave = None
@@ -191,8 +233,9 @@ class Attached:
                 watched.append(self.master)
                 if not self.gone and not self.paused.is_set():
                     watched.append(self.fds[0])
-            elif self._ending:
+            elif self._ending and not self.pipes:
                 return
+            watched += self.pipes
             try:
                 ready = select.select(watched, [], [], None)[0]
             except InterruptedError:
@@ -206,14 +249,32 @@ class Attached:
                 if not data:  # the job's tree closed its terminal
                     os.close(self.master)
                     self.master = None
-                elif out is not None and not self.gone and not _write_all(out, data):
-                    self._hangup()
+                else:
+                    if self.logs:
+                        _write_all(self.logs[0], data)
+                    if out is not None and not self.gone and not _write_all(out, data):
+                        self._hangup()
+            for fd in [fd for fd in self.pipes if fd in ready]:
+                self._piped(fd)
             if self.master is not None and self.fds[0] in ready and not self.gone:
                 data = _read(self.fds[0])
                 if data:
                     self._typed(data)
                 else:  # the caller's terminal went away (ssh dropped)
                     self._hangup()
+
+    def _piped(self, fd: int) -> None:
+        """The job's stdout or stderr (--log, no terminal): to its log and to the caller's."""
+        data = _read(fd)
+        if not data:
+            os.close(fd)
+            del self.pipes[fd]
+            return
+        caller, log = self.pipes[fd]
+        if self.logs:
+            _write_all(self.logs[log], data)
+        if caller >= 0 and not _write_all(caller, data):
+            self.pipes[fd][0] = -1  # a reader gone (`| head`): the log goes on
 
     def _message(self) -> None:
         try:
@@ -258,13 +319,17 @@ class Attached:
         self.close()
 
     def close(self) -> None:
-        for fd in (*self.fds, self.master, self.slave, self._wake_r, self._wake_w):
+        for fd in (*self.fds, *self.logs, *self.pipes, *self._job_ends, self.master, self.slave,
+                   self._wake_r, self._wake_w):
             if fd is not None:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
         self.fds, self.master, self.slave = [], None, None
+        self.logs, self.pipes, self._job_ends = [], {}, []
+        for sock in self._log_pass or ():
+            sock.close()
         self.conn.close()
 
     def _restore(self) -> None:
@@ -316,7 +381,8 @@ def await_caller(spec: dict, cancelled: Callable[[], bool]) -> Attached | str:
                     os.close(fd)
                 conn.close()
                 continue
-            return Attached(conn, hello["hello"], fds, bool(attach.get("no_hangup")))
+            return Attached(conn, hello["hello"], fds, bool(attach.get("no_hangup")),
+                            bool(attach.get("log")))
         return "hangup"
     finally:
         listener.close()

@@ -28,7 +28,8 @@ def attached_args(args: dict[str, Any], host: HostLimits) -> tuple[dict[str, Any
         raise BadInput("gq run takes one job: no --array or --sweep (gq submit takes them)")
     checked = {"key": attach["key"],
                "tty": bool(flag_arg(attach, "tty", "attach.tty")),
-               "no_hangup": bool(flag_arg(attach, "no_hangup", "--no-hangup"))}
+               "no_hangup": bool(flag_arg(attach, "no_hangup", "--no-hangup")),
+               "log": bool(flag_arg(attach, "log", "--log"))}
     args = dict(args)
     if args.get("interactive") is None:
         pool = host.pools.get(host.pools.interactive_name())

@@ -77,7 +77,7 @@ class ShimSpec(TypedDict):
     # end (a --notify command, the host's on_finish hook) or when the shim is root. Absent:
     # false.
     recyclable: bool
-    # A `gq run` job (gq/daemon/attach.py): {"key", "no_hangup"}; absent or None: a batch job.
+    # A `gq run` job (gq/daemon/attach.py): {"key", "no_hangup", "log"}; absent or None: batch.
     attach: dict | None
 
 
@@ -479,7 +479,7 @@ def _start_job(spec: ShimSpec, attached: Attached | None = None
     if spec.get("uid") is None and attached is None:
         return _spawn_job(spec)
     if attached is not None:
-        attached.open_terminal(spec.get("uid"), spec.get("gid"))
+        attached.prepare(spec.get("uid"), spec.get("gid"))
     pid, error = _fork_job(spec, attached)
     return pid, error, 127
 
@@ -590,6 +590,8 @@ def _become_job(spec: ShimSpec, report: int, attached: Attached | None = None) -
         err = open_log(spec["stderr"])
         out = open_log(spec["stdout"])
         os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
+        if attached is not None:
+            attached.give_logs(out, err)
     except OSError as e:
         _fail(report, err, f"could not start the job: {e}", 127)
     if attached is None:

@@ -46,7 +46,7 @@ def job_json(job: Job) -> dict[str, Any]:
     }
     # `gq run` (docs/run.md): attached to its caller's terminal or pipes; never its key.
     out["attached"] = None if job.attach is None else {
-        "tty": job.attach.get("tty", False), "no_hangup": job.attach.get("no_hangup", False)}
+        key: job.attach.get(key, False) for key in ("tty", "no_hangup", "log")}
     out.update(failure_json(job))
     return out
 

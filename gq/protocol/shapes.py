@@ -53,7 +53,7 @@ class SubmitArgs(TypedDict, total=False):
     mail: str
     host: str  # a peer's name, "any" or "local"
     idempotency_key: str  # the same key again is the same submit
-    attach: dict[str, Any]  # gq run (gq/protocol/attach.py): {"key", "tty", "no_hangup"}
+    attach: dict[str, Any]  # gq run (gq/protocol/attach.py): {"key", "tty", "no_hangup", "log"}
 
 
 class ListArgs(TypedDict, total=False):
@@ -204,7 +204,7 @@ class JobView(TypedDict, total=False):
     pool: str | None
     interactive: bool
     array: dict[str, Any] | None
-    attached: dict[str, bool] | None  # gq run (docs/run.md): {"tty", "no_hangup"}; None: batch
+    attached: dict[str, bool] | None  # gq run (docs/run.md): {"tty", "no_hangup", "log"}
     failure: str | None
     failure_evidence: list[str]
     failure_suggestion: str | None

@@ -120,7 +120,7 @@ def test_piped_the_job_reads_stdin_has_its_card_and_gq_run_exits_with_its_code(h
     [job] = host.call("list", all=True, states=["failed"])[-1:]
     assert job["name"] == "run:sh" and job["exit_code"] == 7
     assert lines[1] == f"cvd={','.join(map(str, job['gpu_ids']))}"
-    assert host.job(job["id"])["attached"] == {"tty": False, "no_hangup": False}
+    assert host.job(job["id"])["attached"] == {"tty": False, "no_hangup": False, "log": False}
 
 
 def test_on_a_terminal_the_job_gets_a_terminal_of_its_own_sized_as_the_callers(host, terminal):
@@ -198,6 +198,19 @@ def test_a_waiting_run_shows_why_then_runs_once_its_card_frees(host, terminal):
     assert host.job(waiting["id"])["state"] == "completed"
     assert not marker.exists()
     assert host.call("list", all=True)[-1]["state"] == "cancelled"
+
+
+def test_with_log_the_output_is_also_in_the_jobs_log_files(host, terminal):
+    piped = gq_run(host, "--log", "--", "sh", "-c", "echo out; echo err >&2")
+    out, err = piped.communicate(timeout=30)
+    assert (piped.returncode, out, err) == (0, b"out\n", b"err\n")
+    job = host.call("list", all=True)[-1]["id"]
+    assert (host.log(job), host.log(job, err=True)) == ("out\n", "err\n")
+    on_terminal = terminal.start(host, "--log", "--", "sh", "-c", "echo on-screen")
+    terminal.expect(b"on-screen\r\n")
+    assert on_terminal.wait(timeout=20) == 0
+    job = host.call("list", all=True)[-1]["id"]
+    assert (host.home / "logs" / f"{job}.out").read_bytes() == b"on-screen\r\n"  # as shown
 
 
 def test_killing_gq_run_cancels_its_job_and_frees_its_card(host):
