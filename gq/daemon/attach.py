@@ -21,10 +21,9 @@ import time
 import tty
 from typing import Callable
 
+from gq.daemon.relay_io import SIGTSTP_BIT, drain, read_some, signal_mask, write_all
 from gq.protocol.attach import ATTACH_WAIT, DOUBLE_INTERRUPT, channel, peer_uid
 from gq.protocol.fdpass import receive, send
-
-CHUNK = 1 << 16
 
 
 class Attached:
@@ -190,7 +189,7 @@ class Attached:
             suspend = bool(attrs[3] & termios.ISIG) and susp in data
         except (termios.error, IndexError):
             pass
-        _write_all(self.master, data)
+        write_all(self.master, data)
         if suspend:
             self._suspend()
 
@@ -203,7 +202,7 @@ class Attached:
         job made (its own jobs) are not orphaned: the terminal stops them."""
         if self.pid is None or self._foreground() != self.pid:
             return
-        if SIGTSTP_BIT & (_signal_mask(self.pid, "SigCgt") | _signal_mask(self.pid, "SigIgn")):
+        if SIGTSTP_BIT & (signal_mask(self.pid, "SigCgt") | signal_mask(self.pid, "SigIgn")):
             return
         try:
             os.killpg(self.pid, signal.SIGSTOP)
@@ -241,23 +240,23 @@ class Attached:
             except InterruptedError:
                 continue
             if self._wake_r in ready:
-                _drain(self._wake_r)
+                drain(self._wake_r)
             if self.conn.fileno() in ready and not self.gone:
                 self._message()
             if self.master is not None and self.master in ready:
-                data = _read(self.master)
+                data = read_some(self.master)
                 if not data:  # the job's tree closed its terminal
                     os.close(self.master)
                     self.master = None
                 else:
                     if self.logs:
-                        _write_all(self.logs[0], data)
-                    if out is not None and not self.gone and not _write_all(out, data):
+                        write_all(self.logs[0], data)
+                    if out is not None and not self.gone and not write_all(out, data):
                         self._hangup()
             for fd in [fd for fd in self.pipes if fd in ready]:
                 self._piped(fd)
             if self.master is not None and self.fds[0] in ready and not self.gone:
-                data = _read(self.fds[0])
+                data = read_some(self.fds[0])
                 if data:
                     self._typed(data)
                 else:  # the caller's terminal went away (ssh dropped)
@@ -265,15 +264,15 @@ class Attached:
 
     def _piped(self, fd: int) -> None:
         """The job's stdout or stderr (--log, no terminal): to its log and to the caller's."""
-        data = _read(fd)
+        data = read_some(fd)
         if not data:
             os.close(fd)
             del self.pipes[fd]
             return
         caller, log = self.pipes[fd]
         if self.logs:
-            _write_all(self.logs[log], data)
-        if caller >= 0 and not _write_all(caller, data):
+            write_all(self.logs[log], data)
+        if caller >= 0 and not write_all(caller, data):
             self.pipes[fd][0] = -1  # a reader gone (`| head`): the log goes on
 
     def _message(self) -> None:
@@ -386,48 +385,3 @@ def await_caller(spec: dict, cancelled: Callable[[], bool]) -> Attached | str:
         return "hangup"
     finally:
         listener.close()
-
-
-SIGTSTP_BIT = 1 << (signal.SIGTSTP - 1)
-
-
-def _signal_mask(pid: int, field: str) -> int:
-    """A process's caught (SigCgt) or ignored (SigIgn) signals, from /proc; 0 if unknown."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1], 16)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def _read(fd: int) -> bytes:
-    try:
-        return os.read(fd, CHUNK)
-    except OSError:  # EIO: a terminal's other side is closed
-        return b""
-
-
-def _write_all(fd: int, data: bytes) -> bool:
-    view = memoryview(data)
-    while view:
-        try:
-            n = os.write(fd, view)
-        except BlockingIOError:
-            select.select([], [fd], [], 1.0)
-            continue
-        except OSError:
-            return False
-        view = view[n:]
-    return True
-
-
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 64):
-            pass
-    except OSError:
-        pass
-

@@ -183,7 +183,8 @@ def test_a_waiting_run_shows_why_then_runs_once_its_card_frees(host, terminal):
     # stderr on a terminal: one line, updated in place.
     shown = gq_run(host, "--", "sh", "-c", "echo started", stderr=terminal.slave)
     waiting = only_job(host, "pending")
-    terminal.expect(rb"\r\x1b\[Kjob %d waiting \(Ctrl-C cancels\): pending \(Resources\)" % waiting["id"])
+    terminal.expect(rb"\r\x1b\[Kjob %d waiting \(Ctrl-C cancels\): pending \(Resources\)"
+                    % waiting["id"])
     # stderr piped: one line, once; Ctrl-C while it waits cancels it and nothing runs.
     marker = host.work / "ran"
     quiet = gq_run(host, "--", "touch", str(marker))
