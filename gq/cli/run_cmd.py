@@ -182,6 +182,11 @@ class Run:
         self._say({"winch": [size.lines, size.columns]})
 
     def _continued(self, _signo, _frame) -> None:
+        """Resumed after Ctrl-Z: by `fg`, the job goes on; by `bg`, this stays stopped (the
+        job with it), as the shim would otherwise read the terminal from under the shell."""
+        if self.tty and not _in_foreground():
+            os.kill(os.getpid(), signal.SIGSTOP)
+            return
         self._say({"continue": 1})
 
     def _say(self, message: dict) -> None:
@@ -223,6 +228,14 @@ class _Signalled(Exception):
 
 def _raise(signo, _frame):
     raise _Signalled(signo)
+
+
+def _in_foreground() -> bool:
+    """Whether this process's group holds its terminal (True where that cannot be known)."""
+    try:
+        return os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return True
 
 
 def _die_by(signo: int) -> int:

@@ -141,6 +141,7 @@ class Attached:
     def job_stopped(self) -> None:
         """The job's main process stopped (Ctrl-Z): the caller gets its terminal back."""
         self.paused.set()
+        os.write(self._wake_w, b"x")  # the relay, in a select on the caller's terminal, lets go
         self._restore()
         self._say({"stopped": 1})
 
@@ -255,7 +256,8 @@ class Attached:
                         self._hangup()
             for fd in [fd for fd in self.pipes if fd in ready]:
                 self._piped(fd)
-            if self.master is not None and self.fds[0] in ready and not self.gone:
+            if (self.master is not None and self.fds[0] in ready and not self.gone
+                    and not self.paused.is_set()):
                 data = read_some(self.fds[0])
                 if data:
                     self._typed(data)

@@ -77,9 +77,12 @@ class Terminal:
         self.seen = b""
 
     def start(self, host: GqHost, *args: str) -> subprocess.Popen:
-        return gq_run(host, *args, stdin=self.slave, stdout=self.slave, stderr=self.slave,
-                      start_new_session=True,
-                      preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        return gq_run(host, *args, **self.streams())
+
+    def streams(self) -> dict:
+        return dict(stdin=self.slave, stdout=self.slave, stderr=self.slave,
+                    start_new_session=True,
+                    preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
 
     def resize(self, rows: int, cols: int) -> None:  # the kernel tells gq run (SIGWINCH)
         fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("4H", rows, cols, 0, 0))
@@ -151,22 +154,32 @@ def test_ctrl_c_reaches_the_job_and_a_second_one_cancels_it(host, terminal):
     assert job["state"] == "cancelled" and "second Ctrl-C" in job["reason"]
 
 
-def test_ctrl_z_stops_the_job_gives_the_terminal_back_and_it_goes_on_after(host, terminal):
-    run = terminal.start(host, "--", "sh", "-c", 'echo ready; read x; echo "after $x"')
-    terminal.expect(b"ready")
-    terminal.type(b"\x1a")
-    wait_for(lambda: _state(run.pid) == "T", what="gq run to stop, as the job has")
-    assert termios.tcgetattr(terminal.slave) == terminal.settings  # the caller's shell's again
-    assert only_job(host)["state"] == "running"  # its card kept
-    run.send_signal(signal.SIGCONT)  # what the caller's `fg` does
-    terminal.type(b"more\r")
-    terminal.expect(b"after more")
-    assert run.wait(timeout=20) == 0
-
-
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash, for its job control")
+def test_ctrl_z_in_a_shell_stops_the_job_bg_leaves_it_stopped_and_fg_resumes_it(host, terminal):
+    env = {**host.env, "PS1": "$ ", "TERM": "dumb"}
+    shell = subprocess.Popen(["bash", "--norc", "--noprofile", "-i"], env=env, cwd=host.work,
+                             **terminal.streams())
+    try:
+        terminal.expect(rb"\$ $")
+        script = 'echo ready; read x; echo "got $x"'
+        terminal.type(f"{sys.executable} -m gq run -- sh -c '{script}'\r".encode())
+        terminal.expect(b"\nready")
+        terminal.type(b"\x1a")
+        terminal.expect(rb"Stopped.*\r\n\$ $")  # the shell has its terminal back
+        assert only_job(host)["state"] == "running"  # its card kept
+        terminal.type(b"bg\r")  # refused: it would read the terminal from under the shell
+        terminal.expect(rb"&\r\n")
+        terminal.type(b"echo shell-$((40 + 2))\r")
+        terminal.expect(b"shell-42")
+        terminal.type(b"fg\r")
+        terminal.expect(b"fg\r\n.*gq run.*\r\n")  # the shell hands it the terminal
+        terminal.type(b"more\r")
+        terminal.expect(b"got more")
+        terminal.type(b"exit\r")
+        assert shell.wait(timeout=20) == 0
+    finally:
+        if shell.poll() is None:
+            shell.kill()
 
 
 def test_a_signal_to_gq_run_reaches_the_job_and_gq_run_dies_by_it(host):
