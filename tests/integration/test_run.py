@@ -174,7 +174,7 @@ def test_ctrl_z_in_a_shell_stops_the_job_bg_leaves_it_stopped_and_fg_resumes_it(
         terminal.type(b"fg\r")
         terminal.expect(b"fg\r\n.*gq run.*\r\n")  # the shell hands it the terminal
         terminal.type(b"more\r")
-        terminal.expect(b"got more")
+        terminal.expect(rb"got more\r\n\$ $")  # the shell's again once gq run has ended
         terminal.type(b"exit\r")
         assert shell.wait(timeout=20) == 0
     finally:

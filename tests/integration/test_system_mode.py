@@ -379,7 +379,8 @@ def test_gq_run_is_its_callers_alone(host, users):
     run = as_user(ann, [host.python, "-m", "gq", "run", "--", "sh", "-c", "id -u; cat"])
     intruder = as_user(bob, [host.python, "-c", INTRUDER])
     try:
-        wait_for(lambda: host.call("list", states=["pending"], user=ann.name), what="her run")
+        wait_for(lambda: [j for j in host.call("list", states=["pending"], user=ann.name)
+                          if j["name"] == "run:sh"], what="her run to wait")
         run.send_signal(signal.SIGSTOP)  # her run starts while she cannot attach yet
         assert intruder.stdout.readline() == b"watching\n"
         gate.touch()
