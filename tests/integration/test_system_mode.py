@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import stat
 import subprocess
 from pathlib import Path
@@ -338,7 +339,7 @@ def test_the_users_gq_works_from_a_checkout_in_a_private_directory(host, users, 
     assert (opened.returncode, opened.stdout) == (0, "ok\n"), opened.stderr
 
 
-# Another user's try at a run's channel, which /proc/net/unix names to everyone: as soon as one
+# Another user's try at a run's channel, which /proc/net/unix names to everyone: as soon as it
 # appears, connect, hand it this process's descriptors, and say whether the shim took them (it
 # answers a caller it takes with {"started": 1}).
 INTRUDER = """
@@ -348,13 +349,12 @@ print("watching", flush=True)
 deadline = time.monotonic() + 30
 while time.monotonic() < deadline:
     with open("/proc/net/unix") as f:
-        names = [line.split()[-1] for line in f if line.split()[-1].startswith("@gq-run-")]
-    if names:
-        break
+        if any(line.split()[-1] == "@" + sys.argv[1] for line in f):
+            break
     time.sleep(0.005)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 try:
-    s.connect(b"\\0" + names[0][1:].encode())
+    s.connect(b"\\0" + sys.argv[1].encode())
     send(s, {"hello": {"tty": False}}, [0, 1, 2])
     s.settimeout(10)
     print("taken" if receive(s)[0] is not None else "refused", flush=True)
@@ -377,11 +377,18 @@ def test_gq_run_is_its_callers_alone(host, users):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     run = as_user(ann, [host.python, "-m", "gq", "run", "--", "sh", "-c", "id -u; cat"])
-    intruder = as_user(bob, [host.python, "-c", INTRUDER])
+    intruder = None
     try:
-        wait_for(lambda: [j for j in host.call("list", states=["pending"], user=ann.name)
-                          if j["name"] == "run:sh"], what="her run to wait")
+        [waiting] = wait_for(lambda: [j for j in host.call("list", states=["pending"],
+                                                            user=ann.name)
+                                      if j["name"] == "run:sh"], what="her run to wait")
         run.send_signal(signal.SIGSTOP)  # her run starts while she cannot attach yet
+        # The channel's name, which only its shim and her gq run know (root reads it here).
+        db = sqlite3.connect(f"file:{host.state / 'gq.db'}?mode=ro", uri=True)
+        [(attach,)] = db.execute("SELECT attach FROM jobs WHERE id = ?", [waiting["id"]])
+        db.close()
+        intruder = as_user(bob, [host.python, "-c", INTRUDER,
+                                 "gq-run-" + json.loads(attach)["key"]])
         assert intruder.stdout.readline() == b"watching\n"
         gate.touch()
         assert intruder.stdout.readline() == b"refused\n", intruder.communicate(timeout=30)
@@ -390,7 +397,7 @@ def test_gq_run_is_its_callers_alone(host, users):
         assert run.returncode == 0, err
         assert out.decode().splitlines() == [str(ann.uid), "hers"]
     finally:
-        for proc in (run, intruder):
+        for proc in (p for p in (run, intruder) if p is not None):
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
