@@ -5,7 +5,7 @@
 _gq_cmd() {  # the facts of one command path
     case "$1" in
         "")
-            _gq_subs="submit add ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo burn sim daemon reserve peers completion config"
+            _gq_subs="submit add run ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo burn sim daemon reserve peers completion config"
             _gq_flags="--version -V --help -h"
             _gq_valued="  "
             _gq_arg="none" ;;
@@ -18,6 +18,11 @@ _gq_cmd() {  # the facts of one command path
             _gq_subs=""
             _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --array --sweep --notify --mail --host --hold --dry-run --json --help -h"
             _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --array --sweep --notify --mail --host "
+            _gq_arg="command" ;;
+        "run")
+            _gq_subs=""
+            _gq_flags="--gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --interactive --preemptible --no-preemptible --signal --signal-group --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --notify --mail --host --no-hangup --log --help -h"
+            _gq_valued=" --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --notify --mail --host "
             _gq_arg="command" ;;
         "ls")
             _gq_subs=""
@@ -270,6 +275,16 @@ _gq_kind() {  # the kind of value of option $2 of command path $1
         "add|--cwd") _gq_value="dirs" ;;
         "add|--mail") _gq_value="users" ;;
         "add|--host") _gq_value="hosts" ;;
+        "run|--priority"|"run|-p") _gq_value="words:high normal low" ;;
+        "run|--signal") _gq_value="words:USR1 USR2 TERM INT HUP QUIT" ;;
+        "run|--preempt-mode") _gq_value="words:freeze signal auto" ;;
+        "run|--after") _gq_value="jobs:after" ;;
+        "run|--afterok") _gq_value="jobs:after" ;;
+        "run|--afternotok") _gq_value="jobs:after" ;;
+        "run|--afterstart") _gq_value="jobs:after" ;;
+        "run|--cwd") _gq_value="dirs" ;;
+        "run|--mail") _gq_value="users" ;;
+        "run|--host") _gq_value="hosts" ;;
         "ls|--user"|"ls|-u") _gq_value="users" ;;
         "ls|--state"|"ls|-s") _gq_value="words:pending held running preempting completed failed cancelled timeout oom lost frozen" ;;
         "ps|--user"|"ps|-u") _gq_value="users" ;;

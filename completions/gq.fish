@@ -5,7 +5,7 @@
 function __gq_cmd --argument-names path  # the facts of one command path
     switch "$path"
         case ''
-            set -g __gq_subs submit add ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo burn sim daemon reserve peers completion config
+            set -g __gq_subs submit add run ls clean ps show why logs cancel hold release requeue update wait gpus offenders stats triage mcp fairshare top demo burn sim daemon reserve peers completion config
             set -g __gq_valued
             set -g __gq_arg none
         case 'submit'
@@ -15,6 +15,10 @@ function __gq_cmd --argument-names path  # the facts of one command path
         case 'add'
             set -g __gq_subs
             set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --array --sweep --notify --mail --host
+            set -g __gq_arg command
+        case 'run'
+            set -g __gq_subs
+            set -g __gq_valued --gpus -g --mem -m --cpus -c --ram --priority -p --time -t --pool --signal --grace --preempt-mode --retry-oom --after --afterok --afternotok --afterstart --name -n --cwd --env --notify --mail --host
             set -g __gq_arg command
         case 'ls'
             set -g __gq_subs
@@ -255,6 +259,7 @@ complete -c gq -n __gq_in_command -x -a '(__fish_complete_subcommand --commandli
 
 complete -c gq -n '__gq_at \'\'' -a submit -d 'Queue a job and print its id'
 complete -c gq -n '__gq_at \'\'' -a add -d 'Alias of submit'
+complete -c gq -n '__gq_at \'\'' -a run -d 'Run a job in the foreground, as srun does: queued like any job, then attached to this terminal (a pseudo-terminal of its own when stdin is one), its exit code gq run\'s'
 complete -c gq -n '__gq_at \'\'' -a ls -d 'List jobs: pending and running ones, and your jobs that ended in the last day ([daemon] show_ended) until `gq clean`'
 complete -c gq -n '__gq_at \'\'' -a clean -d 'Take your ended jobs off `gq ls` (they stay in gq ls --all, gq show and gq stats)'
 complete -c gq -n '__gq_at \'\'' -a ps -d 'Alias of ls'
@@ -348,6 +353,35 @@ complete -c gq -n '__gq_at \'add\'' -l dry-run -d 'print what gq understood of t
 complete -c gq -n '__gq_at \'add\'' -l json -d 'print the job as JSON'
 complete -c gq -n '__gq_at \'add\'' -l help -s h -d 'show the help and exit'
 complete -c gq -n '__gq_at \'add\'' -F -a '(__fish_complete_command)'
+complete -c gq -n '__gq_at \'run\'' -l gpus -s g -x -d 'GPUs per job (0 = CPU-only job), or a range MIN-MAX: start with as many as are free (GQ_NUM_GPUS says how many)'
+complete -c gq -n '__gq_at \'run\'' -l mem -s m -x -d 'GPU memory per GPU, e.g. 20G'
+complete -c gq -n '__gq_at \'run\'' -l cpus -s c -x -d 'host CPU cores'
+complete -c gq -n '__gq_at \'run\'' -l ram -x -d 'host memory, e.g. 32G'
+complete -c gq -n '__gq_at \'run\'' -l priority -s p -x -a 'high normal low' -d 'high | normal | low'
+complete -c gq -n '__gq_at \'run\'' -l time -s t -x -d 'wall-time limit, e.g. 90m, 2h, 1d12h'
+complete -c gq -n '__gq_at \'run\'' -l pool -x -d 'run on the cards of this pool ([pools.NAME] of the host)'
+complete -c gq -n '__gq_at \'run\'' -l interactive -d 'a short interactive job: goes ahead of batch work, in the interactive pool'
+complete -c gq -n '__gq_at \'run\'' -l preemptible -d 'may be stopped and requeued for higher-tier work'
+complete -c gq -n '__gq_at \'run\'' -l no-preemptible -d 'never stop it for other work, whatever its tier'
+complete -c gq -n '__gq_at \'run\'' -l signal -x -a 'USR1 USR2 TERM INT HUP QUIT' -d 'checkpoint signal, sent to the job\'s main process on preemption and DUR before the --time limit, e.g. USR1@5m'
+complete -c gq -n '__gq_at \'run\'' -l signal-group -d 'send the checkpoint signal to the job\'s whole process group, not its main process'
+complete -c gq -n '__gq_at \'run\'' -l grace -x -d 'time between the checkpoint signal and SIGKILL'
+complete -c gq -n '__gq_at \'run\'' -l preempt-mode -x -a 'freeze signal auto' -d 'how it makes way when preempted: freeze (its GPU state to host memory, thawed later where it was), signal (the checkpoint signal, then requeued) or auto (freeze if it saves no checkpoints)'
+complete -c gq -n '__gq_at \'run\'' -l retry-oom -x -d 'after a CUDA out-of-memory death, queue it again up to N times with 1.5x the --mem'
+complete -c gq -n '__gq_at \'run\'' -l after -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end, any outcome'
+complete -c gq -n '__gq_at \'run\'' -l afterok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs complete'
+complete -c gq -n '__gq_at \'run\'' -l afternotok -x -k -a '(__gq_ask jobs after)' -d 'start after these jobs end other than completed'
+complete -c gq -n '__gq_at \'run\'' -l afterstart -x -k -a '(__gq_ask jobs after)' -d 'start once these jobs have started (or ended unstarted): Slurm\'s after'
+complete -c gq -n '__gq_at \'run\'' -l name -s n -x -d 'a label (default: the script, train.py for python train.py'
+complete -c gq -n '__gq_at \'run\'' -l cwd -x -a '(__fish_complete_directories)' -d 'working directory'
+complete -c gq -n '__gq_at \'run\'' -l env -x -d 'set a variable in the job (repeatable)'
+complete -c gq -n '__gq_at \'run\'' -l notify -x -d 'run this shell command when the job ends (GQ_JOB_ID, GQ_STATE, GQ_EXIT_CODE'
+complete -c gq -n '__gq_at \'run\'' -l mail -x -a '(__fish_complete_users)' -d 'mail USER when the job ends (needs sendmail)'
+complete -c gq -n '__gq_at \'run\'' -l host -x -a '(__gq_ask hosts)' -d 'not yet: gq run on a peer is refused (gq submit --host, then gq logs -f)'
+complete -c gq -n '__gq_at \'run\'' -l no-hangup -d 'keep the job running, detached, when this gq run goes away (killed, its terminal closed)'
+complete -c gq -n '__gq_at \'run\'' -l log -d 'also keep the job\'s output in its log files (gq logs ID), as gq submit does'
+complete -c gq -n '__gq_at \'run\'' -l help -s h -d 'show the help and exit'
+complete -c gq -n '__gq_at \'run\'' -F -a '(__fish_complete_command)'
 complete -c gq -n '__gq_at \'ls\'' -l all -s a -d 'also ended jobs, however old'
 complete -c gq -n '__gq_at \'ls\'' -l user -s u -x -a '(__fish_complete_users)' -d 'only this user\'s'
 complete -c gq -n '__gq_at \'ls\'' -l state -s s -x -a 'pending held running preempting completed failed cancelled timeout oom lost frozen' -d 'only jobs in this state (repeatable)'

@@ -208,6 +208,9 @@ class Job:
     # Cards kept from a waiting job (not stored): those where another job's overrun killed its
     # last run, while that job runs (gq/daemon/collateral.py).
     avoid_gpus: frozenset[int] = frozenset()
+    # A `gq run` job (docs/run.md): {"key": its channel's, "tty", "no_hangup", "log": bool}; None:
+    # a batch job. The key is never shown (gq/daemon/views.py).
+    attach: dict | None = None
     # The host a waiting job must run on, in a cluster (not stored): a frozen job's, to be
     # thawed where its process lives (gq/policy/freezing.py).
     pinned: str | None = None

@@ -59,6 +59,7 @@ def _hot(name: str, alias: str | None = None):
 
 
 _hot("submit", alias="add")
+_hot("run")
 _ls = _hot("ls")
 _hot("clean")
 app.command("ps", help="Alias of ls.")(_ls)  # listed after clean, as it always was

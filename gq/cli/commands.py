@@ -127,6 +127,25 @@ SUBMIT = Command("submit", "Queue a job and print its id.  gq submit [OPTIONS] -
                                   many=True, required=False),
                  SUBMIT_OPTIONS, interspersed=False)
 
+# gq run's: submit's, less those of many jobs or none attached, and its own (docs/run.md).
+_NOT_RUN = {"array", "sweep", "hold", "dry_run", "json"}
+_RUN_HOST = Opt(("--host",), "host", "value", "not yet: gq run on a peer is refused (gq "
+               "submit --host, then gq logs -f)", metavar="HOST")
+RUN_OPTIONS = tuple(_RUN_HOST if o.dest == "host" else o
+                    for o in SUBMIT_OPTIONS if o.dest not in _NOT_RUN) + (
+    Opt(("--no-hangup",), "no_hangup", "flag", "keep the job running, detached, when this gq run "
+        "goes away (killed, its terminal closed); by default it is cancelled"),
+    Opt(("--log",), "log", "flag", "also keep the job's output in its log files (gq logs ID), "
+        "as gq submit does"),
+)
+RUN = Command("run", "Run a job in the foreground, as srun does: queued like any job, then "
+              "attached to this terminal (a pseudo-terminal of its own when stdin is one), its "
+              "exit code gq run's. Without a command: your $SHELL on the allocation, as salloc. "
+              "gq run [OPTIONS] [-- COMMAND [ARGS...]]",
+              Arg("command", "COMMAND", "the command and its arguments  [default: $SHELL]",
+                  many=True, required=False),
+              RUN_OPTIONS, interspersed=False)
+
 ID = Arg("id", "ID", "a job id; @ is your last job")
 IDS = Arg("ids", "ID...", "job ids; an array's id is all its elements, 12_3 element 3 of array "
           "12; @ is your last submit", many=True)
@@ -210,7 +229,7 @@ OFFENDERS = Command("offenders", "Jobs and processes wasting cards (idle, over-d
                     None, (ALL_HOSTS, JSON))
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
-    SUBMIT, LS, CLEAN, SHOW, WHY, LOGS, CANCEL, HOLD, RELEASE, REQUEUE, UPDATE, WAIT, GPUS,
+    SUBMIT, RUN, LS, CLEAN, SHOW, WHY, LOGS, CANCEL, HOLD, RELEASE, REQUEUE, UPDATE, WAIT, GPUS,
     OFFENDERS)}
 ALIASES = {"add": "submit", "ps": "ls"}
 

@@ -47,8 +47,16 @@ def submit(argv: list[str]) -> int:
     return 0
 
 
-def _is_fast_submit(argv: list[str]) -> bool:
-    if not argv or argv[0] not in ("submit", "add"):
+def run_foreground(argv: list[str]) -> int:
+    from gq.cli.run_cmd import run_job
+    from gq.cli.submit_args import parse_argv
+
+    values, command = parse_argv(argv, run=True)
+    return run_job(command, values)
+
+
+def _is_fast_submit(argv: list[str], names: tuple[str, ...] = ("submit", "add")) -> bool:
+    if not argv or argv[0] not in names:
         return False
     for arg in argv[1:]:
         if arg == "--" or not arg.startswith("-"):
@@ -95,6 +103,8 @@ def main(argv: list[str] | None = None, light: bool = True) -> None:
             code = run_for(system=argv[2:] == ["--system"])
         elif light and _is_fast_submit(argv):
             code = submit(argv[1:])
+        elif light and _is_fast_submit(argv, ("run",)):
+            code = run_foreground(argv[1:])
         else:
             from gq.cli.light import run as run_light
 

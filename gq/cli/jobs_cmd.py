@@ -39,6 +39,14 @@ def submit(command: list[str] | None = None, **options) -> None:
     output.print_json(job) if values.get("json") else print(job["id"])
 
 
+def run(command: list[str] | None = None, **options) -> int:
+    """Run a job in the foreground (gq/cli/run_cmd.py): `options` by their table names."""
+    from gq.cli.run_cmd import run_job
+
+    return run_job(list(command or []), {k: v for k, v in options.items()
+                                          if v not in (None, False)})
+
+
 def ls(all=False, user=None, state=None, last=None, since=None, start=False, expand=False,
        all_hosts=None, json=False) -> None:
     import gc

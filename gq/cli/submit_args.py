@@ -11,17 +11,20 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gq.cli.commands import SUBMIT_OPTIONS
+from gq.cli.commands import RUN_OPTIONS, SUBMIT_OPTIONS
 from gq.cli.directives import working_dir
 from gq.protocol import BadInput
 from gq.units import parse_duration, parse_mem, parse_signal, parse_size
 
 OPTIONS = SUBMIT_OPTIONS
 _BY_FLAG = {flag: o for o in OPTIONS for flag in o.flags}
+_RUN_BY_FLAG = {flag: o for o in RUN_OPTIONS for flag in o.flags}
 
 
-def parse_argv(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
-    """Options up to `--` or the first word that is not an option; the rest is the command."""
+def parse_argv(argv: list[str], run: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """Options up to `--` or the first word that is not an option; the rest is the command.
+    run: `gq run`'s options."""
+    by_flag, name = (_RUN_BY_FLAG, "run") if run else (_BY_FLAG, "submit")
     values: dict[str, Any] = {}
     i = 0
     while i < len(argv):
@@ -31,12 +34,12 @@ def parse_argv(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
         if not arg.startswith("-") or arg == "-":
             return values, argv[i:]
         flag, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
-        opt = _BY_FLAG.get(flag)
+        opt = by_flag.get(flag)
         if opt is None:
             from gq.cli.output import did_you_mean
 
-            raise BadInput(f"no such option: {flag}{did_you_mean(flag, _BY_FLAG)} "
-                           "(see gq submit --help)")
+            raise BadInput(f"no such option: {flag}{did_you_mean(flag, by_flag)} "
+                           f"(see gq {name} --help)")
         if opt.kind == "flag":
             if eq or inline:
                 raise BadInput(f"{flag} takes no value")

@@ -30,6 +30,11 @@ from gq.units import format_duration, format_size
 PREEMPTED_FOR = "preempted for job"
 
 
+# The ends a `gq run` asks of its job's shim (gq/daemon/attach.py), and what they are called.
+CALLER_ENDS = {"hangup": "its gq run went away (killed, or its terminal closed)",
+               "interrupt": "cancelled by a second Ctrl-C within 2 s"}
+
+
 def is_preemption(job: Job) -> bool:
     return job.state == JobState.PREEMPTING and (job.reason or "").startswith(PREEMPTED_FOR)
 
@@ -114,6 +119,8 @@ class Ending:
         if record is None:
             new, reason = JobState.LOST, "its shim died without recording an exit status"
             triage = stopped_triage(str(new), reason)
+        elif record.get("stop") in CALLER_ENDS:  # its gq run ended it (docs/run.md)
+            new, reason = JobState.CANCELLED, CALLER_ENDS[record["stop"]]
         elif code == 0:
             new, reason = JobState.COMPLETED, None
         else:

@@ -37,7 +37,8 @@ def time_limit_stops(jobs: Iterable[Job], now: float, pools: PoolsConfig) -> lis
             continue
         limit = format_duration(job.time_limit)
         pool = pools.get(job.pool) if job.interactive else None
-        if pool is not None and pool.past_limit == "requeue":
+        # An attached job (gq run) ends at its limit: its caller is waiting on it, not a queue.
+        if pool is not None and pool.past_limit == "requeue" and job.attach is None:
             # Interactive no more: it goes on as batch work in the default pool.
             out.append(Stop(job.id, JobState.PREEMPTING, f"interactive time limit {limit} "
                             "reached: requeued as batch work",

@@ -13,7 +13,6 @@ import json
 import logging
 import pwd
 import socket
-import struct
 
 from gq.daemon.admission import ConnectionCap, Turns
 from gq.daemon.core import Daemon

@@ -20,9 +20,10 @@ import time
 from typing import Callable, NotRequired, TypedDict
 
 from gq.daemon import cgroups
+from gq.daemon.attach import Attached, await_caller
 from gq.daemon.diskfull import disk_is_full
-from gq.daemon.fdpass import receive
 from gq.daemon.jobfiles import open_log
+from gq.protocol.fdpass import receive
 
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
@@ -88,6 +89,8 @@ class ShimSpec(TypedDict):
     # end (a --notify command, the host's on_finish hook) or when the shim is root. Absent:
     # false.
     recyclable: bool
+    # A `gq run` job (gq/daemon/attach.py): {"key", "no_hangup", "log"}; absent or None: batch.
+    attach: dict | None
 
 
 EXIT_RECORD_ROOM = 4096  # bytes reserved for a run's exit record; one takes about 250
@@ -220,14 +223,23 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
     if group and not cgroups.make(group, spec.get("max_procs")):
         group = None
     spec = ShimSpec(**{**spec, "cgroup": group})
+    attached = None  # a `gq run`'s terminal or pipes (gq/daemon/attach.py)
     try:
-        if CANCEL in signal.sigpending() and asked(CANCEL):  # cancelled before it began
+        if spec.get("attach"):
+            attached = await_caller(spec, lambda: CANCEL in signal.sigpending() and asked(CANCEL))
+            if isinstance(attached, str):  # cancelled, or its caller is gone: nothing runs
+                stop = None if attached == "hangup" and spec["attach"].get("no_hangup") else (
+                    attached)
+                attached = None  # with --no-hangup and no caller: run as a batch job
+        if stop is not None:
+            pass
+        elif CANCEL in signal.sigpending() and asked(CANCEL):  # cancelled before it began
             stop = "cancel"
         else:
             if spec.get("uid") is None:  # else its process, as its user, says (_fork_job)
                 err_offset = _log_size(spec["stderr"])
                 out_offset = _log_size(spec["stdout"])
-            pid, error, code, stop = _start_job(spec, asked, job)
+            pid, error, code, stop = _start_job(spec, asked, job, attached)
             err_offset, out_offset = job.pop("offsets", (err_offset, out_offset))
             if stop is not None:  # stopped while it hung before its command (killed)
                 job["status"] = signal.SIGKILL
@@ -235,7 +247,9 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
                 job["status"] = code << 8
             else:
                 job["pid"] = pid
-                stop, wait = _supervise(spec, job, asked, thawed)
+                if attached is not None:
+                    attached.started(pid)
+                stop, wait = _supervise(spec, job, asked, thawed, attached)
     except OSError as e:  # out of processes or descriptors: the job never began
         error = f"could not start the job: {e}"
         job["status"] = 127 << 8  # a wait status: exited with 127, as a shell says "not found"
@@ -248,16 +262,18 @@ def _run(spec: ShimSpec, lock_fd: int, reused: bool) -> None:
             cgroups.remove(group)
     finally:
         code, sig = _decode(job.get("status"))
-        write_exit_record(
-            lock_fd, spec["run_dir"],
-            {"exit_code": code, "signal": sig, "ended_at": time.time(),
-             "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
-             "warned": bool(job.get("warned")),
-             "signalled_at": job.get("signalled_at"), "killed_at": job.get("killed_at"),
-             "stderr_offset": err_offset, "stdout_offset": out_offset, "pid": job.get("pid"),
-             "error": error and error[:ERROR_ROOM],
-             "log_full": disk_is_full(_log_disk(spec))},
-        )
+        record = {"exit_code": code, "signal": sig, "ended_at": time.time(),
+                  "stopped": stop is not None, "stop": stop, "killed": killed, "run": spec["run"],
+                  "warned": bool(job.get("warned")),
+                  "signalled_at": job.get("signalled_at"), "killed_at": job.get("killed_at"),
+                  "stderr_offset": err_offset, "stdout_offset": out_offset, "pid": job.get("pid"),
+                  "error": error and error[:ERROR_ROOM],
+                  "log_full": disk_is_full(_log_disk(spec))}
+        try:
+            write_exit_record(lock_fd, spec["run_dir"], record)
+        finally:
+            if attached is not None:  # told once the end is on disk
+                attached.finish(record)
 
 
 def marked(lock_fd: int, signo: int) -> bool:
@@ -270,7 +286,8 @@ def marked(lock_fd: int, signo: int) -> bool:
 
 
 def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool],
-               thawed: Callable[[], bool]) -> tuple[str | None, float]:
+               thawed: Callable[[], bool], attached: Attached | None = None
+               ) -> tuple[str | None, float]:
     """Reap until the job's main process ends or a stop says to kill the tree; answer the
     daemon's requests meanwhile. Returns the stop (None: the job ended by itself) and how long
     what is left of the tree may take to go before SIGKILL."""
@@ -290,9 +307,13 @@ def _supervise(spec: ShimSpec, job: dict[str, int], asked: Callable[[int], bool]
             return stop, (spec["kill_wait"] if deadline is None else max(0.0, deadline - now))
         if deadline is not None and now >= deadline:
             return stop, LAST_WORDS  # the grace is over
+        if attached is not None and (ask := attached.asked_stop()) is not None:
+            return ask[0], spec["kill_wait"] if ask[1] < 0 else ask[1]
         change = _stop_change(job["pid"])
         if change == os.CLD_STOPPED and stopped is None:
             stopped = now
+            if attached is not None:
+                attached.job_stopped()
         elif change == os.CLD_CONTINUED:
             if thawed():
                 if spec["warn_after"] is not None:
@@ -485,14 +506,17 @@ def _rename_new(old: str, new: str) -> bool:
         return False
 
 
-def _start_job(spec: ShimSpec, asked: Callable[[int], bool], job: dict
+def _start_job(spec: ShimSpec, asked: Callable[[int], bool], job: dict,
+               attached: Attached | None = None
                ) -> tuple[int | None, str | None, int, str | None]:
     """Start the job's process: its pid (None if it never ran), why it could not start (None:
     it runs the command), the exit code that stands for that (127, 126), and the stop asked
     for while it was starting (None: none). A forked one's logs' sizes go to job["offsets"]."""
-    if spec.get("uid") is None and not spec.get("cgroup"):  # its cgroup is joined forked
-        return (*_spawn_job(spec), None)
-    return _fork_job(spec, asked, job)
+    if spec.get("uid") is None and not spec.get("cgroup") and attached is None:
+        return (*_spawn_job(spec), None)  # its cgroup, or a caller's terminal: joined forked
+    if attached is not None:
+        attached.prepare(spec.get("uid"), spec.get("gid"))
+    return _fork_job(spec, asked, job, attached)
 
 
 def _spawn_job(spec: ShimSpec) -> tuple[int | None, str | None, int]:
@@ -559,7 +583,8 @@ def _spawnvpe(argv: list[str], env: dict[str, str], out: int, err: int) -> int:
     raise saved or last or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
-def _fork_job(spec: ShimSpec, asked: Callable[[int], bool], job: dict
+def _fork_job(spec: ShimSpec, asked: Callable[[int], bool], job: dict,
+              attached: Attached | None = None
               ) -> tuple[int | None, str | None, int, str | None]:
     """Fork the job's process, which becomes the job's user (a system daemon's shim runs as
     root); what _start_job returns. The child says why it could not start through a pipe that
@@ -571,7 +596,7 @@ def _fork_job(spec: ShimSpec, asked: Callable[[int], bool], job: dict
     if pid == 0:
         try:
             os.close(report_r)
-            _become_job(spec, report_w)
+            _become_job(spec, report_w, attached)
         finally:
             os._exit(127)
     os.close(report_w)
@@ -627,8 +652,9 @@ def _start_report(report: int, timeout: float, asked: Callable[[int], bool]
                 return None, REQUESTS[signo]
 
 
-def _become_job(spec: ShimSpec, report: int) -> None:
-    """In the forked child: take on the job's identity, open its logs, exec its command."""
+def _become_job(spec: ShimSpec, report: int, attached: Attached | None = None) -> None:
+    """In the forked child: take on the job's identity, open its logs, exec its command
+    (attached to a `gq run`: with the caller's pipes, or a terminal of its own)."""
     err = None
     # First the signals: the shim's mask and ignored signals must not make a child that
     # blocks in anything below one that a SIGTERM cannot end. (Handled signals reset
@@ -639,7 +665,10 @@ def _become_job(spec: ShimSpec, report: int) -> None:
     try:
         if spec.get("cgroup"):  # as root, before anything of the user's can run
             cgroups.join(spec["cgroup"])
-        os.setpgid(0, 0)
+        if attached is None:
+            os.setpgid(0, 0)
+        else:
+            attached.job_stdio()
         if spec.get("uid") is not None:
             _drop_privileges(spec["uid"], spec["gid"], spec["groups"])
         if spec.get("umask") is not None:
@@ -650,12 +679,15 @@ def _become_job(spec: ShimSpec, report: int) -> None:
         # looks up no path of the user's (which may lead to a hung mount).
         os.write(report, f"\0{os.fstat(err).st_size} {os.fstat(out).st_size}\0".encode())
         os.makedirs(spec["checkpoint_dir"], mode=0o700, exist_ok=True)
+        if attached is not None:
+            attached.give_logs(out, err)
     except OSError as e:
         _fail(report, err, f"could not start the job: {e}", 127)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(out, 1)
-    os.dup2(err, 2)
+    if attached is None:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
     try:
         os.chdir(spec["cwd"])
     except OSError as e:  # as the user: a directory of someone else's may be closed to them

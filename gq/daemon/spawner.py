@@ -21,7 +21,7 @@ import signal
 import socket
 import sys
 
-from gq.daemon.fdpass import readable, receive, send
+from gq.protocol.fdpass import readable, receive, send
 from gq.daemon.shim import WATCHED, ShimSpec, load_libc, run_shim
 
 # A shim forked here: its pid -> the socket to it (to hand it a run) and its pidfd (never a

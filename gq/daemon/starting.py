@@ -209,6 +209,7 @@ class Starting:
             # Its empty logs may become another job's (shim.keep_empty): not when a
             # notification reads them after the end, nor as root.
             recyclable=(not self.layout.system and job.notify is None and named is None
-                        and not self.config.notify.on_finish),
+                        and not self.config.notify.on_finish and job.attach is None),
+            attach=job.attach,
             **run_as,
         )

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gq.daemon.attached_job import attached_args, run_name
 from gq.job_request import HostLimits, flag_arg, int_arg, request_fields
 from gq.model import DepKind, Job, JobState, Reason, parse_preempt_mode
 from gq.protocol import BadInput
@@ -152,11 +153,14 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
     """`resolve(text, flag)` turns '12' or '@' into an existing job id, or raises BadInput.
     cwd_here=False: the directory is on another host (a job waiting to be sent to a peer)."""
     command = check_command(args.get("command"))
+    args, attach = attached_args(args, host)
     if args.get("name"):
         name = check_name(args["name"])
     else:
         base = default_name(command)
         name = "".join(c for c in base if c.isprintable() and c != "/")[:MAX_NAME]
+        if attach is not None:
+            name = run_name(name)[:MAX_NAME]
     fields = request_fields(args, host)
     cwd = _utf8(_no_nul(args.get("cwd") or "", "--cwd"), "--cwd")
     # Only a daemon running as the caller looks: a system daemon would look with root's
@@ -198,6 +202,7 @@ def build_job(args: dict[str, Any], caller: Caller, host: HostLimits, resolve, n
         preemptible=(str(fields["priority"]) in host.preemptible_tiers if preemptible is None
                      else preemptible),
         **check_preemption(args, fields["gpus"], fields["time_limit"], host.grace),
+        attach=attach,
     )
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from gq.daemon import cgroups as job_cgroups
 from gq.daemon.cgroups import JobCgroups
-from gq.daemon.fdpass import readable, receive, send
+from gq.protocol.fdpass import readable, receive, send
 from gq.daemon.shim import (
     EXIT_AT, EXIT_RECORD_ROOM, REQUEST_AT, RUN_FILE_SIZE, THAWED_AT, ShimSpec,
     parse_exit_record,

@@ -57,6 +57,9 @@ def job_json(job: Job, largest: int | None = None) -> dict[str, Any]:
         "id": job.array.id, "index": job.array.index, "size": job.array.size,
         "limit": job.array.limit, "params": job.array.params,
     }
+    # `gq run` (docs/run.md): attached to its caller's terminal or pipes; never its key.
+    out["attached"] = None if job.attach is None else {
+        key: job.attach.get(key, False) for key in ("tty", "no_hangup", "log")}
     out.update(failure_json(job, largest))
     return out
 

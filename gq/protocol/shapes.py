@@ -57,6 +57,7 @@ class SubmitArgs(TypedDict, total=False):
     # {"block": [lines], "given": [fields set on gq's command line], "refused": sentence}
     sbatch_script: dict[str, Any]
     idempotency_key: str  # the same key again is the same submit
+    attach: dict[str, Any]  # gq run (gq/protocol/attach.py): {"key", "tty", "no_hangup", "log"}
 
 
 class ListArgs(TypedDict, total=False):
@@ -217,6 +218,7 @@ class JobView(TypedDict, total=False):
     pool: str | None
     interactive: bool
     array: dict[str, Any] | None
+    attached: dict[str, bool] | None  # gq run (docs/run.md): {"tty", "no_hangup", "log"}
     failure: str | None
     failure_evidence: list[str]
     failure_suggestion: str | None

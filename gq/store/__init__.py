@@ -27,13 +27,14 @@ from gq.store import tallies
 from gq.store.schema import migrations, record_writer
 from gq.store.select import select
 
-_JSON_FIELDS = ("command", "env", "deps", "gpu_ids", "failure_evidence", "frozen_cards")
+_JSON_FIELDS = ("command", "env", "deps", "gpu_ids", "failure_evidence", "frozen_cards",
+                "attach")
 _JOB_COLUMNS = (
     "id name user uid host state reason priority gpus mem cpus ram time_limit command cwd env "
     "deps submitted_at started_at ended_at exit_code restarts gpu_ids preemptible signal "
     "signal_before signal_group grace preemptions retry_oom oom_retries peak_mem "
     "forward moved_to umask pool gpus_max interactive failure failure_evidence "
-    "preempt_mode host_mem frozen_cards frozen_at freeze_op freeze_note stop_asked_at"
+    "preempt_mode host_mem frozen_cards frozen_at freeze_op freeze_note attach stop_asked_at"
 ).split()
 # Interned, as the names of Job's parameters are: Job(**row) then matches each keyword by
 # identity; with names split from a string it compared them as text, each against every

@@ -400,6 +400,13 @@ def m018_counters(db: Database) -> None:
 
 
 @migrations()
+def m019_run(db: Database) -> None:
+    # `gq run` (docs/run.md): how an attached job's shim meets its caller, as JSON; NULL for a
+    # batch job.
+    db.execute("ALTER TABLE jobs ADD COLUMN attach TEXT")
+
+
+@migrations()
 def m020_stop_asked_at(db: Database) -> None:
     # When the daemon asked a running job's shim to stop (a cancel, its time limit, a
     # preemption): until its run has let go of its cards, a job decided cancelled or timed out

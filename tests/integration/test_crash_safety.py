@@ -184,7 +184,7 @@ def test_a_spawner_whose_daemon_died_before_its_answer_ends_quietly(tmp_path):
     """The daemon was killed between asking for a shim and reading the answer: the spawner
     forks the shim (the next daemon adopts its run), finds nobody to answer and ends, exit 0
     and no traceback, where it died of a BrokenPipeError."""
-    from gq.daemon.fdpass import send
+    from gq.protocol.fdpass import send
 
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     spawner = subprocess.Popen([sys.executable, "-m", "gq.daemon.spawner",

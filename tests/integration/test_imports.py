@@ -174,7 +174,7 @@ def test_no_import_inside_a_function_dodges_a_cycle():
 HOT_LINES = ["ls", "ls -a", "ls --all --json", "ps", "show {j}", "show {j} --json", "why {j}",
              "logs {j}", "wait {j}", "cancel {j}", "hold {j}", "release {j}", "requeue {j}",
              "update {j} -n x", "gpus", "gpus --json", "offenders", "offenders --json", "clean",
-             "submit --hold -- true"]
+             "submit --hold -- true", "run -g 0 -- true"]
 LOADS = {"typer", "click", "rich", "textual", "pydantic", "sqlite_utils", "sqlite3", "psutil",
          "pynvml", "asyncio", "paramiko", "gq.cli.app", "gq.daemon", "gq.store", "gq.model",
          "gq.sbatch"}  # the #SBATCH parser: only for a script that has #SBATCH lines

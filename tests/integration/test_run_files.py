@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from gq.daemon.fdpass import readable
+from gq.protocol.fdpass import readable
 from gq.daemon.shim import EXIT_AT, RUN_FILE_SIZE, parse_exit_record, sweep_spares
 from gq.daemon.supervisor import RunStatus, Supervisor
 from tests.support import jobs

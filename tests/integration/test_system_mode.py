@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import sqlite3
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ import pytest
 from tests.support.hosts import wait_for
 from tests.support.cgroupfs import cgroup_dir
 from tests.support.hung_mount import blocked_in_fuse, hung_mount
+from tests.support.jobs import gated
 
 from tests.support.paths import ROOT
 from gq.protocol import VERSION
@@ -479,3 +483,67 @@ def test_a_system_daemon_serves_metrics_to_other_hosts_only_when_public():
         assert "gq_up{" in fetch(f"http://127.0.0.1:{port}/metrics")
     finally:
         h.close()
+
+
+# Another user's try at a run's channel, which /proc/net/unix names to everyone: as soon as it
+# appears, connect, hand it this process's descriptors, and say whether the shim took them (it
+# answers a caller it takes with {"started": 1}).
+INTRUDER = """
+import socket, sys, time
+from gq.protocol.fdpass import receive, send
+print("watching", flush=True)
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    with open("/proc/net/unix") as f:
+        if any(line.split()[-1] == "@" + sys.argv[1] for line in f):
+            break
+    time.sleep(0.005)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+try:
+    s.connect(b"\\0" + sys.argv[1].encode())
+    send(s, {"hello": {"tty": False}}, [0, 1, 2])
+    s.settimeout(10)
+    print("taken" if receive(s)[0] is not None else "refused", flush=True)
+except OSError:  # dropped unheard
+    print("refused", flush=True)
+"""
+
+
+def test_gq_run_is_its_callers_alone(host, users):
+    """gq run (docs/run.md): the job runs as its caller on the caller's pipes, and its channel,
+    which anyone can see, takes no other user's descriptors."""
+    ann, bob = users.ann, users.bob
+    gate = host.root / "gate"
+    blocker = host.submit(bob, "-g", "4", *gated(gate))
+    wait_for(lambda: host.job(blocker)["state"] == "running", what="bob's job")
+
+    def as_user(user, argv):
+        return subprocess.Popen(argv, user=user.uid, group=user.gid, extra_groups=user.groups(),
+                                env=host.user_env(user), cwd=user.home, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    run = as_user(ann, [host.python, "-m", "gq", "run", "--", "sh", "-c", "id -u; cat"])
+    intruder = None
+    try:
+        [waiting] = wait_for(lambda: [j for j in host.call("list", states=["pending"],
+                                                            user=ann.name)
+                                      if j["name"] == "run:sh"], what="her run to wait")
+        run.send_signal(signal.SIGSTOP)  # her run starts while she cannot attach yet
+        # The channel's name, which only its shim and her gq run know (root reads it here).
+        db = sqlite3.connect(f"file:{host.state / 'gq.db'}?mode=ro", uri=True)
+        [(attach,)] = db.execute("SELECT attach FROM jobs WHERE id = ?", [waiting["id"]])
+        db.close()
+        intruder = as_user(bob, [host.python, "-c", INTRUDER,
+                                 "gq-run-" + json.loads(attach)["key"]])
+        assert intruder.stdout.readline() == b"watching\n"
+        gate.touch()
+        assert intruder.stdout.readline() == b"refused\n", intruder.communicate(timeout=30)
+        run.send_signal(signal.SIGCONT)
+        out, err = run.communicate(b"hers\n", timeout=30)
+        assert run.returncode == 0, err
+        assert out.decode().splitlines() == [str(ann.uid), "hers"]
+    finally:
+        for proc in (p for p in (run, intruder) if p is not None):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()

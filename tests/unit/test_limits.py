@@ -28,14 +28,17 @@ def test_an_interactive_run_past_its_pools_limit_goes_on_as_batch_work_where_the
         return parse_pools({"desk": {"cards": [0], "interactive": True, "max_time": "1h",
                                      "past_limit": past_limit}})
 
-    jobs = [job(1, interactive=True, pool="desk"), job(2, pool="desk")]
-    one, two = time_limit_stops(jobs, 1000.0, pools("requeue"))
+    attached = {"key": "0" * 32, "tty": True, "no_hangup": False}  # gq run: its caller waits
+    jobs = [job(1, interactive=True, pool="desk"), job(2, pool="desk"),
+            job(3, interactive=True, pool="desk", attach=attached)]
+    one, two, run = time_limit_stops(jobs, 1000.0, pools("requeue"))
     assert (one.state, one.fields) == (JobState.PREEMPTING,
                                        {"interactive": 0, "pool": None, "time_limit": None})
     assert one.reason == "interactive time limit 1m00s reached: requeued as batch work"
     assert two.state == JobState.TIMEOUT  # batch work in that pool: stopped
+    assert run.state == JobState.TIMEOUT  # an attached run ends, never requeued
     assert [s.state for s in time_limit_stops(jobs, 1000.0, pools("stop"))] == [
-        JobState.TIMEOUT, JobState.TIMEOUT]
+        JobState.TIMEOUT, JobState.TIMEOUT, JobState.TIMEOUT]
 
 
 def test_a_preempted_run_is_requeued_until_it_has_been_preempted_too_often():

@@ -174,7 +174,8 @@ def test_reopening_applies_no_migration_twice(tmp_path):
         "m001_jobs_and_events", "m002_runs", "m003_preemption", "m004_arrays", "m005_notify",
         "m006_telemetry", "m007_peers", "m008_identity", "m009_idempotency", "m010_governance",
         "m011_slurm", "m012_slurm_jobs", "m013_failures", "m014_reservation_record",
-        "m015_written_by", "m016_cleared", "m017_freeze", "m018_counters", "m020_stop_asked_at"]
+        "m015_written_by", "m016_cleared", "m017_freeze", "m018_counters", "m019_run",
+        "m020_stop_asked_at"]
     assert migrations.pending(store.db) == []
 
 

@@ -1,6 +1,7 @@
 """One JSON message and the descriptors that come with it, over a SOCK_SEQPACKET socket: how the
-daemon asks its spawner for shims (gq/daemon/spawner.py) and the spawner hands a waiting shim
-its next run (gq/daemon/shim.py)."""
+daemon asks its spawner for shims (gq/daemon/spawner.py), the spawner hands a waiting shim
+its next run (gq/daemon/shim.py), and `gq run` hands its job's shim its terminal
+(gq/protocol/attach.py)."""
 
 from __future__ import annotations
 
