@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from gq.cli.client import call, submit_job, wait_for_jobs
+from gq.escapes import escape_controls
 from gq.protocol import BAD_INPUT, GqError
 from gq.protocol.attach import POLL, channel, new_key, peer_uid
 from gq.protocol.fdpass import receive, send
@@ -39,7 +40,7 @@ def run_job(command: list[str], values: dict[str, Any]) -> int:
                       "log": bool(values.get("log"))}
     job = submit_job(args)
     for note in job.get("notes", ()):
-        print(f"gq: {note}", file=sys.stderr)
+        print(f"gq: {escape_controls(note)}", file=sys.stderr)
     return Run(job["id"], key, tty).go()
 
 
@@ -105,14 +106,16 @@ class Run:
         if why.get("state") not in WAITING:
             self._status("")
             print(f"gq: job {self.job_id} {why.get('state')} before it attached: "
-                  f"{_first_line(why.get('why', ''))}", file=sys.stderr)
+                  f"{escape_controls(_first_line(why.get('why', '')))}", file=sys.stderr)
             return 1
         if why.get("state") in ("pending", "held", "frozen"):
             self._status(f"job {self.job_id} waiting (Ctrl-C cancels): {_short(why)}")
         return None
 
     def _status(self, line: str) -> None:
-        """One updating line on a terminal; elsewhere one line, once."""
+        """One updating line on a terminal; elsewhere one line, once. Escaped: `gq why`'s
+        words quote what users typed (gq/escapes.py)."""
+        line = escape_controls(line)
         if self.status_tty:
             if line != self.shown:
                 width = os.get_terminal_size(2).columns - 1 if line else 0

@@ -20,6 +20,7 @@ from gq.daemon.diskfull import is_disk_full, refusal
 from gq.daemon.ops import HANDLERS
 from gq.daemon.peers.route import ROUTED, route
 from gq.daemon.submission import Caller
+from gq.protocol.attach import peer_creds
 from gq.store.lock_holder import is_locked, locked_message
 from gq.protocol import (
     LOCKED_ADVICE, VERSION, BadInput, DatabaseLocked, GqError, encode, error, ok,
@@ -31,8 +32,7 @@ log = logging.getLogger("gq.daemon")
 
 
 def peer_caller(sock: socket.socket) -> Caller:
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, _gid = struct.unpack("3i", creds)
+    pid, uid = peer_creds(sock)
     try:
         user = pwd.getpwuid(uid).pw_name
     except KeyError:

@@ -45,6 +45,12 @@ def valid_key(key: object) -> bool:
             and all(c in "0123456789abcdef" for c in key))
 
 
-def peer_uid(sock: socket.socket) -> int:
+def peer_creds(sock: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end, as the kernel says (SO_PEERCRED)."""
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return pid, uid
+
+
+def peer_uid(sock: socket.socket) -> int:
+    return peer_creds(sock)[1]

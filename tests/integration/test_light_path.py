@@ -63,12 +63,15 @@ def test_the_typer_command_is_the_table(name):
 def test_the_light_state_groups_are_the_models():
     from gq import model, states
 
-    assert set(states.ORDER) == {str(s) for s in model.JobState} and len(states.ORDER) == len(
-        model.JobState)
+    # every stored state, and `stopping`, which is shown only (a decided end, its run not gone)
+    stored = {str(s) for s in model.JobState}
+    assert set(states.ORDER) == stored | states.STOPPING and not stored & states.STOPPING
+    assert len(states.ORDER) == len(model.JobState) + len(states.STOPPING)
     for light, groups in [(states.WAITING, model.WAITING_STATES),
                           (states.RUNNING, model.RUNNING_STATES),
                           (states.FROZEN, model.FROZEN_STATES),
-                          (states.ACTIVE, model.ACTIVE_STATES), (states.ENDED, model.ENDED_STATES)]:
+                          (states.ACTIVE - states.STOPPING, model.ACTIVE_STATES),
+                          (states.ENDED, model.ENDED_STATES)]:
         assert light == {str(s) for s in groups}
 
 
