@@ -7,8 +7,9 @@ built; with `page` it gets at most that many jobs, from the id after `after`, an
 one to ask from. The default
 listing reads the active jobs from memory and the recently ended ones by their end time, so it
 costs the same however long the history; `--all` and `--json` page through ended jobs instead
-of building all of them at once. Without either (older clients, peers, the TUI), one answer
-lists everything, as before.
+of building all of them at once. A request without a page (older clients, peers, every host's
+listing) gets the first page (MAX_PAGE jobs) and the cursor of the next: no request lists
+everything at once (issue #38).
 """
 
 from __future__ import annotations
@@ -64,11 +65,11 @@ class Query:
 def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
     query = Query(daemon, caller, args)
     columns, page, after = _paging(args)
-    if columns is None and page is None:
-        return _everything(daemon, query, brief=bool(args.get("brief")))
-    if columns is None:  # pages of whole jobs (`gq ls --json`), without their environments
-        jobs = _jobs_page(daemon, query, after, page)
-        out = [_annotated(daemon, job_json(j)) for j in jobs[:page]]
+    if columns is None:  # pages of whole jobs (`gq ls --json`), without their environments;
+        # a request without a page (older clients, every host's listing) gets the first one
+        jobs = _jobs_page(daemon, query, after, page, brief=bool(args.get("brief")))
+        view = brief_json if args.get("brief") else job_json
+        out = [_annotated(daemon, view(j)) for j in jobs[:page]]
         _add_outcomes(daemon, out)
         return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
     rows, more, ids, array_ids = _rows_page(daemon, query, columns, after, page)
@@ -102,26 +103,7 @@ def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
     if after is not None and (isinstance(after, bool) or not isinstance(after, int)
                               or not 0 <= after < 1 << 62):
         raise BadInput(f"after {str(after)[:50]}: expected a job id")
-    if columns is not None or page is not None:
-        page = min(page or MAX_PAGE, MAX_PAGE)
-    return columns, page, after
-
-
-def _everything(daemon: Context, query: Query, brief: bool) -> list[dict]:
-    """One answer with every job asked for (requests without columns or page)."""
-    if brief and query.active_only:  # all in the store's memory: no rows to read
-        jobs = active_jobs(daemon, query.user)
-    else:
-        jobs = daemon.store.jobs(states=query.states, user=query.user, light=brief,
-                                 limit=query.last, ended_after=_ended_after(daemon, query),
-                                 env=False)
-    if query.recent_of is not None:
-        jobs = sorted(jobs + recently_ended(daemon, query.recent_of, brief), key=lambda j: j.id)
-    view = brief_json if brief else job_json
-    out = [_annotated(daemon, view(j)) for j in jobs
-           if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
-    _add_outcomes(daemon, out)
-    return out
+    return columns, min(page or MAX_PAGE, MAX_PAGE), after
 
 
 def _annotated(daemon: Context, job: dict) -> dict:
@@ -162,15 +144,30 @@ def _start_after(daemon: Context, query: Query, after: int | None) -> int | None
     return first if after is None else max(after, first)
 
 
-def _jobs_page(daemon: Context, query: Query, after: int | None, page: int) -> list[Job]:
-    """Up to page + 1 whole jobs (one more tells whether there is a next page)."""
+def _jobs_page(daemon: Context, query: Query, after: int | None, page: int,
+               brief: bool = False) -> list[Job]:
+    """Up to page + 1 whole jobs (one more tells whether there is a next page); `brief`:
+    light ones (what `gq ls` shows), the active ones from memory. With `recent`, the
+    caller's recently ended jobs join the active ones in id order, at most page + 1 of them
+    read."""
     if query.active_only:
-        ids = [j.id for j in active_jobs(daemon, query.user, after, page + 1)]
-        full = {j.id: j for j in daemon.store.jobs(ids=ids, env=False)} if ids else {}
-        return [full[i] for i in ids if i in full]
-    return daemon.store.jobs(states=query.states, user=query.user, env=False,
+        active = active_jobs(daemon, query.user, after, page + 1)
+        if brief:
+            jobs = active
+        else:
+            ids = [j.id for j in active]
+            full = {j.id: j for j in daemon.store.jobs(ids=ids, env=False)} if ids else {}
+            jobs = [full[i] for i in ids if i in full]
+        since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
+        if since is not None:
+            recent = daemon.store.jobs(states=ENDED_STATES, user=query.recent_of, light=brief,
+                                       env=False, ended_after=since, after=after,
+                                       page=page + 1, moved=False)
+            jobs = sorted(jobs + recent, key=lambda j: j.id)[:page + 1]
+        return jobs
+    return daemon.store.jobs(states=query.states, user=query.user, env=False, light=brief,
                              ended_after=_ended_after(daemon, query), page=page + 1,
-                             after=_start_after(daemon, query, after))
+                             after=_start_after(daemon, query, after), moved=False)
 
 
 def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | None,

@@ -113,6 +113,27 @@ SOME_JOBS = with_trait(Trait.SOME_JOBS)
 EVERY_HOST = {op: SPECS[op].lists for op in with_trait(Trait.EVERY_HOST)}
 
 
+def listed_jobs(answer: object) -> list:
+    """The jobs of a `list` answer without `columns`: a page's (this gq: a request without a
+    page gets the first one), or all of them (an older daemon, a Slurm peer: a list)."""
+    if isinstance(answer, dict):
+        return answer["jobs"]
+    return answer if isinstance(answer, list) else []
+
+
+def every_listed(call, page: int = 5000, **args: object) -> list:
+    """Every job a `list` request names, asked a page at a time (`call(op, **args)`: a
+    connection's call): for a script that wants them all, each answer bounded."""
+    jobs: list = []
+    after = None
+    while True:
+        answer = call("list", **args, page=page, after=after)
+        jobs += listed_jobs(answer)
+        after = answer.get("next") if isinstance(answer, dict) else None
+        if after is None:
+            return jobs
+
+
 def parse_op(value: object) -> Op | None:
     """The operation a request names, or None for anything else."""
     try:

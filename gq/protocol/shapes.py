@@ -244,7 +244,8 @@ class TopAnswer(TypedDict, total=False):
     user: str
     backend: str
     columns: list[str]
-    ids: list[int] | None  # every active job's id when any changed
+    ids: list[int] | None  # every active job's id (of the first ROWS) when any changed
+    more: int  # active jobs after the first ROWS, not in the answer
     rows: list[list[Any]]
     starts: dict[str, list[Any]]
     gpus: list[dict[str, Any]]

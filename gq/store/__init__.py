@@ -135,17 +135,21 @@ class Store:
         else:  # ended: read from its row from now on
             self._heavy.pop(job_id, None)
 
-    def changes_since(self, version: int) -> list[Job] | None:
+    def changes_since(self, version: int, limit: int | None = None) -> list[Job] | None:
         """The jobs in memory (waiting or holding resources) that changed after `version`
         (a `version` read earlier), light and not to be mutated; None when that version is
-        from before the cache was last loaded: start over from queue() and holding_jobs()."""
+        from before the cache was last loaded, or more than `limit` changed: start over
+        from queue() and holding_jobs()."""
         if version < self._reloaded or version > self.version:
             return None
         changed = []
         for job_id, at in reversed(self._changed.items()):
             if at <= version:
                 break
+            if limit is not None and len(changed) >= limit:
+                return None
             changed.append(self.resident.jobs[job_id])
+        self.resident.read += len(changed)
         return changed
 
     def _recache(self, job_id: int, **changes: Any) -> None:
@@ -362,10 +366,13 @@ class Store:
             self.db.execute("INSERT INTO submit_keys (uid, key, job_id, at) VALUES (?, ?, ?, ?)",
                             [uid, key, job_id, at])
 
-    def array_members(self, array_id: int) -> list[int]:
-        """The job ids of the array with this id, by index; [] when there is none."""
-        return [r["id"] for r in self._rows(
-            "SELECT id FROM jobs WHERE array_id = ? ORDER BY array_index", [array_id])]
+    def array_members(self, array_id: int, limit: int | None = None) -> list[int]:
+        """The job ids of the array with this id, by index (the first `limit` of them); []
+        when there is none."""
+        sql = "SELECT id FROM jobs WHERE array_id = ? ORDER BY array_index"
+        rows = self._rows(sql if limit is None else f"{sql} LIMIT {int(limit)}", [array_id])
+        self.resident.read += len(rows)
+        return [r["id"] for r in rows]
 
     def array_outcomes(self, array_ids: list[int]) -> dict[int, dict[str, int]]:
         """Per array, how many of its elements ended in each state."""
@@ -445,6 +452,7 @@ class Store:
     def queue(self) -> list[Job]:
         """Pending and held jobs, light, from memory."""
         jobs = self.resident.jobs
+        self.resident.read += len(self.resident.waiting)
         return [jobs[i] for i in self.resident.waiting]
 
     def jobs(
@@ -458,20 +466,23 @@ class Store:
         after: int | None = None,
         page: int | None = None,
         env: bool = True,
+        moved: bool = True,
     ) -> list[Job]:
         """Jobs by id. light=True leaves out command, cwd and env (for scheduling passes),
         env=False only the environment; `ended_after`: only those active or ended after that
         time; `limit`: the last so many; `after` and `page`: the first `page` jobs with an id
-        above `after` (a listing read page by page)."""
+        above `after` (a listing read page by page); moved=False leaves out jobs moved to a
+        peer (listed there)."""
         where, args, order = _where(states=states, user=user, ids=ids,
-                                    ended_after=ended_after, after=after)
+                                    ended_after=ended_after, after=after, moved=moved)
         select = _LIGHT_SELECT if light else ("*" if env else _NO_ENV_SELECT)
         sql = f"SELECT {select} FROM jobs{where} ORDER BY {order}"
         if limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(limit)}) ORDER BY id"
         elif page is not None:
             sql += f" LIMIT {int(page)}"
-        rows = self.db.query(sql, args)
+        rows = self._rows(sql, args)
+        self.resident.read += len(rows)
         return [_row_to_job(r) for r in (rows if light else self._shared(rows))]
 
     def listing(self, columns: list[str], states: Iterable[JobState] | None = None,
@@ -495,7 +506,9 @@ class Store:
         sql = f"SELECT {select} FROM jobs{where} ORDER BY {order}"
         if page is not None:
             sql += f" LIMIT {int(page)}"
-        return self.db.execute(sql, args).fetchall()
+        rows = self.db.execute(sql, args).fetchall()
+        self.resident.read += len(rows)
+        return rows
 
     def nth_last_id(self, n: int, states: Iterable[JobState] | None = None,
                     user: str | None = None, ended_after: float | None = None) -> int | None:
@@ -512,6 +525,7 @@ class Store:
         """Light jobs by id: waiting and holding ones from memory (not to be mutated), the
         rest read."""
         out = {i: j for i in ids if (j := self.resident.get(i))}
+        self.resident.read += len(out)
         out.update(self.jobs_by_id([i for i in ids if i not in out], light=True))
         return out
 
@@ -524,6 +538,7 @@ class Store:
     def holding_jobs(self) -> list[Job]:
         """Jobs whose shim may still hold resources, light, from memory."""
         jobs = self.resident.jobs
+        self.resident.read += len(self.resident.holding)
         return [jobs[i] for i in self.resident.holding]
 
     def last_job_id(self, user: str) -> int | None:

@@ -32,7 +32,9 @@ class Resident:
         self._listed: dict[str | None, SortedList] = {}
         self._lines: dict[str | None, SortedList] = {}
         self.array_states: dict[int, Counter[str]] = {}  # array id -> its listed elements' states
-        self.read = 0  # ids handed out by listed() and lines(): what listings cost (tests)
+        # What reads cost (tests): ids handed out by listed() and lines(), and the jobs and rows
+        # the store's reads hand out (queue(), holding_jobs(), jobs(), listing()...).
+        self.read = 0
 
     def __contains__(self, job_id: int) -> bool:
         return job_id in self.jobs
@@ -71,12 +73,20 @@ class Resident:
 
     def _index(self, job: Job, add: bool) -> None:
         line = job.id if job.array is None else job.array.id
-        counts = None if job.array is None else self.array_states.setdefault(line, Counter())
+        counts = None
+        if job.array is not None:  # (setdefault would build a Counter each time: 30 us)
+            counts = self.array_states.get(line)
+            if counts is None:
+                counts = self.array_states[line] = Counter()
         # A line comes with an array's first listed element and goes with its last.
-        first_or_last = counts is None or counts.total() == (0 if add else 1)
+        first_or_last = counts is None or (not counts if add else (
+            len(counts) == 1 and 1 in counts.values()))
         for who in (ANYONE, job.user):
-            listed = self._listed.setdefault(who, SortedList())
-            lines = self._lines.setdefault(who, SortedList())
+            listed = self._listed.get(who)
+            if listed is None:
+                listed = self._listed[who] = SortedList()
+                self._lines[who] = SortedList()
+            lines = self._lines[who]
             if add:
                 listed.add(job.id)
                 if first_or_last:
@@ -105,6 +115,11 @@ class Resident:
         array element, and of arrays with a listed element."""
         return self._counted(_from(self._lines.get(user), after))
 
+    def listing_lines(self, user: str | None = ANYONE) -> SortedList:
+        """The sorted ids of the listing's lines (see lines()), to read ranges of: not to
+        be changed."""
+        return self._lines.get(user) or SortedList()
+
     def _counted(self, ids: Iterator[int]) -> Iterator[int]:
         for job_id in ids:
             self.read += 1
@@ -112,6 +127,12 @@ class Resident:
 
     def listed_count(self, user: str | None = ANYONE) -> int:
         return len(self._listed.get(user, ()))
+
+    def nth_listed(self, user: str | None, n: int) -> int | None:
+        """The id of the n-th listed job (of `user`, or anyone's), by id; None when there
+        are no more than n."""
+        listed = self._listed.get(user, ())
+        return listed[n - 1] if len(listed) > n else None
 
 
 def _from(ids: SortedList | None, after: int | None) -> Iterator[int]:

@@ -104,7 +104,7 @@ def test_the_throttle_counts_each_array_alone_and_ignores_held_and_unlimited():
 
 
 def running_elements(host, array_id: int) -> list[dict]:
-    return [j for j in host.call("list") if j["array"] and j["array"]["id"] == array_id
+    return [j for j in host.call("list")["jobs"] if j["array"] and j["array"]["id"] == array_id
             and j["state"] == "running"]
 
 
@@ -120,7 +120,7 @@ def test_an_array_runs_every_index_and_never_more_than_its_limit(make_host):
     first = host.call("show", id=str(array))
     assert first["array"] == {"id": array, "index": 0, "size": 6, "limit": 2, "params": {}}
     wait_for(lambda: len(running_elements(host, array)) == 2, what="two running elements")
-    waiting = [j for j in host.call("list") if j["state"] == "pending"]
+    waiting = [j for j in host.call("list")["jobs"] if j["state"] == "pending"]
     assert len(waiting) == 4 and {j["reason"] for j in waiting} == {"JobArrayTaskLimit"}
     assert "already runs 2 element(s)" in host.gq("why", f"{array}_5").stdout
     seen_running = set()

@@ -171,13 +171,13 @@ class GqHost:
         return Supervisor(self.home / "run").shim_info(job_id).get("pid")
 
     def count_jobs(self) -> int:
-        return len(self.call("list", all=True))
+        return len(self.call("list", all=True)["jobs"])
 
     # ---- cleanup ----
     def close(self) -> None:
         if self.daemon is not None and self.daemon.poll() is None:
             try:
-                active = [j["id"] for j in self.call("list")]
+                active = [j["id"] for j in self.call("list")["jobs"]]
                 if active:
                     self.call("cancel", ids=[str(i) for i in active])
                     for i in active:
