@@ -19,6 +19,7 @@ from itertools import islice
 from typing import Any
 
 from gq.daemon.context import Context
+from gq.daemon.listing_lines import array_ids, lines_page, recent_summary
 from gq.daemon.submission import Caller
 from gq.daemon.views import brief_json, job_json
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState
@@ -58,8 +59,13 @@ class Query:
             user = caller.user
         self.user = user
         self.since, self.last = _window(args)
+        # `gq ls --array ID`: that array's elements, whatever their state (ids first to last)
+        self.array = None if args.get("array") is None else _array(daemon, args["array"])
+        if self.array is not None and self.states is ACTIVE_STATES:
+            self.states = None
         self.active_only = self.states is ACTIVE_STATES
         self.recent_of = (user or caller.user) if self.active_only and args.get("recent") else None
+        self.lines = bool(args.get("lines")) and self.active_only  # arrays as one line each
 
 
 def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
@@ -72,12 +78,47 @@ def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
         out = [_annotated(daemon, view(j)) for j in jobs[:page]]
         _add_outcomes(daemon, out)
         return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
+    if query.lines:
+        return _lines_answer(daemon, query, columns, after, page)
     rows, more, ids, array_ids = _rows_page(daemon, query, columns, after, page)
     arrays = daemon.store.array_outcomes(sorted(array_ids))
     return {"columns": columns, "rows": rows,
             "arrays": {str(k): v for k, v in arrays.items()},  # how elements not listed ended
             "starts": _starts(daemon, ids),  # the expected start (and basis) of reserved jobs
             "next": ids[-1] if more else None}
+
+
+def _lines_answer(daemon: Context, query: Query, columns: list[str], after: int | None,
+                  page: int) -> dict:
+    """A page of the default `gq ls` by lines (gq/daemon/listing_lines.py); the first page
+    has the caller's last few recently ended jobs and the count of the others (`ended`)."""
+    rows, more, lines = lines_page(daemon, query.user, columns, after, page, job_field)
+    ids = [r[0] for r in rows]
+    out: dict[str, Any] = {"columns": columns, "rows": rows, "lines": lines}
+    array_ids = set(map(int, lines))
+    since = None if query.recent_of is None or after is not None else (
+        _recent_since(daemon, query.recent_of))
+    if since is not None:
+        recent, summary = recent_summary(daemon, query.recent_of, since, columns)
+        out["ended"] = {"rows": recent, **summary}
+        if "array_id" in columns:
+            at = columns.index("array_id")
+            array_ids |= {r[at] for r in recent if r[at] is not None}
+    arrays = daemon.store.array_outcomes(sorted(array_ids))
+    out["arrays"] = {str(k): v for k, v in arrays.items()}
+    out["starts"] = _starts(daemon, ids)
+    out["next"] = ids[-1] if more else None
+    return out
+
+
+def _array(daemon: Context, value: Any) -> tuple[int, int]:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 1 << 62:
+        raise BadInput(f"--array {str(value)[:50]}: expected an array's id")
+    found = array_ids(daemon, value)
+    if found is None:
+        raise BadInput(f"--array {value}: no array has this id (an array's id is its first "
+                       "element's)")
+    return found
 
 
 def _starts(daemon: Context, ids: list[int]) -> dict[str, list]:
@@ -135,13 +176,20 @@ def _ended_after(daemon: Context, query: Query) -> float | None:
 
 
 def _start_after(daemon: Context, query: Query, after: int | None) -> int | None:
-    """Where a page starts: after `after`, and for --last N at the N-th last job."""
+    """Where a page starts: after `after`, and for --last N at the N-th last job (and for
+    --array at its first element)."""
+    if query.array is not None:
+        after = max(after or 0, query.array[0] - 1)
     if query.last is None:
         return after
     first = daemon.store.nth_last_id(query.last, query.states, query.user,
                                      _ended_after(daemon, query))
     first = 0 if first is None else first - 1
     return first if after is None else max(after, first)
+
+
+def _upto(query: Query) -> int | None:
+    return None if query.array is None else query.array[1]
 
 
 def _jobs_page(daemon: Context, query: Query, after: int | None, page: int,
@@ -167,7 +215,8 @@ def _jobs_page(daemon: Context, query: Query, after: int | None, page: int,
         return jobs
     return daemon.store.jobs(states=query.states, user=query.user, env=False, light=brief,
                              ended_after=_ended_after(daemon, query), page=page + 1,
-                             after=_start_after(daemon, query, after), moved=False)
+                             after=_start_after(daemon, query, after), moved=False,
+                             upto=_upto(query))
 
 
 def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | None,
@@ -178,7 +227,8 @@ def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | N
     if not query.active_only:
         raw = daemon.store.listing(columns, query.states, query.user,
                                    _ended_after(daemon, query),
-                                   _start_after(daemon, query, after), page + 1, as_json=True)
+                                   _start_after(daemon, query, after), page + 1, as_json=True,
+                                   upto=_upto(query))
         more, raw = len(raw) > page, raw[:page]
         return (RawJSON(f"[{','.join([r[2] for r in raw])}]"), more, [r[0] for r in raw],
                 {r[1] for r in raw if r[1] is not None})

@@ -72,7 +72,7 @@ SPECS: dict[Op, OpSpec] = {
     Op.PING: OpSpec(T.NONE, s.NoArgs, s.PingAnswer),
     Op.CONFIG: OpSpec(T.NONE, s.NoArgs, s.ConfigAnswer),
     Op.SUBMIT: OpSpec(T.MUTATES, s.SubmitArgs, s.Submitted),
-    Op.LIST: OpSpec(T.EVERY_HOST, s.ListArgs, list[s.JobView] | s.ListPage | s.ListRows,
+    Op.LIST: OpSpec(T.EVERY_HOST, s.ListArgs, list[s.JobView] | s.ListPage | s.ListRows | s.ListLines,
                     lists="jobs"),
     Op.SHOW: OpSpec(T.ONE_JOB, s.OneJob, s.JobDetail),
     Op.WHY: OpSpec(T.ONE_JOB, s.OneJob, s.WhyAnswer),

@@ -67,6 +67,8 @@ class ListArgs(TypedDict, total=False):
     columns: list[str]  # rows of these fields only (gq/daemon/listing.py COLUMNS), paged
     page: int  # jobs per answer (at most 5,000)
     after: int  # the `next` of the previous page
+    lines: bool  # with columns, active jobs: an array as one line (gq ls's default)
+    array: int  # one array's elements (gq ls --array ID)
 
 
 class TopArgs(TypedDict, total=False):
@@ -233,6 +235,13 @@ class ListRows(TypedDict):
     arrays: dict[str, Any]  # how the elements not listed of each array ended
     starts: dict[str, list[Any]]  # job id -> [expected start, its basis]
     next: int | None
+
+
+class ListLines(ListRows, total=False):
+    """`list` with `columns` and `lines`: an array as one row (its first listed element's)."""
+
+    lines: dict[str, Any]  # array id -> its listed elements' states, cards, reasons
+    ended: dict[str, Any]  # first page: the last few ended (rows), the others counted
 
 
 class TopAnswer(TypedDict, total=False):

@@ -467,6 +467,7 @@ class Store:
         page: int | None = None,
         env: bool = True,
         moved: bool = True,
+        upto: int | None = None,
     ) -> list[Job]:
         """Jobs by id. light=True leaves out command, cwd and env (for scheduling passes),
         env=False only the environment; `ended_after`: only those active or ended after that
@@ -474,7 +475,8 @@ class Store:
         above `after` (a listing read page by page); moved=False leaves out jobs moved to a
         peer (listed there)."""
         where, args, order = _where(states=states, user=user, ids=ids,
-                                    ended_after=ended_after, after=after, moved=moved)
+                                    ended_after=ended_after, after=after, moved=moved,
+                                    upto=upto)
         select = _LIGHT_SELECT if light else ("*" if env else _NO_ENV_SELECT)
         sql = f"SELECT {select} FROM jobs{where} ORDER BY {order}"
         if limit is not None:
@@ -488,7 +490,7 @@ class Store:
     def listing(self, columns: list[str], states: Iterable[JobState] | None = None,
                 user: str | None = None, ended_after: float | None = None,
                 after: int | None = None, page: int | None = None,
-                as_json: bool = False) -> list[tuple]:
+                as_json: bool = False, upto: int | None = None) -> list[tuple]:
         """What `gq ls` prints of jobs, as rows of these columns, without building a Job: a
         listing of 10,000 ended jobs reads 10,000 short rows. Values as stored (gpu_ids as
         JSON text), but times in whole epoch seconds, as the ISO-8601 times of the JSON views
@@ -498,7 +500,7 @@ class Store:
         end states and `ended_after`, it reads only the jobs that ended after that time (by
         their end), however long the history."""
         where, args, order = _where(states=states, user=user, ended_after=ended_after,
-                                    after=after, moved=False)
+                                    after=after, moved=False, upto=upto)
         values = [f"CAST({c} AS INTEGER)" if c in _TIMES else
                   f"json({c})" if as_json and c in _JSON_FIELDS else c for c in columns]
         select = (f"id, array_id, json_array({', '.join(values)})" if as_json
@@ -509,6 +511,35 @@ class Store:
         rows = self.db.execute(sql, args).fetchall()
         self.resident.read += len(rows)
         return rows
+
+    def recently_ended(self, columns: list[str], user: str, since: float, n: int
+                       ) -> list[tuple]:
+        """The listing's columns (as listing() gives them) of the user's last `n` jobs to
+        have ended after `since`, latest end first: read through the ended_at index."""
+        values = [f"CAST({c} AS INTEGER)" if c in _TIMES else c for c in columns]
+        ended = [str(s) for s in ENDED_STATES]
+        rows = self.db.execute(
+            f"SELECT {', '.join(values)} FROM jobs WHERE ended_at > ? AND +user = ? "
+            f"AND +state IN ({','.join('?' * len(ended))}) AND moved_to IS NULL "
+            "ORDER BY ended_at DESC LIMIT ?", [since, user, *ended, n]).fetchall()
+        self.resident.read += len(rows)
+        return rows
+
+    def ended_since_by_state(self, user: str, since: float, skip: int, limit: int
+                             ) -> tuple[dict[str, int], bool]:
+        """How many of the user's jobs ended after `since`, by state, but for the last
+        `skip`; at most `limit` counted (a read of that many index entries), and whether
+        that was all of them."""
+        ended = [str(s) for s in ENDED_STATES]
+        rows = self.db.execute(
+            "SELECT state, COUNT(*) FROM (SELECT state FROM jobs WHERE ended_at > ? "
+            f"AND +user = ? AND +state IN ({','.join('?' * len(ended))}) AND moved_to IS NULL "
+            "ORDER BY ended_at DESC LIMIT ? OFFSET ?) GROUP BY state",
+            [since, user, *ended, limit + 1, skip]).fetchall()
+        counts = dict(rows)
+        total = sum(counts.values())
+        self.resident.read += total  # index entries SQLite read (at most limit + 1)
+        return counts, total <= limit
 
     def nth_last_id(self, n: int, states: Iterable[JobState] | None = None,
                     user: str | None = None, ended_after: float | None = None) -> int | None:
@@ -710,7 +741,8 @@ class Store:
 
 def _where(states: Iterable[JobState] | None = None, user: str | None = None,
            ids: Iterable[int] | None = None, ended_after: float | None = None,
-           after: int | None = None, moved: bool = True) -> tuple[str, list[Any], str]:
+           after: int | None = None, moved: bool = True, upto: int | None = None
+           ) -> tuple[str, list[Any], str]:
     """The WHERE clause (with its leading space, or empty), its arguments, and what to ORDER
     BY for the order of ids, of a selection of jobs; moved=False leaves out jobs moved to a
     peer."""
@@ -737,6 +769,9 @@ def _where(states: Iterable[JobState] | None = None, user: str | None = None,
     if after is not None:
         where.append("id > ?")
         args.append(after)
+    if upto is not None:  # an array's elements: ids up to its last
+        where.append("id <= ?")
+        args.append(upto)
     if not moved:
         where.append("moved_to IS NULL")
     # By id, but not by reading the table in id order where the ended_at index reads less.

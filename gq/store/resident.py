@@ -110,6 +110,11 @@ class Resident:
         from the one after `after`, in order: read lazily, a page costs the page."""
         return self._counted(_from(self._listed.get(user), after))
 
+    def listed_between(self, user: str | None, first: int, last: int) -> Iterator[int]:
+        """The ids of the listed jobs from `first` to `last` (an array's elements), lazily."""
+        ids = self._listed.get(user)
+        return self._counted(ids.irange(first, last) if ids else iter(()))
+
     def lines(self, user: str | None = ANYONE, after: int | None = None) -> Iterator[int]:
         """The listing's lines from the one after `after`: ids of listed jobs that are no
         array element, and of arrays with a listed element."""

@@ -20,16 +20,18 @@ from gq.daemon.core import Daemon
 from gq.daemon.explain import REASONS_READ
 from gq.daemon.layout import Layout
 from gq.daemon.listing import MAX_PAGE
+from gq.daemon.listing_lines import COUNTED, RECENT, SAMPLE
 from gq.daemon.ops import HANDLERS
 from gq.daemon.submission import Caller
 from gq.daemon.top import ROWS
 from gq.gpu import open_backend
-from gq.model import ArrayPart, Job
+from gq.model import ArrayPart, Job, JobState
 from gq.protocol.ops import Op
 
 WAITING = 50_000
+ENDED = 40
 PAGE = 100
-ANN, ROOT = Caller(1000, "ann"), Caller(0, "root")
+ANN, ROOT, CY = Caller(1000, "ann"), Caller(0, "root"), Caller(1002, "cy")
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +47,10 @@ def busy(tmp_path_factory):
     array = daemon.store.insert_array(bob, at=0.0)[0]
     ann = [daemon.store.insert_job(Job(id=0, user="ann", uid=1000, command=command,
                                        cwd="/tmp", gpus=1), at=0.0) for _ in range(3)]
+    for i in range(ENDED):  # cy's jobs that ended today
+        daemon.store.insert_job(Job(id=0, user="cy", uid=1002, command=command, cwd="/tmp",
+                                    state=JobState.COMPLETED if i % 4 else JobState.FAILED,
+                                    submitted_at=900.0, ended_at=900.0 + i), at=900.0)
     yield daemon, array, ann
     daemon.close()
 
@@ -76,6 +82,20 @@ def test_a_page_of_gq_ls_reads_the_page_whatever_waits(busy):
     later, read = page(ROOT, after=everyone["next"] + 20_000)  # a cursor far in
     assert later["rows"][0][0] == everyone["next"] + 20_001
     assert read <= PAGE + 1
+
+
+def test_gq_ls_by_lines_counts_an_array_and_the_ended_without_reading_them(busy):
+    daemon, array, ann = busy
+    columns = ["id", "state", "user", "array_id"]
+    answer, read = ask(daemon, Op.LIST, CY, columns=columns, page=PAGE, lines=True,
+                       recent=True)
+    assert [r[0] for r in answer["rows"]] == [array, *ann]  # bob's 50,000: one line
+    line = answer["lines"][str(array)]
+    assert line["states"] == {"pending": WAITING} and line["span"] == [0, WAITING - 1, True]
+    ended = answer["ended"]  # cy's last RECENT listed, the others counted
+    assert len(ended["rows"]) == RECENT and ended["counted_all"]
+    assert ended["by_state"] == {"completed": 22, "failed": 8}  # of the first 30 to end
+    assert read <= PAGE + SAMPLE + RECENT + ENDED + 10 < COUNTED
 
 
 def test_a_list_without_a_page_gets_the_first_page_and_a_cursor(busy):
@@ -122,6 +142,7 @@ def test_gpus_top_and_completion_read_what_they_show(busy):
 def test_stats_and_fairshare_read_no_waiting_job(busy):
     daemon, _, _ = busy
     stats, read = ask(daemon, Op.STATS, ROOT)
-    assert stats["jobs_by_state"] == {} and read == 0  # the history's runs, not the queue
+    assert stats["jobs_by_state"] == {"completed": 30, "failed": 10}  # cy's, from the history
+    assert read == 0  # no job of the queue read
     shares, read = ask(daemon, Op.FAIRSHARE, ANN)
     assert "accounts" in shares and read == 0
