@@ -19,6 +19,13 @@ from sortedcontainers import SortedList
 from gq.model import ACTIVE_STATES, WAITING_STATES, Job
 
 ANYONE = None  # the key of the indexes over every user's jobs
+# The containers a job in memory holds that are most often empty: one empty list or dict
+# for all of them instead of one each (a few hundred bytes a waiting job; issue #38). The
+# jobs in memory are not to be mutated, these least of all: a change replaces the field.
+_EMPTY_LISTS = ("command", "gpu_ids", "failure_evidence", "frozen_cards")
+_EMPTY_DICTS = ("deps", "env")
+_EMPTY_LIST: list = []
+_EMPTY_DICT: dict = {}
 
 
 class Resident:
@@ -49,6 +56,12 @@ class Resident:
         waiting = job.state in WAITING_STATES
         if not (waiting or holding):
             return
+        for name in _EMPTY_LISTS:
+            if not getattr(job, name):
+                setattr(job, name, _EMPTY_LIST)
+        for name in _EMPTY_DICTS:
+            if not getattr(job, name):
+                setattr(job, name, _EMPTY_DICT)
         self.jobs[job.id] = job
         if waiting:
             self.waiting[job.id] = None
