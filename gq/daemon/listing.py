@@ -92,10 +92,10 @@ def _lines_answer(daemon: Context, query: Query, columns: list[str], after: int 
                   page: int) -> dict:
     """A page of the default `gq ls` by lines (gq/daemon/listing_lines.py); the first page
     has the caller's last few recently ended jobs and the count of the others (`ended`)."""
-    rows, more, lines = lines_page(daemon, query.user, columns, after, page, job_field)
+    rows, more, lines, array_ids = lines_page(daemon, query.user, columns, after, page,
+                                              job_field)
     ids = [r[0] for r in rows]
     out: dict[str, Any] = {"columns": columns, "rows": rows, "lines": lines}
-    array_ids = set(map(int, lines))
     since = None if query.recent_of is None or after is not None else (
         _recent_since(daemon, query.recent_of))
     if since is not None:

@@ -25,13 +25,15 @@ _WAITING = frozenset({JobState.PENDING, JobState.HELD})
 
 
 def lines_page(daemon: Context, user: str | None, columns: list[str], after: int | None,
-               page: int, job_field) -> tuple[list[list], bool, dict[str, dict]]:
-    """Up to `page` lines from the one after `after`: their rows, whether more follow, and
-    each array line's counts, cards and reasons."""
+               page: int, job_field) -> tuple[list[list], bool, dict[str, dict], set[int]]:
+    """Up to `page` lines from the one after `after`: their rows, whether more follow, each
+    array line's counts, cards and reasons, and the arrays some of whose elements are not
+    listed (ended, or another user's): only theirs are worth an outcomes query, which reads
+    every element of an array."""
     resident = daemon.store.resident
     ids = list(islice(resident.lines(user, after), page + 1))
     more, ids = len(ids) > page, ids[:page]
-    rows, lines = [], {}
+    rows, lines, partial = [], {}, set()
     for line in ids:
         states = resident.array_states.get(line)
         if states is None:
@@ -39,6 +41,8 @@ def lines_page(daemon: Context, user: str | None, columns: list[str], after: int
         else:
             size = daemon.store.light_jobs([line])[line].array.size  # its first element's
             elements = _first_listed(daemon, user, line, SAMPLE, size)
+            if sum(states.values()) < size:
+                partial.add(line)
             job = elements[0]
             lines[str(line)] = {
                 "states": dict(states), "span": _span(daemon, line, size),
@@ -46,7 +50,7 @@ def lines_page(daemon: Context, user: str | None, columns: list[str], after: int
                 "reasons": sorted({e.reason for e in elements
                                    if e.state in _WAITING and e.reason})}
         rows.append([job_field(job, c) for c in columns])
-    return rows, more, lines
+    return rows, more, lines, partial
 
 
 def _span(daemon: Context, array_id: int, size: int) -> list:
