@@ -111,7 +111,7 @@ class DepKind(StrEnum):
     AFTERNOTOK = "afternotok"  # ... ended any other way
 
 
-@dataclass
+@dataclass(slots=True)  # one an array element in memory: no __dict__ each (#38)
 class ArrayPart:
     """Where a job sits in an array (--array) or a sweep (--sweep), which is an array too."""
 

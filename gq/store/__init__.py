@@ -64,6 +64,7 @@ _AS_THEY_ARE = frozenset(
     "failure_evidence restarts mem oom_retries preemptions host_mem freeze_op frozen_at "
     "freeze_note".split())
 _TIMES = ("submitted_at", "started_at", "ended_at")
+_NO_PARAMS: dict[str, str] = {}  # an array element's in memory without sweep values (shared)
 if not _AS_THEY_ARE - {"holding"} <= {f.name for f in dataclasses.fields(Job)}:
     raise ImportError("Store._recache sets fields that Job does not have")
 
@@ -347,7 +348,8 @@ class Store:
             light.id, light.command, light.cwd, light.env = first + offset, [], "", {}
             light.notify = light.forward_args = None
             part = job.array
-            light.array = ArrayPart(first, part.index, part.size, part.limit, part.params)
+            light.array = ArrayPart(first, part.index, part.size, part.limit,
+                                    part.params or _NO_PARAMS)
             self._cache_job(light, holding=False)
         return [first + offset for offset in range(len(rows))]
 
