@@ -30,6 +30,7 @@ from _history import add_ended_jobs
 from held import cpu_share
 
 from gq.cli.submit_args import request_args
+from gq.protocol.ops import every_listed
 from gq.tui.source import DaemonSource
 
 HELD_TARGET, TOP_TARGET, RSS_TARGET = 0.01, 0.05, 60 << 20
@@ -82,7 +83,7 @@ def top(window: float, held: bool) -> dict:
             running = c.call("submit", **request_args({"gpus": "1"}, ["sleep", "3600"]))["id"]
             c.call("submit", **request_args({"gpus": "1", "hold": held}, ["true"]),
                    array={"indices": list(range(QUEUED)), "limit": None})
-            jobs = c.call("list")
+            jobs = every_listed(c.call)
         assert len(jobs) == QUEUED + 1 and jobs[0]["id"] == running
         time.sleep(3)  # the passes after the submit done
         quiet = cpu_share(proc, window)

@@ -15,6 +15,8 @@ import time
 import psutil
 from _harness import TempDaemon, machine
 
+from gq.protocol.ops import every_listed
+
 TARGET = 0.01  # of one core
 
 
@@ -44,7 +46,7 @@ def main() -> int:
             busy = c.call("submit", command=["sleep", "3600"], cwd="/", env={}, gpus=1)["id"]
             c.call("submit", command=["true"], cwd="/", env={}, gpus=4,
                    array={"indices": list(range(args.held)), "limit": None})
-            c.call("cancel", ids=[str(j["id"]) for j in c.call("list", states=["held"])])
+            c.call("cancel", ids=[str(j["id"]) for j in every_listed(c.call, states=["held"])])
         time.sleep(2)
         waiting = cpu_share(proc, args.window)
         with d.connect() as c:  # jobs outlive their daemon: this one must not

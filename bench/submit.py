@@ -20,7 +20,7 @@ from _harness import (
 )
 
 from gq.cli.submit_args import request_args
-from gq.model import ENDED_STATES
+from gq.protocol.ops import every_listed
 
 SUBMIT_ARGS = ["submit", "--hold", "-g", "0", "--", "true"]  # held: the queue never runs them
 TARGET_RATIO = 3.0  # gq submit at most 3x a bare interpreter start
@@ -29,7 +29,6 @@ TARGET_VS_TSP = 0.5  # gq's end-to-end rate at least half of `tsp -S 2`'s, same 
 TARGET_QUEUED = 1.3  # daemon CPU per job with the long queue at most 1.3x that with the short
 QUEUED = (100, 5000)  # jobs waiting (for a busy card) while the trivial jobs run
 SLOTS = 2  # CPU-only jobs at once: [host] cpus for gq, -S for tsp
-ENDED = {str(s) for s in ENDED_STATES}
 
 
 def submit_latency(cpus: int, rounds: int, warmup: int) -> dict:
@@ -43,16 +42,13 @@ def submit_latency(cpus: int, rounds: int, warmup: int) -> dict:
             "target_ratio": TARGET_RATIO}
 
 
-def wait_all(conn, ids: list[int]) -> collections.Counter:
-    """Block until every job in ids has ended (a later one ending says nothing of earlier ones)."""
-    wanted = set(ids)
-    conn.call("wait", ids=[str(ids[-1])])
-    while True:
-        states = {j["id"]: j["state"] for j in conn.call("list", all=True) if j["id"] in wanted}
-        active = [i for i in ids if states.get(i) not in ENDED]
-        if not active:
-            return collections.Counter(states.values())
-        conn.call("wait", ids=[str(i) for i in active])
+def wait_all(conn, ids: list[int], part: int = 5000) -> collections.Counter:
+    """Block until every job in ids has ended, and count how they ended: `wait` answers with
+    the jobs it was asked for, as they ended, a part at a time (no listing of the history)."""
+    ended: collections.Counter = collections.Counter()
+    for at in range(0, len(ids), part):
+        ended.update(j["state"] for j in conn.call("wait", ids=[str(i) for i in ids[at:at + part]]))
+    return ended
 
 
 def dispatch(cpus: int, jobs: int) -> dict:
@@ -135,7 +131,8 @@ def queued_cpu(waiting: int, jobs: int) -> dict:
         elapsed = time.perf_counter() - start
         cpu = sum(proc.cpu_times()[:2]) - before
         states = collections.Counter(j["state"] for j in ended)
-        still = sum(1 for j in conn.call("list", states=["pending"], brief=True) if j["gpus"] == 1)
+        still = sum(1 for j in every_listed(conn.call, states=["pending"], brief=True)
+                    if j["gpus"] == 1)
         conn.call("cancel", ids=[str(blocker)])
         conn.call("wait", ids=[str(blocker)])  # jobs outlive their daemon: this one must not
     if states["completed"] != jobs or still != waiting:

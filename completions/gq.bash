@@ -26,8 +26,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="command" ;;
         "ls")
             _gq_subs=""
-            _gq_flags="--all -a --user -u --state -s --last --since --start --expand -e --all-hosts --json --help -h"
-            _gq_valued=" --user -u --state -s --last --since "
+            _gq_flags="--all -a --user -u --state -s --last --since --start --expand -e --array --all-hosts --json --help -h"
+            _gq_valued=" --user -u --state -s --last --since --array "
             _gq_arg="none" ;;
         "clean")
             _gq_subs=""
@@ -36,8 +36,8 @@ _gq_cmd() {  # the facts of one command path
             _gq_arg="none" ;;
         "ps")
             _gq_subs=""
-            _gq_flags="--all -a --user -u --state -s --last --since --start --expand -e --all-hosts --json --help -h"
-            _gq_valued=" --user -u --state -s --last --since "
+            _gq_flags="--all -a --user -u --state -s --last --since --start --expand -e --array --all-hosts --json --help -h"
+            _gq_valued=" --user -u --state -s --last --since --array "
             _gq_arg="none" ;;
         "show")
             _gq_subs=""

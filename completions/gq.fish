@@ -22,7 +22,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg command
         case 'ls'
             set -g __gq_subs
-            set -g __gq_valued --user -u --state -s --last --since
+            set -g __gq_valued --user -u --state -s --last --since --array
             set -g __gq_arg none
         case 'clean'
             set -g __gq_subs
@@ -30,7 +30,7 @@ function __gq_cmd --argument-names path  # the facts of one command path
             set -g __gq_arg none
         case 'ps'
             set -g __gq_subs
-            set -g __gq_valued --user -u --state -s --last --since
+            set -g __gq_valued --user -u --state -s --last --since --array
             set -g __gq_arg none
         case 'show'
             set -g __gq_subs
@@ -260,7 +260,7 @@ complete -c gq -n __gq_in_command -x -a '(__fish_complete_subcommand --commandli
 complete -c gq -n '__gq_at \'\'' -a submit -d 'Queue a job and print its id'
 complete -c gq -n '__gq_at \'\'' -a add -d 'Alias of submit'
 complete -c gq -n '__gq_at \'\'' -a run -d 'Run a job in the foreground, as srun does: queued like any job, then attached to this terminal (a pseudo-terminal of its own when stdin is one), its exit code gq run\'s'
-complete -c gq -n '__gq_at \'\'' -a ls -d 'List jobs: pending and running ones, and your jobs that ended in the last day ([daemon] show_ended) until `gq clean`'
+complete -c gq -n '__gq_at \'\'' -a ls -d 'List jobs: pending and running ones, and your jobs that ended in the last day ([daemon] show_ended) until `gq clean` (the last 10, the others counted on one line)'
 complete -c gq -n '__gq_at \'\'' -a clean -d 'Take your ended jobs off `gq ls` (they stay in gq ls --all, gq show and gq stats)'
 complete -c gq -n '__gq_at \'\'' -a ps -d 'Alias of ls'
 complete -c gq -n '__gq_at \'\'' -a show -d 'Everything known about one job, with its history'
@@ -389,6 +389,7 @@ complete -c gq -n '__gq_at \'ls\'' -l last -x -d 'with --all: the last N jobs su
 complete -c gq -n '__gq_at \'ls\'' -l since -x -d 'with --all: jobs active in the last DUR (e.g. 2h, 7d)'
 complete -c gq -n '__gq_at \'ls\'' -l start -d 'show when pending jobs with a reservation are expected to start'
 complete -c gq -n '__gq_at \'ls\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
+complete -c gq -n '__gq_at \'ls\'' -l array -x -d 'one array\'s (or sweep\'s) elements, each on its line, ended ones too'
 complete -c gq -n '__gq_at \'ls\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
 complete -c gq -n '__gq_at \'ls\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'ls\'' -l help -s h -d 'show the help and exit'
@@ -400,6 +401,7 @@ complete -c gq -n '__gq_at \'ps\'' -l last -x -d 'with --all: the last N jobs su
 complete -c gq -n '__gq_at \'ps\'' -l since -x -d 'with --all: jobs active in the last DUR (e.g. 2h, 7d)'
 complete -c gq -n '__gq_at \'ps\'' -l start -d 'show when pending jobs with a reservation are expected to start'
 complete -c gq -n '__gq_at \'ps\'' -l expand -s e -d 'one line per element of an array or sweep, instead of one per array'
+complete -c gq -n '__gq_at \'ps\'' -l array -x -d 'one array\'s (or sweep\'s) elements, each on its line, ended ones too'
 complete -c gq -n '__gq_at \'ps\'' -l all-hosts -d 'every host: this one and its peers (gq peers), remote jobs as HOST:ID'
 complete -c gq -n '__gq_at \'ps\'' -l json -d 'print JSON (a stable schema)'
 complete -c gq -n '__gq_at \'ps\'' -l help -s h -d 'show the help and exit'

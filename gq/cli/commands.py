@@ -157,9 +157,10 @@ ALL_HOSTS = Opt(("--all-hosts",), "all_hosts", "switch", "every host: this one a
 LS = Command(
     "ls",
     "List jobs: pending and running ones, and your jobs that ended in the last day ([daemon] "
-    "show_ended) until `gq clean`; all with --all. Pending ones show a reason. An array is one "
-    "line, with its elements counted by state (see --expand). --json without --all lists the "
-    "pending and running ones only, as scripts expect.",
+    "show_ended) until `gq clean` (the last 10, the others counted on one line); all with --all. "
+    "Pending ones show a reason. An array or sweep is one line, with its elements counted by "
+    "state (see --expand, --array). --json without --all lists the pending and running ones "
+    "only, as scripts expect.",
     None,
     (
         Opt(("--all", "-a"), "all", "flag", "also ended jobs, however old"),
@@ -173,6 +174,8 @@ LS = Command(
             "expected to start"),
         Opt(("--expand", "-e"), "expand", "flag", "one line per element of an array or sweep, "
             "instead of one per array"),
+        Opt(("--array",), "array", "value", "one array's (or sweep's) elements, each on its "
+            "line, ended ones too", type="int", metavar="ID", min=1),
         ALL_HOSTS,
         JSON,
     ),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gq.protocol import Connection, GqError
+from gq.protocol.ops import every_listed
 
 CARDS = "4xH100"
 # Short windows so that what takes minutes on a real host shows within the demo's first minute.
@@ -148,7 +149,7 @@ class Demo:
     def close(self) -> None:
         self._stop.set()
         try:
-            active = [str(j["id"]) for j in self.call("list")]
+            active = [str(j["id"]) for j in every_listed(self.call)]
             if active:
                 self.call("cancel", ids=active)
                 with Connection(self.home / "gq.sock", timeout=20) as conn:

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from gq.protocol import GqError
+from gq.protocol.ops import every_listed, listed_jobs
 from gq.states import RUNNING, WAITING
 from gq.wording.arrays import label
 
@@ -50,9 +51,14 @@ def watch(demo, seconds: float) -> None:
     the queue as they stand."""
     seen: dict[int, dict[str, Any]] = {}
     offences: set[int] = set()
+    looked = None  # when the last look was (monotonic)
     while demo.elapsed() < seconds:
         try:
-            jobs = demo.call("list", all=True)
+            # The jobs active or ended since the last look (and a margin), a page at a time:
+            # not the whole history at every look.
+            since = None if looked is None else time.monotonic() - looked + 5.0
+            looked = time.monotonic()
+            jobs = every_listed(demo.call, all=True, since=since)
             found = demo.call("offenders")
         except (OSError, GqError) as e:
             demo.say(f"{demo.elapsed():5.1f}s  lost the daemon: {e}")
@@ -87,6 +93,6 @@ def summary(demo) -> None:
     demo.say(f"\nAfter {demo.elapsed():.0f}s, the cards (gq gpus):")
     print_gpus(demo.call("gpus"))
     demo.say("\nThe queue (gq ls):")
-    headers, rows = table_rows(demo.call("list"), with_start=False, expand=False, listed_all=False)
+    headers, rows = table_rows(listed_jobs(demo.call("list")), with_start=False, expand=False, listed_all=False)
     demo.say(output.table(headers, rows))
     demo.say("\nSee it live: gq demo (the same scenario, in gq top)")

@@ -48,7 +48,7 @@ def run(command: list[str] | None = None, **options) -> int:
 
 
 def ls(all=False, user=None, state=None, last=None, since=None, start=False, expand=False,
-       all_hosts=None, json=False) -> None:
+       array=None, all_hosts=None, json=False) -> None:
     import gc
 
     from gq.cli import listing
@@ -56,6 +56,8 @@ def ls(all=False, user=None, state=None, last=None, since=None, start=False, exp
     window = _ls_window(last, since)
     query = dict(all=all or bool(window), user=user, states=list(state or ()),
                  hosts=hosts_arg(all_hosts), **window)
+    if array is not None:  # one array's elements, each on its line, whatever their state
+        query["array"], expand = array, True
     # A listing makes a few objects a job and keeps them all to the end, which sets off the
     # cyclic collector again and again over the growing heap: a fifth of `gq ls --all`'s time
     # over 10,000 jobs. It makes no cycles; the collector is back once it is printed.
@@ -66,11 +68,18 @@ def ls(all=False, user=None, state=None, last=None, since=None, start=False, exp
             return listing.print_json_list(listing.list_jobs(**query))
         from gq.wording.arrays import fold
 
-        headers, jobs, rows, widths = listing.list_table(with_start=start, **query)
+        # The default listing by lines: an array one line, counted by the daemon; the
+        # recently ended beyond the last few, one line of counts.
+        notes: list[str] = []
+        by_lines = not (query["all"] or state or expand or array is not None)
+        headers, jobs, rows, widths = listing.list_table(with_start=start, lines=by_lines,
+                                                         notes=notes, **query)
         if any(jobs):  # arrays' elements: folded or labelled, their cells change
             widths = None
             rows = fold(jobs, rows, expand=expand, listed_all=all or bool(state) or bool(window))
         print(output.table(headers, rows, paint=output.state_painter(headers), widths=widths))
+        for note in notes:
+            print(note)
     finally:
         if collecting:
             gc.enable()

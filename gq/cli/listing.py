@@ -34,16 +34,24 @@ def list_jobs(all: bool, user: str | None, states: list[str], hosts: str | None,
 
 
 def list_table(all: bool, user: str | None, states: list[str], hosts: str | None,
-               with_start: bool, **window
+               with_start: bool, lines: bool = False, array: int | None = None,
+               notes: list[str] | None = None, **window
                ) -> tuple[list[str], list[dict | None], list[list[str]], list[int]]:
     """The table's headers, its rows' cells (gq/wording/jobs.py), for each row the job when it
     is an array's element (None for the others: gq/wording/arrays.py fold), and each column's
     widest cell before any folding. Each page is turned into cells as it comes, while the
-    daemon reads the next one; cells are made from the row's values, without a dict a job."""
+    daemon reads the next one; cells are made from the row's values, without a dict a job.
+    `lines`: the daemon sends an array as one row (its elements counted), and of your
+    recently ended jobs the last few, the others counted in a line added to `notes`;
+    `array`: that array's elements only."""
     from gq.cli.output import widest
-    from gq.wording.jobs import CELL_FIELDS, cells, headers, job_rows, start_cell
+    from gq.wording.jobs import headers, job_rows
 
     args = {**_args(all, user, states, hosts, False, window), "columns": TABLE}
+    if lines:
+        args["lines"] = True
+    if array is not None:
+        args["array"] = array
     # The time a page is as of is the daemon's, as it read the page (its answer's `now`): a
     # job may start after this client asked, and this client's clock is not the daemon's.
     # An answer without it (an older daemon, every host's jobs) is timed by this clock.
@@ -52,6 +60,7 @@ def list_table(all: bool, user: str | None, states: list[str], hosts: str | None
     rows: list[list[str]] = []
     titles = headers(with_start)
     widths = [len(h) for h in titles]
+    ended: list[tuple[int, list[str], dict | None]] = []  # the recently ended, merged by id
     for answer in _answers(args):
         first = len(rows)
         if not isinstance(answer, dict) or "columns" not in answer:  # whole jobs
@@ -60,26 +69,64 @@ def list_table(all: bool, user: str | None, states: list[str], hosts: str | None
             rows += job_rows(page, with_start=with_start, now=now)[1]
             widths = widest(widths, rows[first:])
             continue
-        columns = answer["columns"]
         now = answer.get("now", now)
-        values = itemgetter(*[columns.index(f) for f in CELL_FIELDS])
-        array = columns.index("array_id")
-        starts = answer.get("starts") or {}
-        page_jobs = None
-        for row in answer["rows"]:
-            line = cells(*values(row), now=now)
-            if with_start:
-                start = starts.get(str(row[0]))
-                line.insert(-1, start_cell(iso(start[0]) if start else None))
-            rows.append(line)
-            if row[array] is not None and page_jobs is None:
-                page_jobs = _jobs(answer)  # an array's elements are folded from their dicts
-        if page_jobs is None:
-            jobs += [None] * len(answer["rows"])
-        else:
-            jobs += [j if j["array"] else None for j in page_jobs]
-        widths = widest(widths, rows[first:])
+        _page_cells(answer, answer["rows"], with_start, now, rows, jobs)
+        if answer.get("ended"):
+            at = len(rows)
+            _page_cells(answer, answer["ended"]["rows"], with_start, now, rows, jobs)
+            ended = [(r[0], rows[at + i], jobs[at + i])
+                     for i, r in enumerate(answer["ended"]["rows"])]
+            del rows[at:], jobs[at:]
+            if notes is not None and answer["ended"]["by_state"]:
+                notes.append(_ended_note(answer["ended"], now))
+        widths = widest(widths, rows[first:] + [r for _, r, _ in ended])
+    if ended:
+        order = [int(r[0].split("_")[0]) for r in rows]  # a line's id: its job's or array's
+        merged = sorted([*((i, r, j) for i, r, j in zip(order, rows, jobs)), *ended],
+                        key=lambda t: t[0])
+        rows, jobs = [r for _, r, _ in merged], [j for _, _, j in merged]
     return titles, jobs, rows, widths
+
+
+def _page_cells(answer: dict, values_rows: list, with_start: bool, now: float,
+                rows: list[list[str]], jobs: list[dict | None]) -> None:
+    """Each row's cells into `rows`, and into `jobs` its dict where it is an array's element
+    (None for the others)."""
+    from gq.wording.jobs import CELL_FIELDS, cells, start_cell
+
+    columns = answer["columns"]
+    values = itemgetter(*[columns.index(f) for f in CELL_FIELDS])
+    array = columns.index("array_id")
+    starts = answer.get("starts") or {}
+    any_array = False
+    for row in values_rows:
+        line = cells(*values(row), now=now)
+        if with_start:
+            start = starts.get(str(row[0]))
+            line.insert(-1, start_cell(iso(start[0]) if start else None))
+        rows.append(line)
+        any_array = any_array or row[array] is not None
+    if not any_array:
+        jobs += [None] * len(values_rows)
+        return
+    # an array's elements are folded from their dicts
+    jobs += [j if j["array"] else None for j in _jobs(answer, values_rows)]
+
+
+def _ended_note(ended: dict, now: float) -> str:
+    """`... and 31,590 more of your jobs ended in the last 1d (31,000 completed, 590
+    failed): gq ls --all --since 1d`."""
+    from gq.units import format_duration
+
+    by_state = ended["by_state"]
+    total = sum(by_state.values())
+    more = f"{total:,}" + ("" if ended["counted_all"] else "+")
+    what = ", ".join(f"{n:,} {s}" for s, n in sorted(by_state.items(), key=lambda t: -t[1]))
+    span = format_duration(max(now - ended["since"], 60))
+    if not ended["counted_all"]:
+        what = "counted up to " + f"{total - 1:,}: " + what
+    return (f"... and {more} more of your jobs ended in the last {span} ({what}): "
+            f"gq ls --all --since {span}")
 
 
 def _args(all: bool, user: str | None, states: list[str], hosts: str | None, json: bool,
@@ -116,18 +163,21 @@ def _answers(args: dict) -> Iterator[list | dict]:
             answer = conn.receive()
 
 
-def _jobs(answer: dict) -> list[dict]:
+def _jobs(answer: dict, rows: list | None = None) -> list[dict]:
     """A page of rows as the dicts of gq/wording/arrays.py (an array as views.brief_json
-    gives it)."""
-    columns, arrays = answer["columns"], answer["arrays"]
-    return [_with_array(dict(zip(columns, row)), arrays) for row in answer["rows"]]
+    gives it; an array's line with its elements counted, `line`)."""
+    columns, arrays, lines = answer["columns"], answer["arrays"], answer.get("lines") or {}
+    return [_with_array(dict(zip(columns, row)), arrays, lines)
+            for row in (answer["rows"] if rows is None else rows)]
 
 
-def _with_array(job: dict, arrays: dict) -> dict:
+def _with_array(job: dict, arrays: dict, lines: dict | None = None) -> dict:
     array = job.pop("array_id", None)
     job["array"] = None if array is None else {
         "id": array, "index": job.pop("array_index"), "size": job.pop("array_size"),
         "limit": job.pop("array_limit"), "ended": arrays.get(str(array), {})}
+    if array is not None and lines and str(array) in lines:
+        job["array"]["line"] = lines[str(array)]
     for column in _ARRAY[1:]:
         job.pop(column, None)
     return job

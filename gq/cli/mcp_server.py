@@ -11,6 +11,7 @@ from gq.protocol import GqError
 
 MAX_TAIL = 2000  # lines `logs` returns at most
 MAX_BYTES = 256 << 10  # and bytes read from the end of the log
+MCP_PAGE = 200  # jobs `ls` returns at most (the following ones: its `next`)
 
 INSTRUCTIONS = (
     "gq is the GPU job queue of this host. Jobs are identified by numbers (or '@', your last "
@@ -127,11 +128,14 @@ def make_server():
 
     @server.tool(annotations=reads)
     def ls(all: bool = False, user: str | None = None,
-           states: list[str] | None = None) -> dict[str, Any]:
-        """Jobs: pending and running ones, or also ended ones with all=true. Each has id,
-        name, user, state, reason (why a pending one waits), gpus, mem (bytes), exit_code and,
-        when it failed, failure (the class of why it died)."""
-        return {"jobs": ask("list", all=all, user=user, states=states or [], brief=False)}
+           states: list[str] | None = None, after: int | None = None) -> dict[str, Any]:
+        """Jobs: pending and running ones, or also ended ones with all=true, at most 200 an
+        answer, by id: `next` is the `after` that asks for the following ones (null: no
+        more). Each has id, name, user, state, reason (why a pending one waits), gpus, mem
+        (bytes), exit_code and, when it failed, failure (the class of why it died)."""
+        answer = ask("list", all=all, user=user, states=states or [], brief=False,
+                     page=MCP_PAGE, after=after)
+        return {"jobs": answer["jobs"], "next": answer["next"]}
 
     @server.tool(annotations=reads)
     def show(id: JobId) -> dict[str, Any]:

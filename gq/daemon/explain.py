@@ -16,6 +16,7 @@ from gq.model import Job, JobState, Reason
 from gq.units import format_duration, iso
 
 WAITING = (JobState.PENDING, JobState.HELD)
+REASONS_READ = 5000  # elements of an array whose reasons `gq why ARRAY` reads
 
 
 def explain(daemon: Context, job: Job) -> str:
@@ -61,11 +62,13 @@ def op_why(daemon: Context, caller: Caller, args: dict) -> dict:
     # Light jobs (no command or environment; waiting ones from memory): all a sentence needs,
     # and cheap for each of a 10,000-element array.
     job = daemon.store.light_jobs([job_id])[job_id]
-    members = None if arrays.parse_element(text) or job.array is None else (
-        arrays.whole_array(daemon.store, job.id))
-    if members:  # an array's id: all of it, as wait, cancel and hold take it
+    if job.array is not None and job.array.id == job.id and not arrays.parse_element(text):
+        # An array's id: all of it, as wait, cancel and hold take it; its counts exact, the
+        # reasons of its first REASONS_READ elements (a request reads at most that many).
+        members = daemon.store.array_members(job.id, limit=REASONS_READ)
         found = daemon.store.light_jobs(members)
-        return why_array(daemon, job.array.id, [found[i] for i in members])
+        return why_array(daemon, job.array.id, [found[i] for i in members],
+                         array_tally(daemon, job.array.id))
     return {"id": job.id, "label": job_label(job), "state": str(job.state), "reason": job.reason,
             "why": explain(daemon, job) + failure_text(job, largest_card(daemon.cards)),
             "expected_start": expected_start(daemon, job.id),
@@ -73,11 +76,21 @@ def op_why(daemon: Context, caller: Caller, args: dict) -> dict:
             **failure_json(job, largest_card(daemon.cards))}
 
 
-def why_array(daemon: Context, array_id: int, jobs: list[Job]) -> dict:
-    """The elements counted by state, then one sentence for each different reason to wait,
-    said of the first element it keeps and naming the others it keeps as well."""
-    tally = Counter(str(j.state) for j in jobs)
-    lines = [f"Array {array_id}: {len(jobs)} elements: "
+def array_tally(daemon: Context, array_id: int) -> Counter[str]:
+    """An array's elements by state, without reading them: the active ones counted in
+    memory as they change (gq/store/resident.py), the ended ones in one grouped query."""
+    tally = Counter(daemon.store.resident.array_states.get(array_id, {}))
+    tally.update(daemon.store.array_outcomes([array_id]).get(array_id, {}))
+    return tally
+
+
+def why_array(daemon: Context, array_id: int, jobs: list[Job],
+              tally: Counter[str] | None = None) -> dict:
+    """The elements counted by state (`tally`, or counted from `jobs`), then one sentence
+    for each different reason to wait, said of the first element it keeps and naming the
+    others it keeps as well."""
+    tally = tally or Counter(str(j.state) for j in jobs)
+    lines = [f"Array {array_id}: {tally.total()} elements: "
              + ", ".join(f"{n} {state}" for state, n in tally.most_common()) + "."]
     by_reason: dict[tuple[str, str | None], list[Job]] = {}
     for job in jobs:

@@ -7,8 +7,9 @@ built; with `page` it gets at most that many jobs, from the id after `after`, an
 one to ask from. The default
 listing reads the active jobs from memory and the recently ended ones by their end time, so it
 costs the same however long the history; `--all` and `--json` page through ended jobs instead
-of building all of them at once. Without either (older clients, peers, the TUI), one answer
-lists everything, as before.
+of building all of them at once. A request without a page (older clients, peers, every host's
+listing) gets the first page (MAX_PAGE jobs) and the cursor of the next: no request lists
+everything at once (issue #38).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from itertools import islice
 from typing import Any
 
 from gq.daemon.context import Context
+from gq.daemon.listing_lines import array_ids, lines_page, recent_summary
 from gq.daemon.submission import Caller
 from gq.daemon.views import STOPPING, brief_json, job_json, largest_card, shown_state
 from gq.model import ACTIVE_STATES, ENDED_STATES, Job, JobState
@@ -57,22 +59,30 @@ class Query:
             user = caller.user
         self.user = user
         self.since, self.last = _window(args)
+        # `gq ls --array ID`: that array's elements, whatever their state (ids first to last)
+        self.array = None if args.get("array") is None else _array(daemon, args["array"])
+        if self.array is not None and self.states is ACTIVE_STATES:
+            self.states = None
         self.active_only = self.states is ACTIVE_STATES
         self.recent_of = (user or caller.user) if self.active_only and args.get("recent") else None
+        self.lines = bool(args.get("lines")) and self.active_only  # arrays as one line each
 
 
 def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
     query = Query(daemon, caller, args)
     columns, page, after = _paging(args)
-    if columns is None and page is None:
-        return _everything(daemon, query, brief=bool(args.get("brief")))
-    if columns is None:  # pages of whole jobs (`gq ls --json`), without their environments
-        jobs = _jobs_page(daemon, query, after, page)
+    if columns is None:  # pages of whole jobs (`gq ls --json`), without their environments;
+        # a request without a page (older clients, every host's listing) gets the first one
+        brief = bool(args.get("brief"))
+        jobs = _jobs_page(daemon, query, after, page, brief=brief)
         largest = largest_card(daemon.cards)  # the failures' advice checked against it
-        out = [_annotated(daemon, _stopping(daemon, j, job_json(j, largest)))
+        out = [_annotated(daemon, _stopping(daemon, j, brief_json(j) if brief
+                                            else job_json(j, largest)))
                for j in jobs[:page]]
         _add_outcomes(daemon, out)
         return {"jobs": out, "next": jobs[page - 1].id if len(jobs) > page else None}
+    if query.lines:
+        return _lines_answer(daemon, query, columns, after, page)
     rows, more, ids, array_ids = _rows_page(daemon, query, columns, after, page)
     arrays = daemon.store.array_outcomes(sorted(array_ids))
     return {"columns": columns, "rows": rows,
@@ -82,6 +92,39 @@ def op_list(daemon: Context, caller: Caller, args: dict) -> Any:
             # gq ls's TIME is timed by this clock, not the client's: a job started after the
             # client asked (or on a client whose clock differs) is not shown at -1d23h
             "now": daemon.clock()}
+
+
+def _lines_answer(daemon: Context, query: Query, columns: list[str], after: int | None,
+                  page: int) -> dict:
+    """A page of the default `gq ls` by lines (gq/daemon/listing_lines.py); the first page
+    has the caller's last few recently ended jobs and the count of the others (`ended`)."""
+    rows, more, lines, array_ids = lines_page(daemon, query.user, columns, after, page,
+                                              job_field)
+    ids = [r[0] for r in rows]
+    out: dict[str, Any] = {"columns": columns, "rows": rows, "lines": lines}
+    since = None if query.recent_of is None or after is not None else (
+        _recent_since(daemon, query.recent_of))
+    if since is not None:
+        recent, summary = recent_summary(daemon, query.recent_of, since, columns)
+        out["ended"] = {"rows": recent, **summary}
+        if "array_id" in columns:
+            at = columns.index("array_id")
+            array_ids |= {r[at] for r in recent if r[at] is not None}
+    arrays = daemon.store.array_outcomes(sorted(array_ids))
+    out["arrays"] = {str(k): v for k, v in arrays.items()}
+    out["starts"] = _starts(daemon, ids)
+    out["next"] = ids[-1] if more else None
+    return out
+
+
+def _array(daemon: Context, value: Any) -> tuple[int, int]:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 1 << 62:
+        raise BadInput(f"--array {str(value)[:50]}: expected an array's id")
+    found = array_ids(daemon, value)
+    if found is None:
+        raise BadInput(f"--array {value}: no array has this id (an array's id is its first "
+                       "element's)")
+    return found
 
 
 def _starts(daemon: Context, ids: list[int]) -> dict[str, list]:
@@ -107,26 +150,7 @@ def _paging(args: dict) -> tuple[list[str] | None, int | None, int | None]:
     if after is not None and (isinstance(after, bool) or not isinstance(after, int)
                               or not 0 <= after < 1 << 62):
         raise BadInput(f"after {str(after)[:50]}: expected a job id")
-    if columns is not None or page is not None:
-        page = min(page or MAX_PAGE, MAX_PAGE)
-    return columns, page, after
-
-
-def _everything(daemon: Context, query: Query, brief: bool) -> list[dict]:
-    """One answer with every job asked for (requests without columns or page)."""
-    if brief and query.active_only:  # all in the store's memory: no rows to read
-        jobs = active_jobs(daemon, query.user)
-    else:
-        jobs = daemon.store.jobs(states=query.states, user=query.user, light=brief,
-                                 limit=query.last, ended_after=_ended_after(daemon, query),
-                                 env=False)
-    if query.recent_of is not None:
-        jobs = sorted(jobs + recently_ended(daemon, query.recent_of, brief), key=lambda j: j.id)
-    view = brief_json if brief else job_json
-    out = [_annotated(daemon, _stopping(daemon, j, view(j))) for j in jobs
-           if j.moved_to is None]  # sent to a peer: listed there (gq ls --all-hosts)
-    _add_outcomes(daemon, out)
-    return out
+    return columns, min(page or MAX_PAGE, MAX_PAGE), after
 
 
 def _annotated(daemon: Context, job: dict) -> dict:
@@ -158,7 +182,10 @@ def _ended_after(daemon: Context, query: Query) -> float | None:
 
 
 def _start_after(daemon: Context, query: Query, after: int | None) -> int | None:
-    """Where a page starts: after `after`, and for --last N at the N-th last job."""
+    """Where a page starts: after `after`, and for --last N at the N-th last job (and for
+    --array at its first element)."""
+    if query.array is not None:
+        after = max(after or 0, query.array[0] - 1)
     if query.last is None:
         return after
     first = daemon.store.nth_last_id(query.last, query.states, query.user,
@@ -167,15 +194,35 @@ def _start_after(daemon: Context, query: Query, after: int | None) -> int | None
     return first if after is None else max(after, first)
 
 
-def _jobs_page(daemon: Context, query: Query, after: int | None, page: int) -> list[Job]:
-    """Up to page + 1 whole jobs (one more tells whether there is a next page)."""
+def _upto(query: Query) -> int | None:
+    return None if query.array is None else query.array[1]
+
+
+def _jobs_page(daemon: Context, query: Query, after: int | None, page: int,
+               brief: bool = False) -> list[Job]:
+    """Up to page + 1 whole jobs (one more tells whether there is a next page); `brief`:
+    light ones (what `gq ls` shows), the active ones from memory. With `recent`, the
+    caller's recently ended jobs join the active ones in id order, at most page + 1 of them
+    read."""
     if query.active_only:
-        ids = [j.id for j in active_jobs(daemon, query.user, after, page + 1)]
-        full = {j.id: j for j in daemon.store.jobs(ids=ids, env=False)} if ids else {}
-        return [full[i] for i in ids if i in full]
-    return daemon.store.jobs(states=query.states, user=query.user, env=False,
+        active = active_jobs(daemon, query.user, after, page + 1)
+        if brief:
+            jobs = active
+        else:
+            ids = [j.id for j in active]
+            full = {j.id: j for j in daemon.store.jobs(ids=ids, env=False)} if ids else {}
+            jobs = [full[i] for i in ids if i in full]
+        since = None if query.recent_of is None else _recent_since(daemon, query.recent_of)
+        if since is not None:
+            recent = daemon.store.jobs(states=ENDED_STATES, user=query.recent_of, light=brief,
+                                       env=False, ended_after=since, after=after,
+                                       page=page + 1, moved=False)
+            jobs = sorted(jobs + recent, key=lambda j: j.id)[:page + 1]
+        return jobs
+    return daemon.store.jobs(states=query.states, user=query.user, env=False, light=brief,
                              ended_after=_ended_after(daemon, query), page=page + 1,
-                             after=_start_after(daemon, query, after))
+                             after=_start_after(daemon, query, after), moved=False,
+                             upto=_upto(query))
 
 
 def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | None,
@@ -186,7 +233,8 @@ def _rows_page(daemon: Context, query: Query, columns: list[str], after: int | N
     if not query.active_only:
         raw = daemon.store.listing(columns, query.states, query.user,
                                    _ended_after(daemon, query),
-                                   _start_after(daemon, query, after), page + 1, as_json=True)
+                                   _start_after(daemon, query, after), page + 1, as_json=True,
+                                   upto=_upto(query))
         more, raw = len(raw) > page, raw[:page]
         return (RawJSON(f"[{','.join([r[2] for r in raw])}]"), more, [r[0] for r in raw],
                 {r[1] for r in raw if r[1] is not None})

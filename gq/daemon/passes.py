@@ -15,7 +15,8 @@ pass reads (docs/daemon.md, "Scheduling passes").
   the whole queue. It runs when the queue changed, at most every EXPLAIN_EVERY seconds and
   spaced so that it takes at most EXPLAIN_SHARE of the daemon's time, and at least every
   EXPLAIN_MAX_AGE seconds; `gq why ID` and `gq show ID` run one first if the queue changed
-  since the last. The jobs a quick pass reads get their reasons from it at once.
+  since the last and holds at most EXPLAIN_ON_REQUEST jobs (so that no request reads more).
+  The jobs a quick pass reads get their reasons from it at once.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ log = logging.getLogger("gq.daemon")
 EXPLAIN_EVERY = 0.5  # seconds: the least time between two explaining passes
 EXPLAIN_SHARE = 0.02  # of the daemon's time, at most, in explaining passes
 EXPLAIN_MAX_AGE = 30.0  # seconds: an explaining pass at least this often, changes or not
+EXPLAIN_ON_REQUEST = 5000  # waiting jobs: up to this many, `gq why` runs an explaining pass
 
 # The policy's input for a pass (Daemon.policy_input): the waiting jobs, the running ones, the
 # dependencies' outcomes, now, the predicted run times, and the waiting slices.
@@ -116,8 +118,10 @@ class Passes:
 
     def explain_now(self) -> None:
         """Every waiting job's reason as of now, if the queue changed since the last
-        explaining pass (`gq why`, `gq show`)."""
-        if self._explain_stale:
+        explaining pass (`gq why`, `gq show`), and it holds at most EXPLAIN_ON_REQUEST jobs:
+        a request reads no more than that; beyond, it says what the last explaining pass
+        said (spaced as above, at most EXPLAIN_MAX_AGE seconds old)."""
+        if self._explain_stale and len(self.store.resident.waiting) <= EXPLAIN_ON_REQUEST:
             self.run_pass(explain=True)
 
     def run_pass(self, explain: bool | None = None) -> None:

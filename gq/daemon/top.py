@@ -6,6 +6,10 @@ running ones, without commands and environments), those that changed since the c
 the ids of all of them when any changed (the client drops the others). With nothing changed,
 a queue of 5,000 jobs costs nothing; the first answer, or one after the daemon restarted or
 reloaded its memory, has every job (`full`).
+
+Of a longer queue an answer covers the first ROWS active jobs by id, and says how many more
+there are (`more`): what it costs is bounded by ROWS, whatever waits (issue #38). So many
+changes since the cursor that reading them would cost more than ROWS make a full answer.
 """
 
 from __future__ import annotations
@@ -26,26 +30,30 @@ EPOCH = os.urandom(8).hex()
 HISTORY = 300.0  # seconds of card utilisation a first answer has (the sparklines' span)
 # What the queue view shows of a job: listing fields, times as whole epoch seconds.
 COLUMNS = [c for c in LISTED if c not in ("exit_code", "failure", "interactive")]
+ROWS = 2000  # active jobs an answer covers at most, the first by id
 
 
 def op_top(daemon: Context, caller: Caller, args: dict) -> dict[str, Any]:
     version = _cursor(args.get("cursor"))
     store = daemon.store
     user = None if daemon.authority.sees_all(caller) else caller.user  # [access] queue = own
-    changed = None if version is None else store.changes_since(version)
+    changed = None if version is None else store.changes_since(version, limit=ROWS)
     out: dict[str, Any] = {"cursor": [EPOCH, store.version], "full": changed is None,
                            "host": daemon.hostname, "user": caller.user,
                            "backend": daemon.backend.kind, "columns": COLUMNS}
+    last = store.resident.nth_listed(user, ROWS)  # the last job covered; None: all are
     if changed is None:
-        jobs = active_jobs(daemon, user)
+        jobs = active_jobs(daemon, user, page=ROWS)
         out["ids"] = [j.id for j in jobs]
     else:
         jobs = sorted((j for j in changed if (j.state in ACTIVE_STATES or j.is_stopping)
                        and j.moved_to is None
-                       and (user is None or j.user == user)), key=lambda j: j.id)
+                       and (user is None or j.user == user) and (last is None or j.id <= last)),
+                      key=lambda j: j.id)
         # a job that left (ended, sent to a peer) is in no change: the ids tell
-        out["ids"] = ([j.id for j in active_jobs(daemon, user)] if store.version > version
-                      else None)
+        out["ids"] = ([j.id for j in active_jobs(daemon, user, page=ROWS)]
+                      if store.version > version else None)
+    out["more"] = max(store.resident.listed_count(user) - ROWS, 0)
     out["rows"] = [[job_field(j, c) for c in COLUMNS] for j in jobs]
     out["starts"] = {str(i): [f.start, start_basis(daemon, i)]
                      for i, f in daemon.passes.forecasts.items()

@@ -40,7 +40,7 @@ class FairShareConfig:
     short_ceiling: float = 7 * 86400.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one a waiting job: no __dict__ each (#38)
 class Score:
     """Why a job stands where it does in its tier; higher goes first."""
 

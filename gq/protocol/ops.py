@@ -73,7 +73,7 @@ SPECS: dict[Op, OpSpec] = {
     Op.PING: OpSpec(T.NONE, s.NoArgs, s.PingAnswer),
     Op.CONFIG: OpSpec(T.NONE, s.NoArgs, s.ConfigAnswer),
     Op.SUBMIT: OpSpec(T.MUTATES, s.SubmitArgs, s.Submitted),
-    Op.LIST: OpSpec(T.EVERY_HOST, s.ListArgs, list[s.JobView] | s.ListPage | s.ListRows,
+    Op.LIST: OpSpec(T.EVERY_HOST, s.ListArgs, list[s.JobView] | s.ListPage | s.ListRows | s.ListLines,
                     lists="jobs"),
     Op.SHOW: OpSpec(T.ONE_JOB, s.OneJob, s.JobDetail),
     Op.WHY: OpSpec(T.ONE_JOB, s.OneJob, s.WhyAnswer),
@@ -113,6 +113,27 @@ def with_trait(trait: Trait) -> frozenset[Op]:
 ONE_JOB = with_trait(Trait.ONE_JOB)
 SOME_JOBS = with_trait(Trait.SOME_JOBS)
 EVERY_HOST = {op: SPECS[op].lists for op in with_trait(Trait.EVERY_HOST)}
+
+
+def listed_jobs(answer: object) -> list:
+    """The jobs of a `list` answer without `columns`: a page's (this gq: a request without a
+    page gets the first one), or all of them (an older daemon, a Slurm peer: a list)."""
+    if isinstance(answer, dict):
+        return answer["jobs"]
+    return answer if isinstance(answer, list) else []
+
+
+def every_listed(call, page: int = 5000, **args: object) -> list:
+    """Every job a `list` request names, asked a page at a time (`call(op, **args)`: a
+    connection's call): for a script that wants them all, each answer bounded."""
+    jobs: list = []
+    after = None
+    while True:
+        answer = call("list", **args, page=page, after=after)
+        jobs += listed_jobs(answer)
+        after = answer.get("next") if isinstance(answer, dict) else None
+        if after is None:
+            return jobs
 
 
 def parse_op(value: object) -> Op | None:

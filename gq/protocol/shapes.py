@@ -72,6 +72,8 @@ class ListArgs(TypedDict, total=False):
     columns: list[str]  # rows of these fields only (gq/daemon/listing.py COLUMNS), paged
     page: int  # jobs per answer (at most 5,000)
     after: int  # the `next` of the previous page
+    lines: bool  # with columns, active jobs: an array as one line (gq ls's default)
+    array: int  # one array's elements (gq ls --array ID)
 
 
 class TopArgs(TypedDict, total=False):
@@ -252,6 +254,13 @@ class ListRows(TypedDict):
     now: float  # the daemon's clock as it read the page: what the rows' times are timed by
 
 
+class ListLines(ListRows, total=False):
+    """`list` with `columns` and `lines`: an array as one row (its first listed element's)."""
+
+    lines: dict[str, Any]  # array id -> its listed elements' states, cards, reasons
+    ended: dict[str, Any]  # first page: the last few ended (rows), the others counted
+
+
 class TopAnswer(TypedDict, total=False):
     """`top`: what `gq top` draws; of the queue, what changed since the cursor."""
 
@@ -261,7 +270,8 @@ class TopAnswer(TypedDict, total=False):
     user: str
     backend: str
     columns: list[str]
-    ids: list[int] | None  # every active job's id when any changed
+    ids: list[int] | None  # every active job's id (of the first ROWS) when any changed
+    more: int  # active jobs after the first ROWS, not in the answer
     rows: list[list[Any]]
     starts: dict[str, list[Any]]
     gpus: list[dict[str, Any]]

@@ -65,6 +65,7 @@ _AS_THEY_ARE = frozenset(
     "failure_evidence restarts mem oom_retries preemptions host_mem freeze_op frozen_at "
     "freeze_note stop_asked_at".split())
 _TIMES = ("submitted_at", "started_at", "ended_at")
+_NO_PARAMS: dict[str, str] = {}  # an array element's in memory without sweep values (shared)
 if not _AS_THEY_ARE - {"holding"} <= {f.name for f in dataclasses.fields(Job)}:
     raise ImportError("Store._recache sets fields that Job does not have")
 
@@ -142,17 +143,21 @@ class Store:
         else:  # ended: read from its row from now on
             self._heavy.pop(job_id, None)
 
-    def changes_since(self, version: int) -> list[Job] | None:
+    def changes_since(self, version: int, limit: int | None = None) -> list[Job] | None:
         """The jobs in memory (waiting or holding resources) that changed after `version`
         (a `version` read earlier), light and not to be mutated; None when that version is
-        from before the cache was last loaded: start over from queue() and holding_jobs()."""
+        from before the cache was last loaded, or more than `limit` changed: start over
+        from queue() and holding_jobs()."""
         if version < self._reloaded or version > self.version:
             return None
         changed = []
         for job_id, at in reversed(self._changed.items()):
             if at <= version:
                 break
+            if limit is not None and len(changed) >= limit:
+                return None
             changed.append(self.resident.jobs[job_id])
+        self.resident.read += len(changed)
         return changed
 
     def _recache(self, job_id: int, **changes: Any) -> None:
@@ -165,7 +170,8 @@ class Store:
             return
         holding = changes.pop("holding", job_id in self.resident.holding)
         job = clone(cached)  # dataclasses.replace, at a fifth of its cost
-        job.__dict__.update(changes)
+        for name, value in changes.items():
+            setattr(job, name, value)
         self._cache_job(job, bool(holding))
 
     def _refresh(self, job_id: int) -> None:
@@ -349,7 +355,8 @@ class Store:
             light.id, light.command, light.cwd, light.env = first + offset, [], "", {}
             light.notify = light.forward_args = None
             part = job.array
-            light.array = ArrayPart(first, part.index, part.size, part.limit, part.params)
+            light.array = ArrayPart(first, part.index, part.size, part.limit,
+                                    part.params or _NO_PARAMS)
             self._cache_job(light, holding=False)
         return [first + offset for offset in range(len(rows))]
 
@@ -369,10 +376,13 @@ class Store:
             self.db.execute("INSERT INTO submit_keys (uid, key, job_id, at) VALUES (?, ?, ?, ?)",
                             [uid, key, job_id, at])
 
-    def array_members(self, array_id: int) -> list[int]:
-        """The job ids of the array with this id, by index; [] when there is none."""
-        return [r["id"] for r in self._rows(
-            "SELECT id FROM jobs WHERE array_id = ? ORDER BY array_index", [array_id])]
+    def array_members(self, array_id: int, limit: int | None = None) -> list[int]:
+        """The job ids of the array with this id, by index (the first `limit` of them); []
+        when there is none."""
+        sql = "SELECT id FROM jobs WHERE array_id = ? ORDER BY array_index"
+        rows = self._rows(sql if limit is None else f"{sql} LIMIT {int(limit)}", [array_id])
+        self.resident.read += len(rows)
+        return [r["id"] for r in rows]
 
     def array_outcomes(self, array_ids: list[int]) -> dict[int, dict[str, int]]:
         """Per array, how many of its elements ended in each state."""
@@ -452,6 +462,7 @@ class Store:
     def queue(self) -> list[Job]:
         """Pending and held jobs, light, from memory."""
         jobs = self.resident.jobs
+        self.resident.read += len(self.resident.waiting)
         return [jobs[i] for i in self.resident.waiting]
 
     def jobs(
@@ -465,26 +476,31 @@ class Store:
         after: int | None = None,
         page: int | None = None,
         env: bool = True,
+        moved: bool = True,
+        upto: int | None = None,
     ) -> list[Job]:
         """Jobs by id. light=True leaves out command, cwd and env (for scheduling passes),
         env=False only the environment; `ended_after`: only those active or ended after that
         time; `limit`: the last so many; `after` and `page`: the first `page` jobs with an id
-        above `after` (a listing read page by page)."""
+        above `after` (a listing read page by page); moved=False leaves out jobs moved to a
+        peer (listed there)."""
         where, args, order = _where(states=states, user=user, ids=ids,
-                                    ended_after=ended_after, after=after)
+                                    ended_after=ended_after, after=after, moved=moved,
+                                    upto=upto)
         select = _LIGHT_SELECT if light else ("*" if env else _NO_ENV_SELECT)
         sql = f"SELECT {select} FROM jobs{where} ORDER BY {order}"
         if limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT {int(limit)}) ORDER BY id"
         elif page is not None:
             sql += f" LIMIT {int(page)}"
-        rows = self.db.query(sql, args)
+        rows = self._rows(sql, args)
+        self.resident.read += len(rows)
         return [_row_to_job(r) for r in (rows if light else self._shared(rows))]
 
     def listing(self, columns: list[str], states: Iterable[JobState] | None = None,
                 user: str | None = None, ended_after: float | None = None,
                 after: int | None = None, page: int | None = None,
-                as_json: bool = False) -> list[tuple]:
+                as_json: bool = False, upto: int | None = None) -> list[tuple]:
         """What `gq ls` prints of jobs, as rows of these columns, without building a Job: a
         listing of 10,000 ended jobs reads 10,000 short rows. Values as stored (gpu_ids as
         JSON text), but times in whole epoch seconds, as the ISO-8601 times of the JSON views
@@ -494,7 +510,7 @@ class Store:
         end states and `ended_after`, it reads only the jobs that ended after that time (by
         their end), however long the history."""
         where, args, order = _where(states=states, user=user, ended_after=ended_after,
-                                    after=after, moved=False)
+                                    after=after, moved=False, upto=upto)
         values = [f"CAST({c} AS INTEGER)" if c in _TIMES else
                   f"json({c})" if as_json and c in _JSON_FIELDS else c for c in columns]
         select = (f"id, array_id, json_array({', '.join(values)})" if as_json
@@ -502,7 +518,38 @@ class Store:
         sql = f"SELECT {select} FROM jobs{where} ORDER BY {order}"
         if page is not None:
             sql += f" LIMIT {int(page)}"
-        return self.db.execute(sql, args).fetchall()
+        rows = self.db.execute(sql, args).fetchall()
+        self.resident.read += len(rows)
+        return rows
+
+    def recently_ended(self, columns: list[str], user: str, since: float, n: int
+                       ) -> list[tuple]:
+        """The listing's columns (as listing() gives them) of the user's last `n` jobs to
+        have ended after `since`, latest end first: read through the ended_at index."""
+        values = [f"CAST({c} AS INTEGER)" if c in _TIMES else c for c in columns]
+        ended = [str(s) for s in ENDED_STATES]
+        rows = self.db.execute(
+            f"SELECT {', '.join(values)} FROM jobs WHERE ended_at > ? AND +user = ? "
+            f"AND +state IN ({','.join('?' * len(ended))}) AND moved_to IS NULL "
+            "ORDER BY ended_at DESC LIMIT ?", [since, user, *ended, n]).fetchall()
+        self.resident.read += len(rows)
+        return rows
+
+    def ended_since_by_state(self, user: str, since: float, skip: int, limit: int
+                             ) -> tuple[dict[str, int], bool]:
+        """How many of the user's jobs ended after `since`, by state, but for the last
+        `skip`; at most `limit` counted (a read of that many index entries), and whether
+        that was all of them."""
+        ended = [str(s) for s in ENDED_STATES]
+        rows = self.db.execute(
+            "SELECT state, COUNT(*) FROM (SELECT state FROM jobs WHERE ended_at > ? "
+            f"AND +user = ? AND +state IN ({','.join('?' * len(ended))}) AND moved_to IS NULL "
+            "ORDER BY ended_at DESC LIMIT ? OFFSET ?) GROUP BY state",
+            [since, user, *ended, limit + 1, skip]).fetchall()
+        counts = dict(rows)
+        total = sum(counts.values())
+        self.resident.read += total  # index entries SQLite read (at most limit + 1)
+        return counts, total <= limit
 
     def nth_last_id(self, n: int, states: Iterable[JobState] | None = None,
                     user: str | None = None, ended_after: float | None = None) -> int | None:
@@ -519,6 +566,7 @@ class Store:
         """Light jobs by id: waiting and holding ones from memory (not to be mutated), the
         rest read."""
         out = {i: j for i in ids if (j := self.resident.get(i))}
+        self.resident.read += len(out)
         out.update(self.jobs_by_id([i for i in ids if i not in out], light=True))
         return out
 
@@ -531,6 +579,7 @@ class Store:
     def holding_jobs(self) -> list[Job]:
         """Jobs whose shim may still hold resources, light, from memory."""
         jobs = self.resident.jobs
+        self.resident.read += len(self.resident.holding)
         return [jobs[i] for i in self.resident.holding]
 
     def last_job_id(self, user: str) -> int | None:
@@ -709,7 +758,8 @@ class Store:
 
 def _where(states: Iterable[JobState] | None = None, user: str | None = None,
            ids: Iterable[int] | None = None, ended_after: float | None = None,
-           after: int | None = None, moved: bool = True) -> tuple[str, list[Any], str]:
+           after: int | None = None, moved: bool = True, upto: int | None = None
+           ) -> tuple[str, list[Any], str]:
     """The WHERE clause (with its leading space, or empty), its arguments, and what to ORDER
     BY for the order of ids, of a selection of jobs; moved=False leaves out jobs moved to a
     peer."""
@@ -736,6 +786,9 @@ def _where(states: Iterable[JobState] | None = None, user: str | None = None,
     if after is not None:
         where.append("id > ?")
         args.append(after)
+    if upto is not None:  # an array's elements: ids up to its last
+        where.append("id <= ?")
+        args.append(upto)
     if not moved:
         where.append("moved_to IS NULL")
     # By id, but not by reading the table in id order where the ended_at index reads less.

@@ -19,6 +19,13 @@ from sortedcontainers import SortedList
 from gq.model import ACTIVE_STATES, WAITING_STATES, Job, JobState
 
 ANYONE = None  # the key of the indexes over every user's jobs
+# The containers a job in memory holds that are most often empty: one empty list or dict
+# for all of them instead of one each (a few hundred bytes a waiting job; issue #38). The
+# jobs in memory are not to be mutated, these least of all: a change replaces the field.
+_EMPTY_LISTS = ("command", "gpu_ids", "failure_evidence", "frozen_cards")
+_EMPTY_DICTS = ("deps", "env")
+_EMPTY_LIST: list = []
+_EMPTY_DICT: dict = {}
 
 
 class Resident:
@@ -32,7 +39,9 @@ class Resident:
         self._listed: dict[str | None, SortedList] = {}
         self._lines: dict[str | None, SortedList] = {}
         self.array_states: dict[int, Counter[str]] = {}  # array id -> its listed elements' states
-        self.read = 0  # ids handed out by listed() and lines(): what listings cost (tests)
+        # What reads cost (tests): ids handed out by listed() and lines(), and the jobs and rows
+        # the store's reads hand out (queue(), holding_jobs(), jobs(), listing()...).
+        self.read = 0
         # For the metrics (gq/daemon/metrics.py), kept as jobs come and go, so that reading
         # them costs nothing that grows with the queue: jobs by (state, tier), and the pending
         # ones of each tier by (submitted_at, id), the oldest first.
@@ -52,6 +61,12 @@ class Resident:
         waiting = job.state in WAITING_STATES
         if not (waiting or holding):
             return
+        for name in _EMPTY_LISTS:
+            if not getattr(job, name):
+                setattr(job, name, _EMPTY_LIST)
+        for name in _EMPTY_DICTS:
+            if not getattr(job, name):
+                setattr(job, name, _EMPTY_DICT)
         self.jobs[job.id] = job
         self._count(job, add=True)
         if waiting:
@@ -94,12 +109,20 @@ class Resident:
 
     def _index(self, job: Job, add: bool) -> None:
         line = job.id if job.array is None else job.array.id
-        counts = None if job.array is None else self.array_states.setdefault(line, Counter())
+        counts = None
+        if job.array is not None:  # (setdefault would build a Counter each time: 30 us)
+            counts = self.array_states.get(line)
+            if counts is None:
+                counts = self.array_states[line] = Counter()
         # A line comes with an array's first listed element and goes with its last.
-        first_or_last = counts is None or counts.total() == (0 if add else 1)
+        first_or_last = counts is None or (not counts if add else (
+            len(counts) == 1 and 1 in counts.values()))
         for who in (ANYONE, job.user):
-            listed = self._listed.setdefault(who, SortedList())
-            lines = self._lines.setdefault(who, SortedList())
+            listed = self._listed.get(who)
+            if listed is None:
+                listed = self._listed[who] = SortedList()
+                self._lines[who] = SortedList()
+            lines = self._lines[who]
             if add:
                 listed.add(job.id)
                 if first_or_last:
@@ -123,10 +146,20 @@ class Resident:
         from the one after `after`, in order: read lazily, a page costs the page."""
         return self._counted(_from(self._listed.get(user), after))
 
+    def listed_between(self, user: str | None, first: int, last: int) -> Iterator[int]:
+        """The ids of the listed jobs from `first` to `last` (an array's elements), lazily."""
+        ids = self._listed.get(user)
+        return self._counted(ids.irange(first, last) if ids else iter(()))
+
     def lines(self, user: str | None = ANYONE, after: int | None = None) -> Iterator[int]:
         """The listing's lines from the one after `after`: ids of listed jobs that are no
         array element, and of arrays with a listed element."""
         return self._counted(_from(self._lines.get(user), after))
+
+    def listing_lines(self, user: str | None = ANYONE) -> SortedList:
+        """The sorted ids of the listing's lines (see lines()), to read ranges of: not to
+        be changed."""
+        return self._lines.get(user) or SortedList()
 
     def _counted(self, ids: Iterator[int]) -> Iterator[int]:
         for job_id in ids:
@@ -135,6 +168,12 @@ class Resident:
 
     def listed_count(self, user: str | None = ANYONE) -> int:
         return len(self._listed.get(user, ()))
+
+    def nth_listed(self, user: str | None, n: int) -> int | None:
+        """The id of the n-th listed job (of `user`, or anyone's), by id; None when there
+        are no more than n."""
+        listed = self._listed.get(user, ())
+        return listed[n - 1] if len(listed) > n else None
 
 
 def _listed(job: Job) -> bool:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from gq.paths import not_answering
 from gq.protocol import BadInput, Connection, DaemonGone, GqError
+from gq.protocol.ops import listed_jobs
 from gq.tui.snapshot import HostSnapshot, JobRow, host_snapshot, job_row
 
 HISTORY_SPAN = 300.0  # seconds of utilisation history behind each card's sparkline
@@ -164,7 +165,7 @@ class DaemonSource(LastKnown):
         ping = conn.call("ping")
         self.name = ping.get("host") or self.name
         return host_snapshot(
-            self.name, now, ping=ping, jobs=conn.call("list", hosts="local"),
+            self.name, now, ping=ping, jobs=listed_jobs(conn.call("list", hosts="local")),
             gpus=conn.call("gpus", hosts="local"),
             offenders=conn.call("offenders", hosts="local"),
             samples=conn.call("samples", since=HISTORY_SPAN, resolution="raw"))

@@ -35,24 +35,29 @@ def ranges(indices: list[int], limit: int | None = None, width: int = 24) -> str
 
 
 def counts(states: list[str], size: int | None = None,
-           ended: dict[str, int] | None = None) -> str:
+           ended: dict[str, int] | None = None, tally: Counter | None = None) -> str:
     """'4 running, 10 pending, 1 completed, 2 oom': `size` counts elements not listed, which
-    `ended` (from the daemon) tells by outcome; what it does not tell is 'ended'."""
-    tally = Counter(states)
-    if size is not None and size > len(states):
-        unlisted = size - len(states)
-        listed = Counter(states)
+    `ended` (from the daemon) tells by outcome; what it does not tell is 'ended'. `tally`:
+    the listed elements counted already (by the daemon), instead of `states`."""
+    tally = Counter(states) if tally is None else Counter(tally)
+    listed_n = tally.total()
+    if size is not None and size > listed_n:
+        unlisted = size - listed_n
+        listed = Counter(tally)
         for state, n in (ended or {}).items():
             n = min(max(n - listed[state], 0), unlisted)  # those listed are counted already
             tally[state] += n
             unlisted -= n
         tally["ended"] += max(unlisted, 0)
-    return ", ".join(f"{tally[s]} {s}" for s in (*ORDER, "ended") if tally[s])
+    return ", ".join(f"{tally[s]:,} {s}" for s in (*ORDER, "ended") if tally[s])
 
 
 def _array_row(group: list[dict[str, Any]], first_row: list[str], listed_all: bool) -> list[str]:
     array = group[0]["array"]
     row = list(first_row)
+    line = next((j["array"]["line"] for j in group if j["array"].get("line")), None)
+    if line is not None:  # the daemon counted its listed elements: one line of the array
+        return _line_row(group, line, row)
     row[0] = f"{array['id']}_{ranges([j['array']['index'] for j in group], array['limit'])}"
     row[3] = counts([j["state"] for j in group], None if listed_all else array["size"],
                     array.get("ended"))
@@ -61,6 +66,21 @@ def _array_row(group: list[dict[str, Any]], first_row: list[str], listed_all: bo
     reasons = sorted({j["reason"] for j in group if j["state"] in WAITING
                       and j["reason"]})
     where = ([f"gpu {','.join(map(str, gpus))}"] if gpus else []) + reasons
+    row[-1] = "; ".join(where)
+    return row
+
+
+def _line_row(group: list[dict[str, Any]], line: dict[str, Any], row: list[str]) -> list[str]:
+    """An array's line from the daemon's count of its listed elements (`gq ls`'s default):
+    `12_[0-9999]  sweep  3 running, 9,987 pending, 8 completed, 2 oom`, as squeue folds an
+    array; elements listed beside it (recently ended ones) are counted in its `ended`."""
+    array = group[0]["array"]
+    first, last, contiguous = line["span"]
+    limit = "" if array["limit"] is None else f"%{array['limit']}"
+    row[0] = f"{array['id']}_[{first}{'-' if contiguous else ',...,'}{last}{limit}]"
+    row[3] = counts([], array["size"], array.get("ended"), tally=Counter(line["states"]))
+    gpus = line["gpus"]
+    where = ([f"gpu {','.join(map(str, gpus))}"] if gpus else []) + line["reasons"]
     row[-1] = "; ".join(where)
     return row
 

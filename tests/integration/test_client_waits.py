@@ -108,7 +108,7 @@ def test_a_slow_daemon_is_one_line_and_a_timed_out_submit_is_queued_once(make_ho
         host.daemon.send_signal(signal.SIGCONT)
     out, _ = submit.communicate(timeout=60)
     assert submit.returncode == 0
-    jobs = host.call("list", all=True)
+    jobs = host.call("list", all=True)["jobs"]
     assert [j["id"] for j in jobs] == [int(out)]
     bad = _gq(host, "ls", GQ_TIMEOUT="x")
     assert bad.communicate(timeout=60)[1] == "gq: GQ_TIMEOUT='x': expected seconds, e.g. 60\n"

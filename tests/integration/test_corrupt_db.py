@@ -95,7 +95,7 @@ def test_a_damaged_database_is_refused_naming_the_newest_backup(make_host, damag
     out = host.gq("daemon", "restore").stdout
     assert str(newest) in out
     host.start()
-    jobs = {j["id"]: j for j in host.call("list", all=True)}
+    jobs = {j["id"]: j for j in host.call("list", all=True)["jobs"]}
     assert sorted(jobs) == kept and lost not in jobs
     assert [jobs[i]["name"] for i in kept] == [f"kept{i}" for i in range(5)]
     assert integrity_check(db) == ["ok"]
@@ -125,7 +125,7 @@ def test_restore_refuses_while_a_daemon_runs_and_continues_ids_above_the_logs(ma
     host.stop_daemon()
     host.gq("daemon", "restore")
     host.start()
-    assert sorted(j["id"] for j in host.call("list", all=True)) == kept
+    assert sorted(j["id"] for j in host.call("list", all=True)["jobs"]) == kept
     # A new job does not take the id, and the log, of the one the backup does not know.
     assert host.submit("--hold", "--", "true") > ran
 
@@ -231,7 +231,7 @@ def test_the_advice_names_the_backup_that_holds_the_jobs(make_host):
     assert str(newest) not in proc.stderr
     host.gq("daemon", "restore")  # the one the line names, not the newest
     host.start()
-    assert sorted(j["id"] for j in host.call("list", all=True)) == kept
+    assert sorted(j["id"] for j in host.call("list", all=True)["jobs"]) == kept
     host.stop_daemon()
 
     # No backup with a job: the line says so, and restore puts back none of them.

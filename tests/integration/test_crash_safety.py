@@ -68,12 +68,12 @@ def test_kill_9_during_a_flood_of_submits_loses_and_repeats_nothing(make_host):
                 host.kill_daemon(signal.SIGKILL)
                 break
     host.start()
-    jobs = {j["id"]: j for j in host.call("list", all=True)}
+    jobs = {j["id"]: j for j in host.call("list", all=True)["jobs"]}
     assert set(acked) <= set(jobs)
     for i in acked:
         host.wait_ended(i)
     assert sorted(marks(mark)) == sorted(jobs)  # each ran exactly once
-    assert all(j["state"] == "completed" for j in host.call("list", all=True))
+    assert all(j["state"] == "completed" for j in host.call("list", all=True)["jobs"])
 
 
 def test_daemon_stop_leaves_jobs_running_and_the_next_daemon_adopts_them(host):

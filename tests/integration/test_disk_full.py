@@ -95,7 +95,7 @@ def test_a_full_disk_refuses_submits_keeps_reads_and_marks_cut_output(small_disk
     assert proc.stderr.count("\n") == 1 and "is full" in proc.stderr, proc.stderr
     assert "free some space" in proc.stderr
     # Reads go on, and what was queued before is intact.
-    listed = {j["id"]: j for j in host.call("list", all=True)}
+    listed = {j["id"]: j for j in host.call("list", all=True)["jobs"]}
     assert set(listed) == {done, held, writer, *queued}
     assert listed[held]["state"] == "held" and listed[done]["state"] == "completed"
     assert "before" in host.gq("logs", str(done)).stdout
@@ -163,14 +163,14 @@ def test_a_database_that_filled_the_disk_is_taken_back_whole_once_there_is_room(
     host = small_disk_host
     kept = [host.submit("--hold", "-n", f"kept{i}", "--", "true") for i in range(5)]
     fill_database(host)
-    acknowledged = {j["id"] for j in host.call("list", all=True)}
+    acknowledged = {j["id"] for j in host.call("list", all=True)["jobs"]}
     if stop == "kill -9":
         host.kill_daemon()
     else:
         host.stop_daemon()
     (host.home / "filler").unlink()
     host.start()
-    assert {j["id"] for j in host.call("list", all=True)} == acknowledged
+    assert {j["id"] for j in host.call("list", all=True)["jobs"]} == acknowledged
     assert [host.job(i)["name"] for i in kept] == [f"kept{i}" for i in range(5)]
     assert host.submit("--hold", "--", "true") > max(acknowledged)
     assert integrity_check(host.home / "gq.db") == ["ok"]
@@ -184,7 +184,7 @@ def test_a_daemon_starts_on_a_full_disk_and_says_in_one_line_when_it_cannot(smal
     fill(filler)
     # Over a queue it has: it starts, and reads go on.
     host.start()
-    assert [(j["id"], j["name"]) for j in host.call("list", all=True)] == [(held, "kept")]
+    assert [(j["id"], j["name"]) for j in host.call("list", all=True)["jobs"]] == [(held, "kept")]
     host.kill_daemon()
     filler.unlink()
     host.start()
@@ -210,4 +210,4 @@ def test_a_daemon_starts_on_a_full_disk_and_says_in_one_line_when_it_cannot(smal
                                   f"{host.home} is full"), proc.stderr
     filler.unlink()
     host.start()
-    assert [j["id"] for j in host.call("list", all=True)] == [held]
+    assert [j["id"] for j in host.call("list", all=True)["jobs"]] == [held]

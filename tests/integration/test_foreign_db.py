@@ -45,7 +45,7 @@ def test_a_database_of_a_newer_gq_is_refused_naming_both_versions(make_host):
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm099_from_the_future'")
     conn.close()
     host.start()
-    assert [j["id"] for j in host.call("list", all=True)] == [job]
+    assert [j["id"] for j in host.call("list", all=True)["jobs"]] == [job]
 
 
 def test_a_queue_set_back_behind_its_logs_says_so_and_reuses_no_id(make_host):
@@ -61,7 +61,7 @@ def test_a_queue_set_back_behind_its_logs_says_so_and_reuses_no_id(make_host):
     os.truncate(wal, cut)
     (host.home / "gq.db-shm").unlink()
     host.start()
-    assert [j["id"] for j in host.call("list", all=True)] == [kept]
+    assert [j["id"] for j in host.call("list", all=True)["jobs"]] == [kept]
     said = f"the queue went backwards: job {lost} left files under {host.home}"
     assert said in host.gq("daemon", "status").stdout
     assert said in (host.home / "daemon.test.log").read_text()

@@ -36,7 +36,7 @@ class Bystander(threading.Thread):
                 with Connection(self.sock_path, timeout=30) as conn:
                     assert conn.call("ping")["pid"] > 0
                     assert conn.call("show", id=str(self.job_id))["state"] == "held"
-                    assert any(j["id"] == self.job_id for j in conn.call("list"))
+                    assert any(j["id"] == self.job_id for j in conn.call("list")["jobs"])
             except Exception as e:  # noqa: BLE001 - recorded, and the test fails on it
                 self.failures.append(repr(e))
             self.slowest = max(self.slowest, time.monotonic() - began)
@@ -112,7 +112,7 @@ def test_10000_malformed_frames_each_get_an_error_and_the_daemon_serves_througho
     assert bystander.failures == []
     assert bystander.calls > 10, "the bystander was starved"
     assert host.call("ping")["pid"] == host.daemon.pid
-    assert [j["id"] for j in host.call("list", all=True)] == [canary]  # nothing was queued
+    assert [j["id"] for j in host.call("list", all=True)["jobs"]] == [canary]  # nothing was queued
     print(f"\n{FRAMES + 6} bad frames in {elapsed:.1f}s; bystander: {bystander.calls} rounds, "
           f"slowest {bystander.slowest:.2f}s; errors by first words: "
           f"{dict(sorted(errors.items(), key=lambda kv: -kv[1])[:8])}")

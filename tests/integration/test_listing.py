@@ -39,7 +39,7 @@ def queue(host) -> list[int]:
 
 def test_pages_of_columns_list_every_job_once_as_one_answer_would(host):
     ids = queue(host)
-    whole = {j["id"]: j for j in host.call("list", all=True, brief=True)}
+    whole = {j["id"]: j for j in host.call("list", all=True, brief=True)["jobs"]}
     answers = pages(host, all=True, columns=TABLE, page=3)
     assert [len(a["rows"]) for a in answers] == [3, 3, 3]
     rows = [dict(zip(a["columns"], r)) for a in answers for r in a["rows"]]
@@ -60,7 +60,7 @@ def test_pages_of_columns_list_every_job_once_as_one_answer_would(host):
 
 def test_json_pages_hold_what_one_answer_holds(host):
     queue(host)
-    one = host.call("list", all=True)
+    one = host.call("list", all=True)["jobs"]
     paged = [j for a in pages(host, all=True, page=2) for j in a["jobs"]]
     assert paged == one
     assert host.gq("ls", "--all", "--json").stdout == json.dumps(one, indent=2) + "\n"
@@ -131,7 +131,7 @@ def test_the_table_from_pages_is_the_table_from_whole_jobs(host, monkeypatch):
     monkeypatch.setattr(listing, "PAGE", 2)  # the array's elements on two pages
     for expand in (False, True):
         for start in (False, True):
-            one = host.call("list", all=True, brief=True)
+            one = host.call("list", all=True, brief=True)["jobs"]
             headers, rows = job_rows(one, with_start=start)
             drawn = fold(one, rows, expand=expand, listed_all=True)
             paged_headers, jobs, rows, widths = listing.list_table(

@@ -23,7 +23,7 @@ def test_ended_jobs_stay_in_ls_until_cleaned_and_all_takes_last_and_since(host):
     rows = _rows(host.gq("ls").stdout)
     assert rows[str(failed)][3] == "failed" and rows[str(failed)][-3:] == ["exit", "3:", "unknown"]
     assert rows[str(done)][3] == "completed"
-    assert host.call("list") == []  # scripts (and --json) see the active jobs, as before
+    assert host.call("list")["jobs"] == []  # scripts (and --json) see the active jobs, as before
 
     assert host.gq("ls", "--all", "--last", "1").stdout.splitlines()[1].split()[0] == str(done)
     assert set(_rows(host.gq("ls", "--all", "--since", "1h").stdout)) == {str(failed), str(done)}

@@ -178,7 +178,7 @@ def test_sshd_killed_mid_submit_gives_exactly_one_job(joined):
     wait_for(lambda: peer.count_jobs() == 1, what="the peer to make the job")
     joined.sshd.start()
     job = submit.result(timeout=60)
-    assert job["id"] == f"peer:{peer.call('list', all=True)[0]['id']}"
+    assert job["id"] == f"peer:{peer.call('list', all=True)['jobs'][0]['id']}"
     assert peer.count_jobs() == 1
 
 
@@ -207,4 +207,4 @@ def test_a_stopped_peer_is_shown_down_and_comes_back(joined):
         waited = local.gq("wait", str(job_id))  # followed to where it went
         assert waited.stdout.startswith("job peer:") and "completed" in waited.stdout
     assert peer.count_jobs() == 3
-    assert local.call("list") == []  # sent on: listed there, not here
+    assert local.call("list")["jobs"] == []  # sent on: listed there, not here

@@ -42,7 +42,7 @@ def test_an_array_stores_its_environment_once_and_each_element_still_has_it(make
     last = host.job(ids[-1])
     assert (last["env"]["BIG"], last["command"]) == (BIG_ENV["BIG"], ["echo", "39"])
     assert host.job(ids[0])["command"] == ["echo", "0"]
-    listed = host.call("list", states=["held"])
+    listed = host.call("list", states=["held"])["jobs"]
     assert len(listed) == 2000
     assert {j["command"][1] for j in listed} == {str(i) for i in range(40)}
     # An element runs with the shared environment and its own command.
@@ -63,7 +63,7 @@ def test_a_submit_beyond_the_limits_is_refused_in_one_line_and_queues_nothing(ma
     assert not reply["ok"] and reply["code"] == 2
     assert reply["error"].startswith("this submit would store 2.0M: at most 1M in one submit")
     assert "([daemon] max_submit_bytes)" in reply["error"]
-    assert host.call("list", all=True) == []
+    assert host.call("list", all=True)["jobs"] == []
     assert _raw_submit(host, array={"indices": list(range(100))})["ok"]
     reply = _raw_submit(host, array={"indices": list(range(60))})
     user = host.call("ping")["user"]
@@ -71,7 +71,7 @@ def test_a_submit_beyond_the_limits_is_refused_in_one_line_and_queues_nothing(ma
         f"{user} has 100 jobs waiting; 60 more would pass the 150 one user may have waiting "
         "([daemon] max_waiting_per_user): submit them once some have started, or cancel some "
         "(gq cancel)")}
-    assert len(host.call("list", all=True)) == 100
+    assert len(host.call("list", all=True)["jobs"]) == 100
     shown = host.gq("config", "show", "--json")
     rows = {(r["section"], r["key"]): r["value"] for r in json.loads(shown.stdout)["settings"]}
     assert (rows["daemon", "max_submit_jobs"], rows["daemon", "max_submit_bytes"],

@@ -33,7 +33,7 @@ def test_the_store_tells_what_changed_since_a_version(tmp_path):
 
 
 def active(host) -> dict[int, tuple]:
-    return {j["id"]: (j["state"], j["reason"], j["name"]) for j in host.call("list")}
+    return {j["id"]: (j["state"], j["reason"], j["name"]) for j in host.call("list")["jobs"]}
 
 
 def rows(answer) -> dict[int, tuple]:

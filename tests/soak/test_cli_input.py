@@ -100,7 +100,7 @@ def cli(host, monkeypatch):
 
 
 def _count(host) -> int:
-    return len(host.call("list", all=True))
+    return len(host.call("list", all=True)["jobs"])
 
 
 def _refused(code: int, out: str, err: str) -> bool:

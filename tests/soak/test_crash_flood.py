@@ -109,14 +109,14 @@ def test_a_submit_retried_with_its_key_gets_the_same_job_even_across_a_crash(hos
     s.connect(str(host.home / "gq.sock"))
     s.sendall(encode(request("submit", **args)))
     s.close()
-    first = wait_for(lambda: host.call("list", all=True), what="the first attempt's job")
+    first = wait_for(lambda: host.call("list", all=True)["jobs"], what="the first attempt's job")
     # ...so it sends the same submit again, key and all: the same job comes back.
     again = host.call("submit", **args)
     assert [j["id"] for j in first] == [again["id"]]
     host.kill_daemon(signal.SIGKILL)
     host.start()
     assert host.call("submit", **args)["id"] == again["id"]
-    assert len(host.call("list", all=True)) == 1
+    assert len(host.call("list", all=True)["jobs"]) == 1
     # The key is the caller's, for that submit only: another key queues another job.
     other = host.call("submit", **{**args, "idempotency_key": "k-2"})
     assert other["id"] != again["id"] and host.count_jobs() == 2

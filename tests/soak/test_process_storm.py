@@ -60,7 +60,7 @@ def test_100_jobs_started_and_cancelled_in_a_burst_leave_nothing_behind(make_hos
         ids = [conn.call("submit", **args)["id"] for _ in range(JOBS)]
 
         def all_running() -> bool:
-            states = {j["id"]: j["state"] for j in conn.call("list")}
+            states = {j["id"]: j["state"] for j in conn.call("list")["jobs"]}
             return all(states.get(i) == "running" for i in ids)
 
         wait_for(all_running, timeout=120, interval=0.1, what=f"{JOBS} jobs to run")

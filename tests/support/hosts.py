@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gq.daemon.supervisor import Supervisor
 from gq.protocol import Connection
+from gq.protocol.ops import every_listed
 from tests.support.cli import gq_in_process, gq_process
 from tests.support.forkserver import ForkedDaemon, ForkServer
 from tests.support.paths import ROOT
@@ -171,13 +172,13 @@ class GqHost:
         return Supervisor(self.home / "run").shim_info(job_id).get("pid")
 
     def count_jobs(self) -> int:
-        return len(self.call("list", all=True))
+        return len(every_listed(self.call, all=True))
 
     # ---- cleanup ----
     def close(self) -> None:
         if self.daemon is not None and self.daemon.poll() is None:
             try:
-                active = [j["id"] for j in self.call("list")]
+                active = [j["id"] for j in every_listed(self.call)]
                 if active:
                     self.call("cancel", ids=[str(i) for i in active])
                     for i in active:

@@ -240,7 +240,7 @@ class SystemHost:
     def close(self) -> None:
         if self.daemon is not None and self.daemon.poll() is None:
             try:  # the running ones, which have processes; the queue goes with the directory
-                active = [str(j["id"]) for j in self.call("list", states=["running"])]
+                active = [str(j["id"]) for j in self.call("list", states=["running"])["jobs"]]
                 if active:
                     self.call("cancel", ids=active)
             except (OSError, AssertionError):

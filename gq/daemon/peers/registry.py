@@ -17,6 +17,7 @@ from typing import Any
 from gq.daemon.context import Context
 from gq.daemon.peers.forwarding import forward_waiting
 from gq.protocol import VERSION, BadInput, GqError
+from gq.protocol.ops import listed_jobs
 from gq.remote.spec import PeerSpec, Unreachable
 from gq.slurm.link import SlurmLink
 from gq.slurm.nodes import card_count
@@ -201,7 +202,7 @@ class Peers:
                                      f"{info.get('protocol')}, this one {VERSION}: upgrade")
                 return state
             gpus = await self.call(name, "gpus", {}, timeout, force=True)
-            jobs = await self.call(name, "list", {}, timeout, force=True)
+            jobs = listed_jobs(await self.call(name, "list", {}, timeout, force=True))
         except Unreachable:
             return state  # call() marked it down
         except GqError as e:  # an error as the answer, a refused host key: not usable

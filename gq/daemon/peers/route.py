@@ -12,7 +12,7 @@ from gq.daemon.lookup import resolve_id
 from gq.daemon.peers.forwarding import check_may_forward, remote, submit
 from gq.daemon.peers.placement import LOCAL
 from gq.protocol import BadInput, GqError
-from gq.protocol.ops import EVERY_HOST, ONE_JOB, SOME_JOBS, Op
+from gq.protocol.ops import EVERY_HOST, ONE_JOB, SOME_JOBS, Op, listed_jobs
 from gq.remote.spec import Unreachable
 from gq.units import iso
 
@@ -133,6 +133,9 @@ async def every_host(daemon: Context, caller, op: str, args: dict[str, Any], han
         *(peers.call(n, op, args, peers.config.list_timeout) for n in names),
         return_exceptions=True)
     local = handler(daemon, caller, args)
+    if op == "list":  # each host's first page (gq ls --all-hosts: one answer)
+        local = listed_jobs(local)
+        answers = [a if isinstance(a, BaseException) else listed_jobs(a) for a in answers]
     hosts = [{"name": daemon.hostname, "kind": "gq", "state": "up",
               "last_seen": iso(daemon.clock()), "error": None, "items": local}]
     key = EVERY_HOST[op]
