@@ -38,6 +38,6 @@ def test_an_outside_lock_is_named_and_a_submit_is_queued_once_when_it_lets_go(ma
         holder.wait(timeout=20)
     out, err = submit.communicate(timeout=60)
     assert submit.returncode == 0, err
-    jobs = [j["id"] for j in host.call("list", all=True)]
+    jobs = [j["id"] for j in host.call("list", all=True)["jobs"]]
     assert jobs == [first, int(out)], jobs  # the retries with its key queued it once
     assert host.job(first)["state"] == "held"  # the refused release changed nothing

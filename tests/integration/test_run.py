@@ -43,7 +43,7 @@ def host(shared):
     yield shared
     if shared.daemon.poll() is not None:  # a test killed it: the next one gets it back
         shared.start()
-    active = [str(j["id"]) for j in shared.call("list")]
+    active = [str(j["id"]) for j in shared.call("list")["jobs"]]
     if active:
         shared.call("cancel", ids=active)
         for i in active:
@@ -60,7 +60,7 @@ def gq_run(host: GqHost, *args: str, env: dict | None = None, **popen) -> subpro
 
 def only_job(host: GqHost, state: str | None = None) -> dict:
     def one():
-        jobs = host.call("list", states=[state]) if state else host.call("list")
+        jobs = host.call("list", states=[state])["jobs"] if state else host.call("list")["jobs"]
         return jobs[0] if len(jobs) == 1 else None
 
     return wait_for(one, what=f"one {state or 'active'} job")
@@ -120,7 +120,7 @@ def test_piped_the_job_reads_stdin_has_its_card_and_gq_run_exits_with_its_code(h
     assert run.returncode == 7, err
     lines = out.decode().splitlines()
     assert lines[0] == "got hello" and lines[2] == "a pipe"
-    [job] = host.call("list", all=True, states=["failed"])[-1:]
+    [job] = host.call("list", all=True, states=["failed"])["jobs"][-1:]
     assert job["name"] == "run:sh" and job["exit_code"] == 7
     assert lines[1] == f"cvd={','.join(map(str, job['gpu_ids']))}"
     assert host.job(job["id"])["attached"] == {"tty": False, "no_hangup": False, "log": False}
@@ -150,7 +150,7 @@ def test_ctrl_c_reaches_the_job_and_a_second_one_cancels_it(host, terminal):
     terminal.type(b"\x03")
     terminal.expect(b"cancelled by a second Ctrl-C")
     assert run.wait(timeout=20) == -signal.SIGINT
-    job = host.call("list", all=True)[-1]
+    job = host.call("list", all=True)["jobs"][-1]
     assert job["state"] == "cancelled" and "second Ctrl-C" in job["reason"]
 
 
@@ -211,19 +211,19 @@ def test_a_waiting_run_shows_why_then_runs_once_its_card_frees(host, terminal):
     assert shown.returncode == 0 and out == b"started\n"
     assert host.job(waiting["id"])["state"] == "completed"
     assert not marker.exists()
-    assert host.call("list", all=True)[-1]["state"] == "cancelled"
+    assert host.call("list", all=True)["jobs"][-1]["state"] == "cancelled"
 
 
 def test_with_log_the_output_is_also_in_the_jobs_log_files(host, terminal):
     piped = gq_run(host, "--log", "--", "sh", "-c", "echo out; echo err >&2")
     out, err = piped.communicate(timeout=30)
     assert (piped.returncode, out, err) == (0, b"out\n", b"err\n")
-    job = host.call("list", all=True)[-1]["id"]
+    job = host.call("list", all=True)["jobs"][-1]["id"]
     assert (host.log(job), host.log(job, err=True)) == ("out\n", "err\n")
     on_terminal = terminal.start(host, "--log", "--", "sh", "-c", "echo on-screen")
     terminal.expect(b"on-screen\r\n")
     assert on_terminal.wait(timeout=20) == 0
-    job = host.call("list", all=True)[-1]["id"]
+    job = host.call("list", all=True)["jobs"][-1]["id"]
     assert (host.home / "logs" / f"{job}.out").read_bytes() == b"on-screen\r\n"  # as shown
 
 

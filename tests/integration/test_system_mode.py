@@ -334,7 +334,8 @@ def test_the_cli_finds_the_system_daemon_and_starts_none_of_its_own(users):
         assert status.startswith("running: the system daemon for every user, pid")
         assert h.gq(bob, "daemon", "stop", check=False).stderr == \
             "gq: only root can stop the system daemon\n"
-        assert _top_sees(h, bob).startswith("4x SimGPU-80G")  # gq top reads it too, as gq rpc relays to it
+        # gq top reads it too, as gq rpc relays to it
+        assert _top_sees(h, bob).startswith("4x SimGPU-80G")
         assert json.loads(h.gq(bob, "rpc", input=PING).stdout)["result"]["system"]
         # A daemon of one's own on the real cards would hand them out a second time: refused.
         own = h.user_env(bob, GQ_HOME=f"{bob.home}/gqh")
@@ -526,7 +527,7 @@ def test_gq_run_is_its_callers_alone(host, users):
     intruder = None
     try:
         [waiting] = wait_for(lambda: [j for j in host.call("list", states=["pending"],
-                                                            user=ann.name)
+                                                            user=ann.name)["jobs"]
                                       if j["name"] == "run:sh"], what="her run to wait")
         run.send_signal(signal.SIGSTOP)  # her run starts while she cannot attach yet
         # The channel's name, which only its shim and her gq run know (root reads it here).
