@@ -196,13 +196,12 @@ class PendingQueue:
         return {r for r, n in self._ranks.items() if n}
 
     def shortest_limit(self, request: tuple, inp: SchedulerInput) -> float:
-        """The shortest time limit (declared, or assumed for its tier) among the jobs of this
-        shape: a bound below which no job of the shape asks to run."""
+        """The shortest run time planned (declared, predicted, or assumed for its tier) among
+        the jobs of this shape: a bound below which no job of the shape is planned to run."""
         limits = self._limits.get(request)
-        best = limits[0] if limits else math.inf
+        best = min(limits[0] if limits else math.inf, inp.shortest_predicted)
         if self._undeclared.get(request):
-            best = min(best, inp.default_limit, *inp.tier_limits.values(),
-                       inp.shortest_predicted)
+            best = min(best, inp.default_limit, *inp.tier_limits.values())
         return best
 
     def ordered(self, inp: SchedulerInput, scores: dict[int, Score],
