@@ -172,3 +172,29 @@ def test_what_an_expected_start_rests_on_in_words():
     by_time = {2: Forecast(60.0, (1,), "", 3)}
     assert start_notes(known, by_time, book, fingerprint_of)[2] == (
         True, "when job 3 reaches its --time")
+
+
+def test_a_start_behind_a_long_time_limit_is_forecast_by_the_learned_run_time(make_host):
+    """Job.sh declares an hour and runs 1.2 s: once a run taught that, a job waiting behind
+    the next is expected when the learned run time says, not the --time, and it then
+    starts within twice the wait forecast (a second either way: JSON times are whole
+    seconds)."""
+    from datetime import datetime
+
+    host = make_host("1x80G")
+    script = host.work / "job.sh"
+    script.write_text("sleep 1.2\n")
+    run = ("-g", "1", "--time", "1h", "--", "sh", str(script))
+    assert host.wait_ended(host.submit(*run))["state"] == "completed"
+    blocker = host.submit(*run)
+    waiting = host.submit("-g", "1", "--", "true")
+    why = wait_for(lambda: (w := host.call("why", id=str(waiting)))["expected_start"] and w,
+                   what="an expected start")
+    assert re.search(rf"when job {blocker} ends: it runs ~\w+, like your last run of job.sh",
+                     why["why"]), why["why"]
+    at = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()  # noqa: E731
+    began = at(host.job(blocker)["started_at"])
+    forecast = at(why["expected_start"]) - began
+    assert forecast < 60  # not the hour it declares
+    started = at(host.wait_state(waiting, "running", "completed")["started_at"]) - began
+    assert forecast / 2 - 1 <= started <= 2 * forecast + 1, (forecast, started)
