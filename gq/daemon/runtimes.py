@@ -7,7 +7,7 @@ import json
 import statistics
 
 from gq.model import Job
-from gq.units import format_duration
+from gq.units import format_duration, iso
 from gq.policy.predict import (
     Fingerprint, Prediction, RunTimes, fingerprint, prediction_errors,
 )
@@ -94,6 +94,22 @@ def start_notes(inp, forecasts: dict, book: RunTimes, fp_of
             out[job_id] = (False, f"unknown: it waits for job {after.id}, which has no --time "
                                   f"and no completed run of {label} to learn from")
     return out
+
+
+def end_note(job: Job, p: Prediction) -> str | None:
+    """`gq why` of a running job: when the plan expects it to end, and on what: its predicted
+    run time where that is shorter than its --time (EASY++), else its --time; None when
+    neither is known. A prediction stops nothing: only --time does."""
+    if job.started_at is None:
+        return None
+    if p.seconds is not None and (not job.time_limit or p.seconds < job.time_limit):
+        stop = f" (its --time, {format_duration(job.time_limit)}, stops it)" if (
+            job.time_limit) else ""
+        return (f"Expected to end by {iso(job.started_at + p.seconds)}: it runs "
+                f"~{format_duration(p.seconds)}, {p.basis}{stop}.")
+    if job.time_limit:
+        return f"Expected to end by {iso(job.started_at + job.time_limit)}, at its --time."
+    return None
 
 
 def learned_mem_quality(history, since: float, now: float) -> dict:

@@ -192,6 +192,9 @@ def test_a_start_behind_a_long_time_limit_is_forecast_by_the_learned_run_time(ma
                    what="an expected start")
     assert re.search(rf"when job {blocker} ends: it runs ~\w+, like your last run of job.sh",
                      why["why"]), why["why"]
+    ending = host.call("why", id=str(blocker))["why"]
+    assert re.search(r"Expected to end by \S+: it runs ~\w+, like your last run of job.sh "
+                     r"\(its --time, \w+, stops it\)", ending), ending
     at = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()  # noqa: E731
     began = at(host.job(blocker)["started_at"])
     forecast = at(why["expected_start"]) - began
