@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -112,9 +111,10 @@ class SchedulerInput:
             self.pending = PendingQueue(self.pending)
 
     @cached_property
-    def shortest_predicted(self) -> float:
-        """The shortest predicted run time of any job (a bound for jobs without --time)."""
-        return min(self.predicted.values(), default=math.inf)
+    def shape_bounds(self) -> dict[tuple, float]:
+        """Per shape of waiting job, the shortest predicted run time of its jobs, as a pass
+        asks for it (PendingQueue.shortest_limit fills it)."""
+        return {}
 
     @property
     def scored_at(self) -> float:

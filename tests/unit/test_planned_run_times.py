@@ -78,3 +78,17 @@ def test_a_prediction_is_never_longer_than_the_time_limit():
     # Stated the other way: a job without --time is planned by its prediction alone.
     b = running(2, limit=None, card=1)
     assert SchedulerInput(HOST, [], [b], predicted={2: 90.0}).run_time_of(b) == 90.0
+
+
+def test_a_pass_that_stops_early_still_reads_a_job_whose_prediction_lets_it_backfill():
+    """Job 3 declares longer than job 2, which would delay the two-card reservation; but job 3
+    is predicted to end before it begins. A pass that stops reading once a shape can only
+    delay the reservation must bound the shape by its predictions too, or it never reads 3."""
+    r = running(1, limit=1000.0)
+    big = waiting(10, gpus=2, limit=100.0)  # the shortest --time: first in the queue
+    a, b = waiting(2, limit=2000.0), waiting(3, limit=3000.0)
+    inp = lambda: SchedulerInput(HOST, [big, a, b], [r], now=0.0,  # noqa: E731
+                                 max_reservations=1, predicted={3: 500.0})
+    full, quick = schedule(inp()), schedule(inp(), explain=False)
+    assert [s.job_id for s in full.starts] == [3] and full.reasons[2] == Reason.PRIORITY
+    assert quick.starts == full.starts and quick.forecasts == full.forecasts
