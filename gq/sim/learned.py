@@ -41,9 +41,9 @@ class Learned:
         mean = predict(list(self.book.last[fp]), fp.label).seconds
         rescored = []
         for job_id, waiting in self.waiting.get(fp, {}).items():
-            seconds = min(mean, waiting.time_limit) if waiting.time_limit else mean
-            if self.predicted.get(job_id) != seconds:
-                self.predicted[job_id] = seconds
+            planned = min(mean, waiting.time_limit) if waiting.time_limit else mean
+            if self.predicted.get(job_id) != planned:
+                self.predicted[job_id] = planned
                 if not waiting.time_limit:
                     rescored.append(job_id)
         return rescored
