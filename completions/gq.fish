@@ -468,7 +468,7 @@ complete -c gq -n '__gq_at \'sim\'' -l policy -x -a 'gq fifo greedy sjf-oracle t
 complete -c gq -n '__gq_at \'sim\'' -l format -x -a 'auto alibaba philly gq' -d 'auto (from the header), alibaba, philly or gq'
 complete -c gq -n '__gq_at \'sim\'' -l time-factor -x -d 'jobs declare a time limit of this many times their run time (when the trace gives none)'
 complete -c gq -n '__gq_at \'sim\'' -l time-model -x -d 'how users declare time limits the trace does not give: factor:F (F times the run time, as --time-factor), none, or modal (round values far above the run time, as batch logs show: docs/sim.md)'
-complete -c gq -n '__gq_at \'sim\'' -l learn -d 'plan jobs without a time limit by their run time learned from earlier runs of the same user, name and GPUs, as the daemon does'
+complete -c gq -n '__gq_at \'sim\'' -l learn -d 'plan jobs by their run time learned from earlier runs of the same user, name and GPUs where it is shorter than their time limit (or they have none), as the daemon does'
 complete -c gq -n '__gq_at \'sim\'' -l cpus-per-host -x -d 'CPU cores of each simulated host'
 complete -c gq -n '__gq_at \'sim\'' -l from-history -d 'replay this host\'s own ended jobs instead of a file'
 complete -c gq -n '__gq_at \'sim\'' -l preempt -x -d 'the gq policy preempts jobs of these tiers for higher-tier work (low, or normal,low), with the daemon\'s default exempt 10m and grace 60s'

@@ -220,8 +220,9 @@ def sim(
         "above the run time, as batch logs show: docs/sim.md)", metavar="MODEL",
         show_default=False)] = None,
     learn: Annotated[bool, typer.Option(
-        "--learn", help="plan jobs without a time limit by their run time learned from "
-        "earlier runs of the same user, name and GPUs, as the daemon does")] = False,
+        "--learn", help="plan jobs by their run time learned from earlier runs of the same "
+        "user, name and GPUs where it is shorter than their time limit (or they have none), "
+        "as the daemon does")] = False,
     cpus_per_host: Annotated[int, typer.Option(
         "--cpus-per-host", help="CPU cores of each simulated host", metavar="N")] = 128,
     from_history: Annotated[bool, typer.Option(

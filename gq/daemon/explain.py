@@ -9,6 +9,7 @@ from gq.daemon.context import Context
 from gq.daemon.ending import PREEMPTED_FOR
 from gq.daemon.listing import expected_start, start_basis
 from gq.daemon.lookup import resolve_id
+from gq.daemon.runtimes import end_note
 from gq.daemon.startable import never_starts
 from gq.daemon.submission import Caller
 from gq.daemon.views import failure_json, failure_text, job_label, largest_card, why_sentence
@@ -42,8 +43,13 @@ def explain(daemon: Context, job: Job) -> str:
         shortfall = (f"{never[0]}, so it can never start under the current limits: "
                      + (f"`gq update {name} -p normal` lets it start" if never[1] else
                         f"`gq cancel {name}` and submit it with fewer GPUs"))
-    return why_sentence(job, shortfall, forecast, daemon.config.preemption.max_requeues,
+    said = why_sentence(job, shortfall, forecast, daemon.config.preemption.max_requeues,
                         daemon.passes.start_notes.get(job.id))
+    if job.state == JobState.RUNNING:
+        p = daemon.run_times.predict(job, daemon.clock(), daemon.fingerprints(job))
+        note = end_note(job, p)
+        said = f"{said} {note}" if note else said
+    return said
 
 
 def _stopping_for(daemon: Context, job: Job) -> list[Job]:

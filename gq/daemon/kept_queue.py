@@ -100,10 +100,9 @@ class KeptQueue:
         if job.id in kept:
             job = replace(job, avoid_gpus=kept[job.id])  # a copy: the store's is not changed
             self.avoiding[job.id] = kept[job.id]
-        if not job.time_limit:
-            seconds = self.predict(job)
-            if seconds is not None:
-                self.predicted[job.id] = seconds
+        seconds = self.predict(job)
+        if seconds is not None:
+            self.predicted[job.id] = seconds
         if job.mem is not None:
             self.slices.add(job.id)
         self.queue.add(job)
@@ -144,10 +143,9 @@ class KeptQueue:
         """Usage was recalculated: take every waiting job's prediction again (the queue is
         sorted again anyway, with the new usage)."""
         for job in self.queue:
-            if not job.time_limit:
-                seconds = self.predict(job)
-                if seconds is None:
-                    self.predicted.pop(job.id, None)
-                else:
-                    self.predicted[job.id] = seconds
+            seconds = self.predict(job)
+            if seconds is None:
+                self.predicted.pop(job.id, None)
+            else:
+                self.predicted[job.id] = seconds
 

@@ -36,6 +36,7 @@ from gq.daemon.runtimes import Fingerprints, start_notes
 from gq.daemon.starting import Starting
 from gq.model import Job, JobState
 from gq.policy import Forecast, Host, Outcome, PendingQueue, Plan, SchedulerInput, decide
+from gq.policy.backfill import expected_end
 from gq.policy.fairshare import Score
 from gq.policy.placement import Capacity
 from gq.policy.predict import RunTimes
@@ -92,6 +93,10 @@ class Passes:
         self._explained_at = float("-inf")  # when the last explaining pass ended
         self._explain_cost = 0.0
         self._explain_stale = True  # the queue changed since the last explaining pass
+        # When the first job a reservation waits on is expected to end (as the last pass
+        # planned it, by its prediction or its --time): a job that outlives it moves the
+        # reservations behind it, so the forecasts are then stale as if the queue changed.
+        self._forecasts_until = float("inf")
         # How many ran, and quick ones skipped as nothing could start (tests, benchmarks).
         self.counts = {"quick": 0, "explaining": 0, "skipped": 0}
 
@@ -106,7 +111,7 @@ class Passes:
     def request_pass(self, freed: bool = False, tick: bool = False) -> None:
         """Ask for a pass (see the module's docstring). `freed`: resources were freed, so the
         pass is not spaced; `tick`: asked by the clock, not by a change."""
-        if not tick:
+        if not tick or self._forecasts_outlived():
             self._explain_stale = True
         if self.loop is None or self._pass_handle is not None:
             return
@@ -118,11 +123,16 @@ class Passes:
 
     def explain_now(self) -> None:
         """Every waiting job's reason as of now, if the queue changed since the last
-        explaining pass (`gq why`, `gq show`), and it holds at most EXPLAIN_ON_REQUEST jobs:
-        a request reads no more than that; beyond, it says what the last explaining pass
-        said (spaced as above, at most EXPLAIN_MAX_AGE seconds old)."""
-        if self._explain_stale and len(self.store.resident.waiting) <= EXPLAIN_ON_REQUEST:
+        explaining pass (`gq why`, `gq show`), also when a forecast's job has outlived its
+        planned end, and it holds at most EXPLAIN_ON_REQUEST jobs: a request reads no more
+        than that; beyond, it says what the last explaining pass said (spaced as above, at most
+        EXPLAIN_MAX_AGE seconds old)."""
+        if ((self._explain_stale or self._forecasts_outlived())
+                and len(self.store.resident.waiting) <= EXPLAIN_ON_REQUEST):
             self.run_pass(explain=True)
+
+    def _forecasts_outlived(self) -> bool:
+        return self.clock() >= self._forecasts_until
 
     def run_pass(self, explain: bool | None = None) -> None:
         """One pass now; `explain`: whether it reads the whole queue (None: if it is due)."""
@@ -174,7 +184,7 @@ class Passes:
             self.store.set_reasons(aside)
         if not len(self.kept) and not frozen:
             self.shortfalls, self.forecasts, self.scores = {}, {}, {}
-            self.start_notes = {}
+            self.start_notes, self._forecasts_until = {}, float("inf")
             return
         if not explain and not frozen and not self._could_act(running):
             self.counts["skipped"] += 1
@@ -186,6 +196,7 @@ class Passes:
         self.store.set_reasons(plan.reasons)
         self._keep_explanations(plan, explain)
         self.start_notes = start_notes(inp, plan.forecasts, self.run_times, self.fingerprints)
+        self._forecasts_until = _first_planned_end(inp, plan)
         for start in plan.starts:
             self.starting.start(self.store.get_job(start.job_id), list(start.gpu_ids))
         for thaw in plan.thaws:
@@ -242,6 +253,13 @@ class Passes:
             kept.running_predictions(self.run_times.limits(running, now, self.fingerprints))
         return self.policy_input(kept.queue, running, kept.outcomes, now, kept.predicted,
                                  [kept.queue.jobs[i] for i in kept.slices])
+
+
+def _first_planned_end(inp: SchedulerInput, plan: Plan) -> float:
+    """The earliest planned end of the running jobs the plan's reservations wait on."""
+    after = {f.after for f in plan.forecasts.values()}
+    return min((expected_end(j, inp.now, inp.run_time_of(j)) for j in inp.running
+                if j.id in after), default=float("inf"))
 
 
 def predict_waiting(run_times: RunTimes, fingerprints: Fingerprints, job: Job) -> float | None:

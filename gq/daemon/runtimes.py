@@ -7,7 +7,7 @@ import json
 import statistics
 
 from gq.model import Job
-from gq.units import format_duration
+from gq.units import format_duration, iso
 from gq.policy.predict import (
     Fingerprint, Prediction, RunTimes, fingerprint, prediction_errors,
 )
@@ -68,7 +68,9 @@ def record_completed(book: RunTimes, job: Job, ended_at: float) -> None:
 def start_notes(inp, forecasts: dict, book: RunTimes, fp_of
                 ) -> dict[int, tuple[bool, str]]:
     """For each reserved job: whether its expected start is known, and what it rests on, in
-    words. A start that waits for a job whose end is only a default assumption is unknown."""
+    words: the --time of the job it waits for, or that job's predicted run time where it is
+    shorter (as the plan has it). A start that waits for a job whose end is only a default
+    assumption is unknown."""
     running = {j.id: j for j in inp.running}
     waiting = inp.pending.jobs  # a kept queue: looked up, not copied (it may be long)
     jobs = lambda i: running.get(i) or waiting.get(i)  # noqa: E731
@@ -77,9 +79,9 @@ def start_notes(inp, forecasts: dict, book: RunTimes, fp_of
         after = jobs(f.after) if f.after is not None else None
         if after is None:
             out[job_id] = (True, "when the cards it needs are free")
-        elif after.time_limit:
+        elif after.time_limit and inp.run_time_of(after) >= after.time_limit:
             out[job_id] = (True, f"when job {after.id} reaches its --time")
-        elif inp.end_known(after):
+        elif inp.end_known(after):  # planned by its prediction (EASY++), below any --time
             p = book.predict(after, inp.now, fp_of(after))
             basis = p.basis
             reserved = jobs(job_id)
@@ -92,6 +94,22 @@ def start_notes(inp, forecasts: dict, book: RunTimes, fp_of
             out[job_id] = (False, f"unknown: it waits for job {after.id}, which has no --time "
                                   f"and no completed run of {label} to learn from")
     return out
+
+
+def end_note(job: Job, p: Prediction) -> str | None:
+    """`gq why` of a running job: when the plan expects it to end, and on what: its predicted
+    run time where that is shorter than its --time (EASY++), else its --time; None when
+    neither is known. A prediction stops nothing: only --time does."""
+    if job.started_at is None:
+        return None
+    if p.seconds is not None and (not job.time_limit or p.seconds < job.time_limit):
+        stop = f" (its --time, {format_duration(job.time_limit)}, stops it)" if (
+            job.time_limit) else ""
+        return (f"Expected to end by {iso(job.started_at + p.seconds)}: it runs "
+                f"~{format_duration(p.seconds)}, {p.basis}{stop}.")
+    if job.time_limit:
+        return f"Expected to end by {iso(job.started_at + job.time_limit)}, at its --time."
+    return None
 
 
 def learned_mem_quality(history, since: float, now: float) -> dict:

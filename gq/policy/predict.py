@@ -4,8 +4,12 @@ A fingerprint is (user, program, script, GPUs): the program's name and, for an i
 launcher (python, bash, torchrun...), the script or module it runs; other arguments are not
 part of it, so that the runs of a sweep teach each other. The prediction is the mean of the last
 two completed runs of the fingerprint (the one run, after one). A job that outlives its
-prediction is predicted to run twice as long, again and again, never past its --time. With no
-completed run there is no prediction: "unknown", never a default passed off as one.
+prediction is predicted to run twice as long, again and again, never past its --time (so the
+plan is corrected: a longer prediction, then the declared limit). With no completed run there
+is no prediction: "unknown", never a default passed off as one.
+
+The scheduler plans with the smaller of a job's --time and its prediction (EASY++, Tsafrir et
+al. 2007: SchedulerInput.run_time_of): forecasts, reservations and backfill.
 
 Pure: the daemon, `gq sim` and any policy (a QSSF baseline, say) call the same code. It never
 stops a job; only --time does.
@@ -130,11 +134,12 @@ class RunTimes:
         return predict(list(self.last.get(fp, ())), fp.label, elapsed, job.time_limit)
 
     def limits(self, jobs: list[Job], now: float, fp_of=fingerprint_of) -> dict[int, float]:
-        """For the scheduler: the predicted run time of each job without --time that has one.
+        """For the scheduler (SchedulerInput.predicted): the predicted run time of each job
+        that has one, at most its --time; a running job's grows once it outlives it.
         `fp_of(job)`: its fingerprint."""
         out = {}
         for job in jobs:
-            if not job.time_limit and self.last:
+            if self.last:
                 p = self.predict(job, now, fp_of(job))
                 if p.seconds is not None:
                     out[job.id] = p.seconds

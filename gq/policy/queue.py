@@ -196,14 +196,33 @@ class PendingQueue:
         return {r for r, n in self._ranks.items() if n}
 
     def shortest_limit(self, request: tuple, inp: SchedulerInput) -> float:
-        """The shortest time limit (declared, or assumed for its tier) among the jobs of this
-        shape: a bound below which no job of the shape asks to run."""
+        """The shortest run time planned (declared, predicted, or assumed for its tier) among
+        the jobs of this shape: a bound below which no job of the shape is planned to run."""
         limits = self._limits.get(request)
         best = limits[0] if limits else math.inf
+        if inp.predicted:
+            best = min(best, self._shortest_predicted(request, inp))
         if self._undeclared.get(request):
-            best = min(best, inp.default_limit, *inp.tier_limits.values(),
-                       inp.shortest_predicted)
+            best = min(best, inp.default_limit, *inp.tier_limits.values())
         return best
+
+    def _shortest_predicted(self, request: tuple, inp: SchedulerInput) -> float:
+        """The shortest predicted run time among the jobs of this shape, once per pass (the
+        predictions are the pass's: SchedulerInput.shape_bounds keeps it)."""
+        memo = inp.shape_bounds
+        found = memo.get(request)
+        if found is None:
+            predicted = inp.predicted
+            found = min((predicted[k[-1]] for k in self._by_shape.get(request, ())
+                         if k[-1] in predicted), default=math.inf)
+            for job_id in self._unkeyed:  # not yet in _by_shape
+                if job_id in predicted and shape(self.jobs[job_id]) == request:
+                    found = min(found, predicted[job_id])
+            for job in self._with_deps.values():
+                if job.id in predicted and shape(job) == request:
+                    found = min(found, predicted[job.id])
+            memo[request] = found
+        return found
 
     def ordered(self, inp: SchedulerInput, scores: dict[int, Score],
                 could_run: Callable[[Job], bool], dropped: set[tuple] | None = None

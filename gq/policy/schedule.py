@@ -32,7 +32,7 @@ class _HostState:
         running = inp.running_on(host)
         self.capacity = Capacity(host, running, inp.util, inp.share_util_max)
         self.by_end = sorted(
-            (Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.limit_of(j)))
+            (Holding(j, tuple(j.gpu_ids), expected_end(j, inp.now, inp.run_time_of(j)))
              for j in running),
             key=lambda h: h.end,
         )
@@ -107,7 +107,9 @@ def schedule(inp: SchedulerInput, explain: bool = True,
             plan.reasons[job.id] = Reason.QUOTA_LIMIT
             plan.shortfalls[job.id] = over
             continue
-        limit = inp.limit_of(job)
+        # The run time planned (EASY++: the smaller of --time and the prediction) places the
+        # job's end for backfill; admin reservations keep their cards from it by its --time.
+        limit = inp.run_time_of(job)
         end = inp.now + limit
         # Keys: the shape alone in the common case (no window keeps a card from the job,
         # a fixed count); with the windows that do, and an elastic job's cap, added.
@@ -116,7 +118,7 @@ def schedule(inp: SchedulerInput, explain: bool = True,
             # Where a slice may share a card depends on its learned utilisation too. (A replay
             # has none: its shapes stay plain, which the stop test below relies on.)
             nowhere_key = (nowhere_key, inp.util[job.id])
-        kept_by = blocking(windows, job, inp.now, limit) if windows else ()
+        kept_by = blocking(windows, job, inp.now, inp.limit_of(job)) if windows else ()
         if kept_by:
             nowhere_key = (nowhere_key, tuple(w.id for w in kept_by))
         request = (nowhere_key, quota.most(job)) if job.gpus_max else nowhere_key
@@ -168,7 +170,7 @@ def schedule(inp: SchedulerInput, explain: bool = True,
             if len(reservations) < inp.max_reservations:
                 mine = tuple(w for w in windows if job.user not in w.users)
                 r = _earliest_reservation(job, hosts, inp.now, inp.pools.allowed(job), mine,
-                                          limit)
+                                          inp.limit_of(job))
                 if r is not None:
                     reservations.append(r)
                     plan.forecasts[job.id] = Forecast(r.start, r.cards, r.host, r.after)

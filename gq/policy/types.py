@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -82,8 +81,9 @@ class SchedulerInput:
     # tier_limits overrides it per tier ("low" work tends to run longer, say).
     default_limit: float = 24 * 3600.0
     tier_limits: dict[str, float] = field(default_factory=dict)
-    # Predicted run times (policy/predict.py) of jobs without --time, by job id: used before
-    # the assumed default for expected ends, reservations and backfill; they stop nothing.
+    # Predicted run times (policy/predict.py), by job id, at most each job's --time: expected
+    # ends, reservations and backfill use the smaller of a job's --time and its prediction
+    # (EASY++), and a job without --time is scored by its prediction. They stop nothing.
     predicted: dict[int, float] = field(default_factory=dict)
     # How many of the first jobs that cannot start get a reservation (backfill protects them).
     max_reservations: int = 8
@@ -120,9 +120,10 @@ class SchedulerInput:
             self.pending = PendingQueue(self.pending)
 
     @cached_property
-    def shortest_predicted(self) -> float:
-        """The shortest predicted run time of any job (a bound for jobs without --time)."""
-        return min(self.predicted.values(), default=math.inf)
+    def shape_bounds(self) -> dict[tuple, float]:
+        """Per shape of waiting job, the shortest predicted run time of its jobs, as a pass
+        asks for it (PendingQueue.shortest_limit fills it)."""
+        return {}
 
     @property
     def scored_at(self) -> float:
@@ -137,6 +138,16 @@ class SchedulerInput:
         tier."""
         return (job.time_limit or self.predicted.get(job.id)
                 or self.tier_limits.get(str(job.priority), self.default_limit))
+
+    def run_time_of(self, job: Job) -> float:
+        """How long the job is planned to run (forecasts, reservations, backfill): the smaller
+        of its --time and its predicted run time; else either; else its tier's assumed limit.
+        A prediction is never longer than the --time (policy/predict.py caps it), and grows
+        past a running job's elapsed time: the plan is corrected when a job outlives it."""
+        predicted = self.predicted.get(job.id)
+        if predicted is not None and job.time_limit:
+            return min(predicted, job.time_limit)
+        return self.limit_of(job)
 
     def end_known(self, job: Job) -> bool:
         """Whether the job's expected end rests on a --time or a prediction, not a default."""

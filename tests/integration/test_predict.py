@@ -172,3 +172,36 @@ def test_what_an_expected_start_rests_on_in_words():
     by_time = {2: Forecast(60.0, (1,), "", 3)}
     assert start_notes(known, by_time, book, fingerprint_of)[2] == (
         True, "when job 3 reaches its --time")
+
+
+def test_a_start_behind_a_long_time_limit_is_forecast_by_the_learned_run_time(make_host):
+    """Job.sh declares an hour; one run of 0.8 s taught gq its run time. A job waiting behind
+    the next run is expected when the learned run time says, not the --time; that run takes
+    2 s, outliving its prediction: the plan is corrected (a longer prediction), the run is not
+    stopped for it, and the waiting job starts within 2x of the corrected forecast (a second
+    either way: JSON times are whole seconds)."""
+    from datetime import datetime
+
+    host = make_host("1x80G")
+    script = host.work / "job.sh"
+    script.write_text('sleep "$1"\n')
+    run = ("-g", "1", "--time", "1h", "--", "sh", str(script))
+    assert host.wait_ended(host.submit(*run, "0.8"))["state"] == "completed"
+    blocker = host.submit(*run, "2")
+    waiting = host.submit("-g", "1", "--", "true")
+    why = wait_for(lambda: (w := host.call("why", id=str(waiting)))["expected_start"] and w,
+                   what="an expected start")
+    assert re.search(rf"when job {blocker} ends: it runs ~\w+, like your last run of job.sh",
+                     why["why"]), why["why"]
+    at = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()  # noqa: E731
+    began = at(host.job(blocker)["started_at"])
+    assert at(why["expected_start"]) - began < 60  # not the hour it declares
+    corrected = wait_for(lambda: "doubled as it outlived" in (
+        w := host.call("why", id=str(waiting)))["why"] and w, what="a corrected forecast")
+    ending = host.call("why", id=str(blocker))["why"]
+    assert re.search(r"Expected to end by \S+: it runs ~\w+, like your last run of job.sh, "
+                     r"doubled as it outlived \w+ \(its --time, \w+, stops it\)", ending), ending
+    forecast = at(corrected["expected_start"]) - began
+    assert host.wait_ended(blocker)["state"] == "completed"  # never stopped for a prediction
+    started = at(host.wait_state(waiting, "running", "completed")["started_at"]) - began
+    assert forecast / 2 - 1 <= started <= 2 * forecast + 1, (forecast, started)

@@ -79,13 +79,13 @@ def test_predictions_are_taken_on_arrival_and_again_only_when_asked(tmp_path):
     book = {"x": 600.0}
     kept = KeptQueue(lambda job: book["x"])
     j = store.insert_job(new_job(), 1.0)
-    t = store.insert_job(new_job(limit=60.0), 1.0)  # declares --time: no prediction
+    t = store.insert_job(new_job(limit=60.0), 1.0)  # declares --time: predicted all the same
     kept.sync(store, {})
     book["x"] = 30.0  # a run completed: held until usage is recalculated
     kept.sync(store, {})
-    assert kept.predicted == {j: 600.0}
+    assert kept.predicted == {j: 600.0, t: 600.0}
     kept.repredict()
-    assert kept.predicted == {j: 30.0} and t not in kept.predicted
+    assert kept.predicted == {j: 30.0, t: 30.0}
 
 
 # ---- the kept queue, against the whole queue listed afresh ---------------------------------

@@ -125,12 +125,25 @@ def clusters(draw):
     return hosts, running, pending, draw(st.integers(0, 4))
 
 
+@st.composite
+def predictions(draw, jobs):
+    """Learned run times for some of these jobs, at most their --time (as predict caps them)."""
+    out = {}
+    for j in jobs:
+        seconds = draw(st.sampled_from([None, None, 60.0, 1200.0, 4 * H]))
+        if seconds is not None:
+            out[j.id] = min(seconds, j.time_limit or seconds)
+    return out
+
+
 @settings(max_examples=examples(300), deadline=None)
-@given(clusters())
-def test_stopping_early_starts_and_reserves_exactly_what_the_full_pass_does(case):
+@given(clusters(), st.data())
+def test_stopping_early_starts_and_reserves_exactly_what_the_full_pass_does(case, data):
+    """With learned run times too: the plan takes the smaller of --time and the prediction."""
     hosts, running, pending, reservations = case
+    predicted = data.draw(predictions(running + pending))
     inp = lambda: SchedulerInput(hosts, list(pending), running, {}, 3600.0,  # noqa: E731
-                                 max_reservations=reservations)
+                                 max_reservations=reservations, predicted=predicted)
     full, quick = schedule(inp()), schedule(inp(), explain=False)
     assert quick.starts == full.starts
     assert quick.forecasts == full.forecasts
