@@ -114,6 +114,7 @@ def _lines_answer(daemon: Context, query: Query, columns: list[str], after: int 
     out["arrays"] = {str(k): v for k, v in arrays.items()}
     out["starts"] = _starts(daemon, ids)
     out["next"] = ids[-1] if more else None
+    out["now"] = daemon.clock()  # gq ls's TIME is timed by the daemon's clock (_rows_page)
     return out
 
 

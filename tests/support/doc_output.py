@@ -158,7 +158,7 @@ class Session:
         deadline, last = time.monotonic() + timeout, None
         while time.monotonic() < deadline:
             with Connection(self.socket, timeout=30) as conn:
-                jobs = conn.call("list", all=True)
+                jobs = conn.call("list", all=True)["jobs"]
             now = [(j["id"], j["state"], j.get("reason"), j.get("exit_code")) for j in jobs]
             first_pass = any(j["state"] == "pending" and j.get("reason") == "Priority"
                              for j in jobs)
@@ -179,7 +179,7 @@ class Session:
 
         try:
             with Connection(self.socket, timeout=10) as conn:
-                active = [str(j["id"]) for j in conn.call("list")]
+                active = [str(j["id"]) for j in conn.call("list")["jobs"]]
                 if active:
                     conn.call("cancel", ids=active)
                 conn.call("shutdown")
