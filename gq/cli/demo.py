@@ -68,13 +68,19 @@ SCENARIO: list[tuple[float, list[str], list[str]]] = [
 ]
 
 
+def _short_tmp() -> str:
+    """$TMPDIR where a socket's path under it stays within the kernel's 108 bytes, else /tmp."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    return base if len(base) <= 60 and os.path.isdir(base) else "/tmp"
+
+
 class Demo:
     """A daemon on simulated cards in a temporary GQ_HOME, the scenario's jobs, and a stray
     process on the shared card. `close` undoes all of it, whatever state it is in."""
 
     def __init__(self, say: Callable[[str], None] = print):
         self.say = say
-        self.tmp = Path(tempfile.mkdtemp(prefix="gq-demo-", dir="/tmp"))  # short socket path
+        self.tmp = Path(tempfile.mkdtemp(prefix="gq-demo-", dir=_short_tmp()))
         self.home = self.tmp / "home"
         self.work = self.tmp / "work"
         self.stray: subprocess.Popen | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -72,13 +73,14 @@ def test_gq_top_shows_the_cards_and_the_queue_and_quits(host):
 
 
 def test_gq_demo_opens_gq_top_and_cleans_up_on_ctrl_c():
-    before = set(Path("/tmp").glob("gq-demo-*"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")}
+    # its own TMPDIR: another suite's demo beside this one is not taken for it
+    tmp = Path(tempfile.mkdtemp(prefix="gqd-", dir="/tmp"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GQ_")} | {"TMPDIR": str(tmp)}
     term = Terminal([GQ, "demo"], env)
     try:
         wait_for(lambda: term.shows("SIM", "train-llm", "notebook", "sweep"), timeout=30,
                  what="the demo in gq top")
-        homes = set(Path("/tmp").glob("gq-demo-*")) - before
+        homes = set(tmp.glob("gq-demo-*"))
         assert len(homes) == 1
         home = homes.pop()
         term.keys("C-c")
@@ -86,6 +88,7 @@ def test_gq_demo_opens_gq_top_and_cleans_up_on_ctrl_c():
     finally:
         term.close()
     assert not home.exists()
+    shutil.rmtree(tmp, ignore_errors=True)
     import psutil
 
     left = []
