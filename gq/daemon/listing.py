@@ -277,6 +277,9 @@ def job_field(job: Job, column: str) -> Any:
         return None if job.array is None else getattr(job.array, column[6:])
     if column == "state":
         return shown_state(job)  # `stopping`: decided ended, its run not gone
+    if column == "name" and job.attach is not None and not job.state.ended:
+        # a `gq run` (docs/run.md): the caller's terminal or pipes are attached to it
+        return f"{job.name} [{'tty' if job.attach.get('tty') else 'pipes'}]"
     value = getattr(job, column)
     if column == "priority":
         return str(value)

@@ -143,6 +143,7 @@ def test_ctrl_c_reaches_the_job_and_a_second_one_cancels_it(host, terminal):
               'while :; do sleep 0.05; done')
     run = terminal.start(host, "--", "sh", "-c", script)
     terminal.expect(b"ready")
+    assert "run:sh [tty]" in host.gq("ls").stdout  # a terminal attached, as gq top shows too
     terminal.resize(40, 120)  # the job's terminal follows the caller's (SIGWINCH)
     terminal.expect(b"40 120")
     terminal.type(b"\x03")  # the job's terminal makes it SIGINT, for the job's foreground
@@ -196,6 +197,7 @@ def test_a_waiting_run_shows_why_then_runs_once_its_card_frees(host, terminal):
     # stderr on a terminal: one line, updated in place.
     shown = gq_run(host, "--", "sh", "-c", "echo started", stderr=terminal.slave)
     waiting = only_job(host, "pending")
+    assert "run:sh [pipes]" in host.gq("ls").stdout  # gq ls marks what a caller waits on
     terminal.expect(rb"\r\x1b\[Kjob %d waiting \(Ctrl-C cancels\): pending \(Resources\)"
                     % waiting["id"])
     # stderr piped: one line, once; Ctrl-C while it waits cancels it and nothing runs.
