@@ -259,6 +259,8 @@ def _short(why: dict) -> str:
     """`gq why` in short: its first sentence less the job's own words, and when it may start."""
     line = _first_line(why.get("why", ""))
     line = re.sub(r"^Job \S+ is ", "", line).rstrip(".")
+    if why.get("ahead") is not None:  # its place in the order the scheduler considers them
+        line = f"{why['ahead']} waiting ahead of it; {line}"
     if why.get("expected_start"):
         line += f"; expected to start {why['expected_start'][11:16]} UTC"
     return line

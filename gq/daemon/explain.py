@@ -79,6 +79,8 @@ def op_why(daemon: Context, caller: Caller, args: dict) -> dict:
             "why": explain(daemon, job) + failure_text(job, largest_card(daemon.cards)),
             "expected_start": expected_start(daemon, job.id),
             "expected_start_basis": start_basis(daemon, job.id),
+            # a waiting `gq run`'s place: the waiting jobs considered before it
+            "ahead": daemon.passes.ahead.get(job.id),
             **failure_json(job, largest_card(daemon.cards))}
 
 

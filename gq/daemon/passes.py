@@ -84,6 +84,9 @@ class Passes:
         self.shortfalls: dict[int, str] = {}
         self.forecasts: dict[int, Forecast] = {}
         self.scores: dict[int, Score] = {}
+        # Of each waiting `gq run` job (its caller shows it): how many waiting jobs the last
+        # explaining pass considered before it.
+        self.ahead: dict[int, int] = {}
         # Each reserved job: whether its expected start is known, and what it rests on.
         self.start_notes: dict[int, tuple[bool, str]] = {}
         self._pass_handle: asyncio.Handle | None = None  # a pass asked for, not run yet
@@ -183,7 +186,7 @@ class Passes:
         if aside:  # Dependency, DependencyNeverSatisfied, PeerDown: as the policy would say
             self.store.set_reasons(aside)
         if not len(self.kept) and not frozen:
-            self.shortfalls, self.forecasts, self.scores = {}, {}, {}
+            self.shortfalls, self.forecasts, self.scores, self.ahead = {}, {}, {}, {}
             self.start_notes, self._forecasts_until = {}, float("inf")
             return
         if not explain and not frozen and not self._could_act(running):
@@ -235,6 +238,9 @@ class Passes:
         self.forecasts = plan.forecasts  # complete either way: every reservation is placed
         if explain:
             self.shortfalls, self.scores = plan.shortfalls, plan.scores
+            attached = {i for i, j in self.kept.queue.jobs.items() if j.attach is not None}
+            self.ahead = {job_id: n for n, job_id in enumerate(plan.reasons)
+                          if job_id in attached} if attached else {}
             return
         for job_id in plan.reasons.keys() | {s.job_id for s in plan.starts}:
             text = plan.shortfalls.get(job_id)

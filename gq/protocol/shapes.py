@@ -312,6 +312,7 @@ class WhyAnswer(TypedDict, total=False):
     why: str
     expected_start: str | None
     expected_start_basis: str | None
+    ahead: int | None  # a waiting `gq run`: the waiting jobs the scheduler considers first
     failure: str | None
     failure_evidence: list[str]
     failure_suggestion: str | None

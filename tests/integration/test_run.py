@@ -198,13 +198,15 @@ def test_a_waiting_run_shows_why_then_runs_once_its_card_frees(host, terminal):
     shown = gq_run(host, "--", "sh", "-c", "echo started", stderr=terminal.slave)
     waiting = only_job(host, "pending")
     assert "run:sh [pipes]" in host.gq("ls").stdout  # gq ls marks what a caller waits on
-    terminal.expect(rb"\r\x1b\[Kjob %d waiting \(Ctrl-C cancels\): pending \(Resources\)"
-                    % waiting["id"])
+    terminal.expect(rb"\r\x1b\[Kjob %d waiting \(Ctrl-C cancels\): 0 waiting ahead of it; "
+                    rb"pending \(Resources\)" % waiting["id"])
     # stderr piped: one line, once; Ctrl-C while it waits cancels it and nothing runs.
     marker = host.work / "ran"
     quiet = gq_run(host, "--", "touch", str(marker))
     line = quiet.stderr.readline().decode()
-    assert re.match(r"gq: job \d+ waiting \(Ctrl-C cancels\): pending ", line), line
+    # its place: behind the first run, which waits for the same card
+    assert re.match(r"gq: job \d+ waiting \(Ctrl-C cancels\): 1 waiting ahead of it; "
+                    r"pending ", line), line
     quiet.send_signal(signal.SIGINT)
     assert quiet.wait(timeout=20) == 130
     assert "cancelled before it started" in quiet.stderr.read().decode()
