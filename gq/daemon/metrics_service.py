@@ -48,8 +48,13 @@ class MetricsService:
             from gq.daemon.metrics import Metrics
             from gq.daemon.metrics_http import Endpoint
         except ImportError:
-            raise GqError("[metrics] listen needs prometheus_client: pip install "
-                          "'gq-gpu[metrics]' (or pip install prometheus-client)") from None
+            import shlex
+            import sys
+
+            # the pip of the environment the daemon runs in (install.sh's venv, a pipx one...)
+            raise GqError("[metrics] listen needs prometheus_client, an extra: "
+                          f"{shlex.quote(sys.executable)} -m pip install prometheus-client "
+                          "(or install gq-gpu[metrics])") from None
         if self.snapshot is None:
             self.snapshot = Metrics(*self._sources)
         self.snapshot.refresh()
