@@ -9,6 +9,7 @@ import json
 import pytest
 
 from gq.model import ENDED_STATES, Job, JobState
+from gq.states import ACTIVE
 from gq.protocol import BadInput
 from gq.store import Store
 from gq.units import iso
@@ -143,7 +144,8 @@ def test_the_table_from_pages_is_the_table_from_whole_jobs(host, monkeypatch):
             assert paged_headers == headers and len(paged) == len(drawn) > 8
             assert not start or any(":" in row[-2] for row in paged)  # an expected start
             for mine, theirs in zip(paged, drawn):  # TIME of active jobs: as of each `now`
-                active = mine[3] in ("running", "pending", "held") or "pending" in mine[3]
+                # a job, or an array's line ("1 running, 2 completed"), timed as of a `now`
+                active = any(state in mine[3] for state in ACTIVE)
                 assert [c for i, c in enumerate(mine) if i != time_at or not active] == [
                     c for i, c in enumerate(theirs) if i != time_at or not active]
     host.gq("cancel", str(running))
