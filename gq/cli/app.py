@@ -14,6 +14,7 @@ from gq.cli.daemon_cmd import daemon_app
 from gq.cli.reserve_cmd import reserve_app
 from gq.cli.typer_table import typer_command
 from gq.protocol import BAD_INPUT, GqError
+from gq.protocol.op_names import Op
 
 app = typer.Typer(
     name="gq",
@@ -92,7 +93,7 @@ def stats(
         seconds = parse_duration(since)
     except ValueError as e:
         raise GqError(f"--since {e}", BAD_INPUT) from None
-    figures = call("stats", since=seconds)
+    figures = call(Op.STATS, since=seconds)
     if json:
         return output.print_json(figures)
     from gq.cli import stats_cmd
@@ -130,7 +131,7 @@ def mcp() -> None:
 def fairshare(json: Json = False) -> None:
     """Fair share, as Slurm's sshare: each account's and user's share, decayed usage and the
     factor their waiting jobs get, so you can tell why one job goes before another."""
-    found = call("fairshare")
+    found = call(Op.FAIRSHARE)
     if json:
         return output.print_json(found)
     from gq.cli.stats_cmd import print_fairshare
@@ -324,7 +325,7 @@ def config_show(json: Json = False) -> None:
     default, or this machine."""
     from gq.cli.config_cmd import print_settings
 
-    report = call("config")
+    report = call(Op.CONFIG)
     output.print_json(report) if json else print_settings(report)
 
 

@@ -12,6 +12,7 @@ from gq.paths import daemon_log, daemon_socket, not_answering, socket_path
 from gq.protocol import (
     CONNECT_WAIT, LOCKED_ADVICE, Connection, DaemonGone, DaemonSlow, DatabaseLocked, GqError,
 )
+from gq.protocol.op_names import Op
 
 START_TIMEOUT = 15.0
 RETRY_FOR = 60.0  # seconds a submit is sent again while its daemon goes away and comes back
@@ -76,7 +77,7 @@ def submit_job(args: dict[str, Any]) -> dict[str, Any]:
     while True:
         try:
             with conn:
-                return conn.call("submit", **args)
+                return conn.call(Op.SUBMIT, **args)
         except DatabaseLocked as e:
             # The submit's one transaction was rolled back (docs/reliability.md): the same
             # key again, queued once.
@@ -141,7 +142,7 @@ def start_daemon(home: str) -> int:
         if conn is not None:
             try:
                 with conn:
-                    return conn.call("ping")["pid"]
+                    return conn.call(Op.PING)["pid"]
             except (DaemonGone, ConnectionError):
                 pass  # the socket of a daemon still dying (killed): ours answers soon
         # A daemon that lost the start race to another exits at once; the winner answers soon.
@@ -182,7 +183,7 @@ def wait_for_jobs(ids: list[str], grace: float = 5.0, timeout: float | None = No
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
             with conn:
-                return conn.call("wait", ids=ids, **({} if left is None else {"timeout": left}))
+                return conn.call(Op.WAIT, ids=ids, **({} if left is None else {"timeout": left}))
         except DaemonGone:  # a reset or a broken pipe too (gq/protocol)
             pass
         conn = reconnect(grace, timeout=None)

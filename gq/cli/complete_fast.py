@@ -9,6 +9,8 @@ from __future__ import annotations
 import socket
 import sys
 
+from gq.protocol.op_names import Op
+
 TIMEOUT = 2.0  # seconds; a daemon that is this slow is better not waited for
 
 
@@ -17,7 +19,7 @@ def _jobs(purpose: str, word: str) -> list[list[str]]:
     from gq.protocol import Connection
 
     with Connection(daemon_socket()[0], timeout=TIMEOUT) as conn:
-        return conn.call("complete", **{"for": purpose, "prefix": word})
+        return conn.call(Op.COMPLETE, **{"for": purpose, "prefix": word})
 
 
 def _hosts(word: str) -> list[list[str]]:
@@ -29,7 +31,7 @@ def _hosts(word: str) -> list[list[str]]:
 
         with Connection(daemon_socket()[0], timeout=TIMEOUT) as conn:
             rows += [[p["name"], f"peer, {p['state']}, {p['gpus']} GPU(s)"]
-                     for p in conn.call("peers")]
+                     for p in conn.call(Op.PEERS)]
     except Exception:  # no daemon, an old one: the two that are always there
         pass
     return [r for r in rows if r[0].startswith(word)]

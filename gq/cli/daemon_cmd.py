@@ -9,6 +9,7 @@ import typer
 
 from gq.cli import output
 from gq.protocol import GqError
+from gq.protocol.op_names import Op
 
 daemon_app = typer.Typer(help="The per-host daemon (the CLI starts a daemon of your own on first "
                          "use, unless the host runs a system daemon for everyone).",
@@ -38,7 +39,7 @@ def daemon_start() -> None:
     conn = try_connect(path)
     if conn is not None:
         with conn:
-            info = conn.call("ping")
+            info = conn.call(Op.PING)
         print(f"already running (pid {info['pid']}, {info['home']})")
         return
     if home is None:
@@ -53,8 +54,8 @@ def daemon_stop() -> None:
     from gq.cli.client import connect
 
     with connect(auto_start=False) as conn:
-        pid = conn.call("ping")["pid"]
-        result = conn.call("shutdown")
+        pid = conn.call(Op.PING)["pid"]
+        result = conn.call(Op.SHUTDOWN)
     from gq.cli.daemon_ctl import wait_gone
 
     wait_gone(pid)
@@ -68,7 +69,7 @@ def daemon_reload() -> None:
     from gq.cli.client import connect
 
     with connect(auto_start=False) as conn:
-        result = conn.call("reload")
+        result = conn.call(Op.RELOAD)
     applied = result["changes"]
     print(f"reloaded {result['file']}: "
           + (f"{len(applied)} change(s) applied" if applied else "no changes applied"))
@@ -109,7 +110,7 @@ def daemon_status(json: Json = False) -> int:
         print(f"not running ({home or f'the system daemon, {path}'})")
         return 3
     with conn:
-        info = conn.call("ping")
+        info = conn.call(Op.PING)
     if json:
         output.print_json(info)
     else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+from gq.protocol.op_names import Op
+
 
 def wait_gone(pid: int, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
@@ -49,8 +51,8 @@ def restart() -> str:
     old = None
     if conn is not None:
         with conn:
-            old = conn.call("ping")["pid"]
-            running = conn.call("shutdown")["running_jobs"]
+            old = conn.call(Op.PING)["pid"]
+            running = conn.call(Op.SHUTDOWN)["running_jobs"]
         if not wait_gone(old):
             raise GqError(f"the daemon (pid {old}) did not stop within 10s; see "
                           f"{home}/daemon.log")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gq.protocol import Connection, GqError
+from gq.protocol.op_names import Op
 from gq.protocol.ops import every_listed
 
 CARDS = "4xH100"
@@ -111,7 +112,7 @@ class Demo:
         from gq.cli.submit_args import parse_argv, request_args
 
         values, cmd = parse_argv([*options, "--cwd", str(self.work), "--", *command])
-        job = self.call("submit", **request_args(values, cmd))
+        job = self.call(Op.SUBMIT, **request_args(values, cmd))
         self.submitted.append(job["id"])
         self.say(f"{self.elapsed():5.1f}s  submitted job {job['id']} {job['name']}: "
                  f"gq submit {' '.join(map(shlex.quote, options))} -- "
@@ -137,7 +138,7 @@ class Demo:
         """Someone's script run by hand on the card the notebook shares: gq did not start it."""
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not self._stop.is_set():
-            cards = self.call("show", id=str(notebook))["gpu_ids"]
+            cards = self.call(Op.SHOW, id=str(notebook))["gpu_ids"]
             if cards:
                 break
             time.sleep(0.1)
@@ -157,10 +158,10 @@ class Demo:
         try:
             active = [str(j["id"]) for j in every_listed(self.call)]
             if active:
-                self.call("cancel", ids=active)
+                self.call(Op.CANCEL, ids=active)
                 with Connection(self.home / "gq.sock", timeout=20) as conn:
-                    conn.call("wait", ids=active)
-            self.call("shutdown")
+                    conn.call(Op.WAIT, ids=active)
+            self.call(Op.SHUTDOWN)
         except (OSError, GqError):
             pass  # the daemon is gone already: the sweep below ends what is left
         if self.stray is not None and self.stray.poll() is None:

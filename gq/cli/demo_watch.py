@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from gq.protocol import GqError
+from gq.protocol.op_names import Op
 from gq.protocol.ops import every_listed, listed_jobs
 from gq.states import RUNNING, WAITING
 from gq.wording.arrays import label
@@ -18,7 +19,7 @@ POLL = 0.25  # seconds between looks
 
 def _preempted_by(demo, job_id: int) -> str:
     """What its last stop says (`preempted for job 10 ...`), from its events."""
-    events = demo.call("show", id=str(job_id))["events"]
+    events = demo.call(Op.SHOW, id=str(job_id))["events"]
     stops = [e for e in events if e["new_state"] == "preempting"]
     if not stops:
         return ""
@@ -59,7 +60,7 @@ def watch(demo, seconds: float) -> None:
             since = None if looked is None else time.monotonic() - looked + 5.0
             looked = time.monotonic()
             jobs = every_listed(demo.call, all=True, since=since)
-            found = demo.call("offenders")
+            found = demo.call(Op.OFFENDERS)
         except (OSError, GqError) as e:
             demo.say(f"{demo.elapsed():5.1f}s  lost the daemon: {e}")
             return
@@ -91,8 +92,9 @@ def summary(demo) -> None:
     from gq.cli.details import print_gpus
 
     demo.say(f"\nAfter {demo.elapsed():.0f}s, the cards (gq gpus):")
-    print_gpus(demo.call("gpus"))
+    print_gpus(demo.call(Op.GPUS))
     demo.say("\nThe queue (gq ls):")
-    headers, rows = table_rows(listed_jobs(demo.call("list")), with_start=False, expand=False, listed_all=False)
+    headers, rows = table_rows(listed_jobs(demo.call(Op.LIST)), with_start=False, expand=False,
+                               listed_all=False)
     demo.say(output.table(headers, rows))
     demo.say("\nSee it live: gq demo (the same scenario, in gq top)")

@@ -10,6 +10,7 @@ import sys
 from gq.cli import output
 from gq.cli.client import call
 from gq.protocol import BAD_INPUT, GqError
+from gq.protocol.op_names import Op
 
 
 def submit(command: list[str] | None = None, **options) -> None:
@@ -107,7 +108,7 @@ def clean() -> None:
 
 
 def show(id: str, json=False) -> None:
-    job = call("show", id=id)
+    job = call(Op.SHOW, id=id)
     if json:
         return output.print_json(job)
     from gq.cli.details import print_job
@@ -116,7 +117,7 @@ def show(id: str, json=False) -> None:
 
 
 def why(id: str) -> None:
-    output.say(call("why", id=id)["why"])
+    output.say(call(Op.WHY, id=id)["why"])
 
 
 def logs(id: str, follow=False, err=False) -> None:
@@ -136,26 +137,26 @@ def _act(op: str, ids: list[str], **args) -> int:
 
 
 def cancel(ids: list[str]) -> int:
-    return _act("cancel", ids)
+    return _act(Op.CANCEL, ids)
 
 
 def hold(ids: list[str]) -> int:
-    return _act("hold", ids)
+    return _act(Op.HOLD, ids)
 
 
 def release(ids: list[str]) -> int:
-    return _act("release", ids)
+    return _act(Op.RELEASE, ids)
 
 
 def requeue(ids: list[str]) -> int:
-    return _act("requeue", ids)
+    return _act(Op.REQUEUE, ids)
 
 
 def update(ids: list[str], mem=None, gpus=None, cpus=None, ram=None, time=None, name=None,
            priority=None) -> int:
     from gq.cli.submit_args import update_args
 
-    return _act("update", ids, **update_args(mem=mem, gpus=gpus, cpus=cpus, ram=ram,
+    return _act(Op.UPDATE, ids, **update_args(mem=mem, gpus=gpus, cpus=cpus, ram=ram,
                                              time=time, name=name, priority=priority))
 
 
@@ -174,7 +175,7 @@ def wait(ids: list[str], timeout=None) -> int:
 
 
 def gpus(all_hosts=None, json=False) -> None:
-    cards = call("gpus", hosts=hosts_arg(all_hosts))
+    cards = call(Op.GPUS, hosts=hosts_arg(all_hosts))
     if isinstance(cards, dict):  # every host's
         from gq.cli.hosts_view import print_hosts_gpus
 
@@ -191,7 +192,7 @@ def offenders(all_hosts=None, json=False) -> None:
 
     from gq.cli.stats_cmd import print_offenders
 
-    found = call("offenders", hosts=hosts_arg(all_hosts))
+    found = call(Op.OFFENDERS, hosts=hosts_arg(all_hosts))
     if isinstance(found, dict):  # every host's
         if json:
             return output.print_json(found["hosts"])

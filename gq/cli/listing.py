@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from operator import itemgetter
 
 from gq.cli.client import connect
+from gq.protocol.op_names import Op
 from gq.units import iso
 
 PAGE = 1000  # jobs an answer
@@ -150,13 +151,13 @@ def _answers(args: dict) -> Iterator[list | dict]:
     """Each answer as it comes; the next page is asked for before this one is handed on, so
     that the daemon reads it while this one is drawn."""
     with connect() as conn:
-        answer = conn.call("list", **args, page=min(FIRST_PAGE, PAGE))
+        answer = conn.call(Op.LIST, **args, page=min(FIRST_PAGE, PAGE))
         while True:
             if isinstance(answer, list) or "hosts" in answer:  # all in one answer
                 yield answer
                 return
             if answer["next"] is not None:
-                conn.send("list", **args, page=PAGE, after=answer["next"])
+                conn.send(Op.LIST, **args, page=PAGE, after=answer["next"])
             yield answer
             if answer["next"] is None:
                 return

@@ -10,6 +10,7 @@ import time
 from gq.cli.client import call
 from gq.cli.output import say
 from gq.protocol import GqError
+from gq.protocol.op_names import Op
 from gq.states import ACTIVE, WAITING
 
 FOLLOW_POLL = 0.2  # seconds between looks at a growing log
@@ -46,7 +47,7 @@ def _remote_log(job: dict, follow: bool, stderr: bool) -> None:
 
     offset = 0
     while True:
-        part = call("log", id=job["id"], err=stderr, offset=offset)
+        part = call(Op.LOG, id=job["id"], err=stderr, offset=offset)
         data = base64.b64decode(part["data"])
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
@@ -83,13 +84,13 @@ def _open(path: str, job: dict) -> int | None:
 def show_log(job_id: str, follow: bool, stderr: bool) -> None:
     # A connection per question: a daemon closes connections that stay idle, as this one
     # would while a job prints for long.
-    job = call("show", id=job_id)
+    job = call(Op.SHOW, id=job_id)
     if isinstance(job["id"], str):  # HOST:ID, on a peer
         return _remote_log(job, follow, stderr)
     array = job.get("array")
     if array and job_id.strip() in ("@", str(array["id"])):  # all of it, element by element
         for element in job["array_jobs"]:
-            _one_log(call("show", id=str(element)), follow, stderr, header=True)
+            _one_log(call(Op.SHOW, id=str(element)), follow, stderr, header=True)
         return
     _one_log(job, follow, stderr)
 
@@ -135,7 +136,7 @@ def _print_log(job: dict, follow: bool, stderr: bool) -> dict:
         if not follow:
             return job
         if not copied:
-            job = call("show", id=str(job["id"]))
+            job = call(Op.SHOW, id=str(job["id"]))
             if job["state"] not in ACTIVE:  # a frozen job is thawed again: keep following
                 if fd is None:
                     fd = _open(path, job)

@@ -8,6 +8,7 @@ from typing import Any
 
 from gq import __version__
 from gq.protocol import GqError
+from gq.protocol.op_names import Op
 
 MAX_TAIL = 2000  # lines `logs` returns at most
 MAX_BYTES = 256 << 10  # and bytes read from the end of the log
@@ -133,7 +134,7 @@ def make_server():
         answer, by id: `next` is the `after` that asks for the following ones (null: no
         more). Each has id, name, user, state, reason (why a pending one waits), gpus, mem
         (bytes), exit_code and, when it failed, failure (the class of why it died)."""
-        answer = ask("list", all=all, user=user, states=states or [], brief=False,
+        answer = ask(Op.LIST, all=all, user=user, states=states or [], brief=False,
                      page=MCP_PAGE, after=after)
         return {"jobs": answer["jobs"], "next": answer["next"]}
 
@@ -141,13 +142,13 @@ def make_server():
     def show(id: JobId) -> dict[str, Any]:
         """Everything known about one job: its request, times, cards, history, and for a
         failed one failure, failure_evidence (log lines) and failure_suggestion."""
-        return ask("show", id=id)
+        return ask(Op.SHOW, id=id)
 
     @server.tool(annotations=reads)
     def why(id: JobId) -> dict[str, Any]:
         """Why a job waits and when it should start, or how it ended and, if it failed, why
         and what to do."""
-        return ask("why", id=id)
+        return ask(Op.WHY, id=id)
 
     @server.tool(annotations=reads)
     def logs(id: JobId, stream: str = "stdout", tail: int = 100) -> dict[str, Any]:
@@ -155,20 +156,20 @@ def make_server():
         'stderr'."""
         if stream not in ("stdout", "stderr"):
             raise ToolError("gq: stream: expected stdout or stderr")
-        job = ask("show", id=id)
+        job = ask(Op.SHOW, id=id)
         lines = _tail(job.get(stream), max(1, min(int(tail), MAX_TAIL)))
         return {"id": job["id"], "state": job["state"], "stream": stream, "lines": lines}
 
     @server.tool(annotations=reads)
     def gpus() -> dict[str, Any]:
         """The cards: memory held by each job and by processes outside gq, utilisation."""
-        return {"gpus": ask("gpus")}
+        return {"gpus": ask(Op.GPUS)}
 
     @server.tool(annotations=reads)
     def offenders() -> dict[str, Any]:
         """Jobs and processes wasting cards (idle, over-declared, zombie memory), with the
         evidence and a suggestion each."""
-        return {"offenders": ask("offenders")}
+        return {"offenders": ask(Op.OFFENDERS)}
 
     @server.tool(annotations=reads)
     def stats(since: str = "7d") -> dict[str, Any]:
@@ -180,7 +181,7 @@ def make_server():
             seconds = parse_duration(since)
         except ValueError as e:
             raise ToolError(f"gq: since: {e}") from None
-        return ask("stats", since=seconds)
+        return ask(Op.STATS, since=seconds)
 
     @server.tool(annotations=reads)
     def triage(path: str, exit_code: int | None = None) -> dict[str, Any]:
@@ -229,28 +230,28 @@ def make_server():
     def cancel(ids: list[JobId]) -> dict[str, Any]:
         """Stop jobs (SIGTERM to the process tree, SIGKILL after the grace) and forget them.
         Your own jobs only. Each result says ok and what happened."""
-        return action("cancel", ids)
+        return action(Op.CANCEL, ids)
 
     @server.tool(annotations=acts(destructive=False, idempotent=True))
     def hold(ids: list[JobId]) -> dict[str, Any]:
         """Keep pending jobs from starting until released."""
-        return action("hold", ids)
+        return action(Op.HOLD, ids)
 
     @server.tool(annotations=acts(destructive=False, idempotent=True))
     def release(ids: list[JobId]) -> dict[str, Any]:
         """Let held jobs start."""
-        return action("release", ids)
+        return action(Op.RELEASE, ids)
 
     @server.tool(annotations=acts(destructive=False, idempotent=True))
     def update(ids: list[JobId], priority: str) -> dict[str, Any]:
         """Change the tier (high, normal, low) of pending or held jobs."""
-        return action("update", ids, priority=priority)
+        return action(Op.UPDATE, ids, priority=priority)
 
     @server.tool(annotations=acts(destructive=True, idempotent=False))
     def requeue(ids: list[JobId]) -> dict[str, Any]:
         """Queue jobs again with the same id: a running one is stopped as for preemption (it
         resumes from GQ_CHECKPOINT_DIR), an ended one is queued as it was."""
-        return action("requeue", ids)
+        return action(Op.REQUEUE, ids)
 
     return server
 

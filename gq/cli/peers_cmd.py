@@ -10,6 +10,7 @@ import typer
 
 from gq.cli import output
 from gq.cli.client import call
+from gq.protocol.op_names import Op
 
 peers_app = typer.Typer(help="SSH-reachable hosts that also run gq (docs/peers.md).",
                         no_args_is_help=True)
@@ -60,7 +61,7 @@ def add(
         raise BadInput("gq peers add: give HOST (or --slurm for Slurm on this host)")
     if not slurm and (partition or account or qos):
         raise BadInput("--partition, --account and --qos are for a Slurm peer: add --slurm")
-    peer = call("peer_add", address=host, name=name, user=user, port=port, identity=identity,
+    peer = call(Op.PEER_ADD, address=host, name=name, user=user, port=port, identity=identity,
                 gq_home=gq_home, gq_command=gq_command, accept_new=accept_new, replace=replace,
                 slurm=slurm, partition=partition, account=account, qos=qos or [])
     if json:
@@ -77,7 +78,7 @@ def add(
 @peers_app.command("rm")
 def rm(name: Annotated[str, typer.Argument(help="the peer's name", metavar="NAME")]) -> None:
     """Forget a peer. Its jobs keep running there."""
-    done = call("peer_rm", name=name)
+    done = call(Op.PEER_RM, name=name)
     print(f"removed {done['removed']}")
     if done["waiting_jobs"]:
         print(f"gq: job(s) {', '.join(map(str, done['waiting_jobs']))} wait to be sent to "
@@ -87,7 +88,7 @@ def rm(name: Annotated[str, typer.Argument(help="the peer's name", metavar="NAME
 @peers_app.command("ls")
 def ls(json: Json = False) -> None:
     """Peers, whether they answer, and what was last seen of each."""
-    peers = call("peers")
+    peers = call(Op.PEERS)
     output.print_json(peers) if json else _print(peers)
 
 
@@ -98,7 +99,7 @@ def check(
     json: Json = False,
 ) -> int:
     """Check peers now: reachability, latency, version, cards. Exit 1 if one is down."""
-    peers = call("peer_check", names=names or [])
+    peers = call(Op.PEER_CHECK, names=names or [])
     output.print_json(peers) if json else _print(peers)
     return 1 if any(p["state"] != "up" for p in peers) else 0
 

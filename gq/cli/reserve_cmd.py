@@ -10,6 +10,7 @@ import typer
 from gq.cli import output
 from gq.cli.client import call
 from gq.protocol import BAD_INPUT, GqError
+from gq.protocol.op_names import Op
 
 reserve_app = typer.Typer(
     help="Reserve cards for a user, group or account over a window (admins): no one else's job "
@@ -65,7 +66,7 @@ def reserve(
         return
     if start is None or duration is None:
         raise GqError("give --start and --duration (see gq reserve --help)", BAD_INPUT)
-    made = call("reserve", cards=cards, ids=None if ids is None else _ids(ids),
+    made = call(Op.RESERVE, cards=cards, ids=None if ids is None else _ids(ids),
                 start=_seconds("--start", start), duration=_seconds("--duration", duration),
                 user=user, group=group, account=account, pool=pool, name=name)
     if json:
@@ -81,7 +82,7 @@ def reserve_ls(
     json: Annotated[bool, typer.Option("--json", help="print JSON (a stable schema)")] = False,
 ) -> None:
     """The reservations that have not ended (every one ever made with --all)."""
-    rows = call("reservations", all=all)
+    rows = call(Op.RESERVATIONS, all=all)
     if json:
         return output.print_json(rows)
     if not rows:
@@ -100,5 +101,5 @@ def reserve_rm(ids: Annotated[list[int], typer.Argument(help="reservation ids (g
                                                         metavar="ID...")]) -> None:
     """Remove reservations (admins)."""
     for rid in ids:
-        gone = call("unreserve", id=rid)
+        gone = call(Op.UNRESERVE, id=rid)
         print(f"removed reservation {gone['id']}")

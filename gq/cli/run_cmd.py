@@ -17,6 +17,7 @@ from gq.escapes import escape_controls
 from gq.protocol import BAD_INPUT, GqError
 from gq.protocol.attach import POLL, channel, new_key, peer_uid
 from gq.protocol.fdpass import receive, send
+from gq.protocol.op_names import Op
 
 STATUS_EVERY = 1.0  # seconds between two looks at why the job waits
 WAITING = ("pending", "held", "running", "preempting", "frozen")
@@ -99,7 +100,7 @@ class Run:
 
     def _look(self) -> int | None:
         try:
-            why = call("why", id=str(self.job_id))
+            why = call(Op.WHY, id=str(self.job_id))
         except GqError as e:  # the daemon restarting: the job is queued all the same
             self._status(f"job {self.job_id}: waiting (the daemon does not answer: {e.message})")
             return None
@@ -129,7 +130,7 @@ class Run:
     def cancel_waiting(self, signo: int) -> int:
         self._status("")
         try:
-            call("cancel", ids=[str(self.job_id)])
+            call(Op.CANCEL, ids=[str(self.job_id)])
             print(f"gq: job {self.job_id} cancelled before it started", file=sys.stderr)
         except GqError as e:
             print(f"gq: job {self.job_id}: could not cancel it: {e.message}", file=sys.stderr)

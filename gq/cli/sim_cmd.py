@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gq.protocol import BadInput
+from gq.protocol.op_names import Op
 
 POLICY_CHOICES = ("gq", "fifo", "greedy", "sjf-oracle", "tiresias", "qssf", "all")
 
@@ -232,7 +233,7 @@ def history_trace(cpus: int) -> tuple[list, str, Any]:
         time_limit=j["time_limit"], name=j["name"], pool=j.get("pool"),
         gpus_max=j.get("gpus_max"), interactive=bool(j.get("interactive"))) for j in ran),
         key=lambda tj: (tj.submit_time, int(tj.job_id)))
-    cards = tuple(Card(c["index"], c["memory_total"], 0, c["island"]) for c in call("gpus"))
+    cards = tuple(Card(c["index"], c["memory_total"], 0, c["island"]) for c in call(Op.GPUS))
     host = Host(cpus=cpus, cards=cards, name="host0") if cards else None
     return jobs, f"history of this host ({len(ran)} ended jobs)", host
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gq.cli.output import say, table
+from gq.protocol.op_names import Op
 from gq.stats.health import NO_ACCOUNT
 from gq.units import format_duration, format_measured, parse_iso
 
@@ -188,8 +189,8 @@ def monthly(of: str | None) -> str:
         raise GqError(str(e), BAD_INPUT) from None
     if start >= time.time():
         raise GqError(f"--of {of}: that month has not begun", BAD_INPUT)
-    this = call("stats", start=start, until=end)
-    last = call("stats", start=before, until=start)
+    this = call(Op.STATS, start=start, until=end)
+    last = call(Op.STATS, start=before, until=start)
     return review(this, last, name, last_name)
 
 

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from gq.protocol import BAD_INPUT, GqError
+from gq.protocol.op_names import Op
 from gq.triage.classify import TAIL_BYTES, EndFacts, classify, suggest
 from gq.triage.rules import GPU_OOM
 
@@ -49,7 +50,7 @@ def host_largest_card() -> int | None:
         if conn is None:
             return None
         with conn:
-            size = conn.call("ping").get("largest_card")
+            size = conn.call(Op.PING).get("largest_card")
     except (GqError, OSError, ValueError):
         return None
     return size if isinstance(size, int) and size > 0 else None

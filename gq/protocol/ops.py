@@ -10,44 +10,10 @@ import it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Flag, StrEnum, auto
+from enum import Flag, auto
 
 from gq.protocol import shapes as s
-
-
-class Op(StrEnum):
-    PING = "ping"
-    CONFIG = "config"
-    SUBMIT = "submit"
-    LIST = "list"
-    SHOW = "show"
-    WHY = "why"
-    LOG = "log"
-    GPUS = "gpus"
-    CANCEL = "cancel"
-    HOLD = "hold"
-    RELEASE = "release"
-    REQUEUE = "requeue"
-    UPDATE = "update"
-    WAIT = "wait"
-    CLEAN = "clean"
-    COMPLETE = "complete"
-    ESTIMATE = "estimate"
-    OFFENDERS = "offenders"
-    SAMPLES = "samples"
-    STATS = "stats"
-    FAIRSHARE = "fairshare"
-    RESERVE = "reserve"
-    UNRESERVE = "unreserve"
-    RESERVATIONS = "reservations"
-    PEERS = "peers"
-    PEER_ADD = "peer_add"
-    PEER_RM = "peer_rm"
-    PEER_CHECK = "peer_check"
-    RELOAD = "reload"
-    SHUTDOWN = "shutdown"
-    TOP = "top"
-    SIM_REGISTER = "sim_register"
+from gq.protocol.op_names import Op
 
 
 class Trait(Flag):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gq.protocol import GqError
+from gq.protocol.op_names import Op
 from gq.tui.source import DaemonSource, JobDetail, LastKnown, LogChunk, read_log_file
 from gq.tui.snapshot import HostSnapshot, host_snapshot
 
@@ -25,7 +26,7 @@ class EveryHost:
             self.at = now
             try:
                 with self.local._connect() as conn:
-                    self.answer = conn.call("list", hosts="all")
+                    self.answer = conn.call(Op.LIST, hosts="all")
             except (GqError, OSError, ValueError) as e:
                 self.answer = e
         if isinstance(self.answer, Exception):
@@ -57,7 +58,7 @@ class PeerSource(LastKnown):
 
     def detail(self, job_id: int) -> JobDetail:
         with self.local._connect() as conn:
-            return JobDetail(self.name, conn.call("show", id=f"{self.name}:{job_id}"))
+            return JobDetail(self.name, conn.call(Op.SHOW, id=f"{self.name}:{job_id}"))
 
     def act(self, op: str, **args: Any) -> Any:
         if "ids" in args:
@@ -75,7 +76,7 @@ def peer_sources(local: DaemonSource) -> list[PeerSource]:
     """One source per peer of the daemon; none when it cannot be asked (gq top says why)."""
     try:
         with local._connect() as conn:
-            peers = conn.call("peers")
+            peers = conn.call(Op.PEERS)
     except (GqError, OSError, ValueError):
         return []
     every = EveryHost(local)

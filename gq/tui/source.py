@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from gq.paths import not_answering
 from gq.protocol import BadInput, Connection, DaemonGone, GqError
+from gq.protocol.op_names import Op
 from gq.protocol.ops import listed_jobs
 from gq.tui.snapshot import HostSnapshot, JobRow, host_snapshot, job_row
 
@@ -129,7 +130,7 @@ class DaemonSource(LastKnown):
     def _from_top(self, conn: Connection, now: float) -> HostSnapshot | None:
         """From one `top` answer: what changed since the last one, applied to what it had."""
         try:
-            answer = conn.call("top", cursor=self._cursor, points_after=self._points_at)
+            answer = conn.call(Op.TOP, cursor=self._cursor, points_after=self._points_at)
         except BadInput as e:
             if not e.message.startswith("unknown operation"):
                 raise
@@ -162,18 +163,18 @@ class DaemonSource(LastKnown):
 
     def _from_replies(self, conn: Connection, now: float) -> HostSnapshot:
         """From the replies of ping, list, gpus, offenders and samples: everything again."""
-        ping = conn.call("ping")
+        ping = conn.call(Op.PING)
         self.name = ping.get("host") or self.name
         return host_snapshot(
-            self.name, now, ping=ping, jobs=listed_jobs(conn.call("list", hosts="local")),
-            gpus=conn.call("gpus", hosts="local"),
-            offenders=conn.call("offenders", hosts="local"),
-            samples=conn.call("samples", since=HISTORY_SPAN, resolution="raw"))
+            self.name, now, ping=ping, jobs=listed_jobs(conn.call(Op.LIST, hosts="local")),
+            gpus=conn.call(Op.GPUS, hosts="local"),
+            offenders=conn.call(Op.OFFENDERS, hosts="local"),
+            samples=conn.call(Op.SAMPLES, since=HISTORY_SPAN, resolution="raw"))
 
     def detail(self, job_id: int) -> JobDetail:
         with self._connect() as conn:
-            job = conn.call("show", id=str(job_id))
-            samples = conn.call("samples", job=str(job_id), since=JOB_HISTORY_SPAN)
+            job = conn.call(Op.SHOW, id=str(job_id))
+            samples = conn.call(Op.SAMPLES, job=str(job_id), since=JOB_HISTORY_SPAN)
         return JobDetail(self.name, job, tuple(samples["points"]))
 
     def act(self, op: str, **args: Any) -> Any:
