@@ -51,9 +51,20 @@ def host(shared):
 
 
 def gq_run(host: GqHost, *args: str, env: dict | None = None, **popen) -> subprocess.Popen:
+    """`gq run ARGS` as from a shell's foreground: a suite started in the background (`pytest
+    &`, nohup, some CI runners) ignores SIGINT, which its children inherit, and gq run then
+    leaves Ctrl-C ignored, as a program started with `&` should."""
     popen.setdefault("stdin", subprocess.DEVNULL)
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
+    then = popen.pop("preexec_fn", None)
+
+    def foreground() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if then is not None:
+            then()
+
+    popen["preexec_fn"] = foreground
     return subprocess.Popen([sys.executable, "-m", "gq", "run", *args], env=env or host.env,
                             cwd=host.work, **popen)
 
