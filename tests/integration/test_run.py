@@ -131,8 +131,9 @@ def test_piped_the_job_reads_stdin_has_its_card_and_gq_run_exits_with_its_code(h
     assert run.returncode == 7, err
     lines = out.decode().splitlines()
     assert lines[0] == "got hello" and lines[2] == "a pipe"
-    [job] = host.call("list", all=True, states=["failed"])["jobs"][-1:]
-    assert job["name"] == "run:sh" and job["exit_code"] == 7
+    # gq run ends once the end is on disk; the daemon records it when it reads it
+    job = host.wait_ended(host.call("list", all=True)["jobs"][-1]["id"])
+    assert (job["name"], job["state"], job["exit_code"]) == ("run:sh", "failed", 7)
     assert lines[1] == f"cvd={','.join(map(str, job['gpu_ids']))}"
     assert host.job(job["id"])["attached"] == {"tty": False, "no_hangup": False, "log": False}
 
@@ -162,7 +163,8 @@ def test_ctrl_c_reaches_the_job_and_a_second_one_cancels_it(host, terminal):
     terminal.type(b"\x03")
     terminal.expect(b"cancelled by a second Ctrl-C")
     assert run.wait(timeout=20) == -signal.SIGINT
-    job = host.call("list", all=True)["jobs"][-1]
+    # the shim killed it; the daemon records the end once the shim has said so
+    job = host.wait_ended(host.call("list", all=True)["jobs"][-1]["id"])
     assert job["state"] == "cancelled" and "second Ctrl-C" in job["reason"]
 
 
