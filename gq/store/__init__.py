@@ -53,6 +53,11 @@ _ARRAY_COLUMNS = ("array_id", "array_index", "array_size", "array_limit", "array
 _LIGHT_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS)
                           if c not in _HEAVY_COLUMNS)
 _LIGHT_KEYS = _LIGHT_SELECT.split(", ")
+# A job decided cancelled or timed out whose run has not let go yet (Job.is_stopping) is listed
+# as the daemon shows it: `stopping` (gq/daemon/views.py shown_state).
+_SHOWN_STATE = ("(CASE WHEN ended_at IS NULL AND stop_asked_at IS NOT NULL AND state IN ("
+                + ", ".join(f"'{s}'" for s in sorted(map(str, ENDED_STATES)))
+                + ") THEN 'stopping' ELSE state END)")
 HEAVY_KEPT = 512  # jobs whose command, directory and environment Store keeps (see get_job)
 # A job's row but its environment (the largest column): what `gq ls --json` shows.
 _NO_ENV_SELECT = ", ".join(c for c in (*_JOB_COLUMNS, *_ARRAY_COLUMNS, "notify", "forward_args")
@@ -512,7 +517,8 @@ class Store:
         where, args, order = _where(states=states, user=user, ended_after=ended_after,
                                     after=after, moved=False, upto=upto)
         values = [f"CAST({c} AS INTEGER)" if c in _TIMES else
-                  f"json({c})" if as_json and c in _JSON_FIELDS else c for c in columns]
+                  f"json({c})" if as_json and c in _JSON_FIELDS else
+                  _SHOWN_STATE if c == "state" else c for c in columns]
         select = (f"id, array_id, json_array({', '.join(values)})" if as_json
                   else ", ".join(values))
         sql = f"SELECT {select} FROM jobs{where} ORDER BY {order}"

@@ -70,6 +70,8 @@ def test_a_cancel_frees_the_card_of_a_run_whose_shim_hangs_on_a_mount(make_host)
         assert "SIGTERM sent at" in shown["reason"], shown["reason"]
         listed = host.gq("ls").stdout
         assert "stopping" in listed and "cancelled by" in listed, listed
+        # what the history reads (SQL) says so too
+        assert host.gq("ls", "--all").stdout.splitlines()[-1].split()[3] == "stopping"
         top = host.call("top")  # gq top's queue, too
         assert [r[top["columns"].index("state")] for r in top["rows"]] == ["stopping"]
         ended = host.wait_ended(job)
