@@ -44,7 +44,7 @@ def first_output(daemon: TempDaemon, gq: str) -> float:
                                stderr=subprocess.DEVNULL)
         try:
             wait_until(lambda: any(j["reason"] == "Resources" for j in conn.call(
-                "list", states=["pending"])), what="the run to wait")
+                "list", states=["pending"])["jobs"]), what="the run to wait")
             freed = time.perf_counter()
             os.close(writer)
             line = run.stdout.readline()
