@@ -60,8 +60,11 @@ def test_more_nodes_are_refused_in_one_line_with_nothing_queued(host):
 
 
 def test_dry_run_says_each_option_and_queues_nothing(host):
-    write(host, "#!/bin/bash\n#SBATCH -c 2 --constraint=a100\n#SBATCH -t 1-0\necho\n")
+    write(host, "#!/bin/bash\n#SBATCH -c 2 --constraint=a100\n#SBATCH -t 1-0\n"
+                "#SBATCH -d afterok:12:13 --signal=USR1@30\necho\n")
     proc = host.gq("submit", "--dry-run", "job.sh")
+    # dependencies as ids, the signal with its lead: what gq would queue, as typed
+    assert " signal_before=30s " in proc.stdout and " afterok=12,13 " in proc.stdout
     assert "job.sh line 2: #SBATCH -c 2: 2 CPU cores (gq -c 2)  [mapped]" in proc.stdout
     assert "#SBATCH --constraint=a100: only tunes a Slurm cluster" in proc.stdout
     assert "asks for no GPU" in proc.stdout and "nothing queued" in proc.stdout
